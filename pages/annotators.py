@@ -1,0 +1,142 @@
+"""Annotators: every person's (and the LLM judge's) reliability, biases and disagreements."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+
+from components.annotators import (METRIC_LABELS, agreement_figure,  # noqa: E402
+                                   annotator_table, bias_scatter, disagreements_table)
+from puaudit.annotators import annotator_report  # noqa: E402
+from puaudit.errors import PUAuditError  # noqa: E402
+from puaudit.io import read_table, table_to_bytes  # noqa: E402
+from puaudit.schema import COLUMN_ALIASES, load_comparisons  # noqa: E402
+
+JUDGE_NAME = "LLM judge"
+
+st.title("Annotators")
+st.caption("Each person who voted, and the LLM judge as one more annotator: agreement, position "
+           "and length biases with 95% intervals, and flags when someone stands clearly apart.")
+
+
+def _load_table():
+    """The app's table, else an upload, else the demo; returns (table or None, source text)."""
+    table = st.session_state.get("table")
+    if table is not None:
+        return table, "the table loaded on the Data page"
+    upload = st.file_uploader("Comparison table with an annotator column",
+                              type=["csv", "tsv", "parquet", "jsonl", "json", "gz"])
+    if upload is not None:
+        cache = st.session_state.get("_annotators_upload")
+        if cache is None or cache[0] != upload.file_id:
+            df = read_table(upload, name=upload.name)
+            st.session_state["_annotators_upload"] = (upload.file_id, df)
+        return st.session_state["_annotators_upload"][1], upload.name
+    try:
+        from puaudit.demo import generate_demo
+    except ImportError:
+        return None, ""
+    if "_annotators_demo" not in st.session_state:
+        st.session_state["_annotators_demo"] = generate_demo(n_rows=1200, random_state=0)
+    return st.session_state["_annotators_demo"], "the demo data (upload a file to replace it)"
+
+
+try:
+    source, source_name = _load_table()
+except PUAuditError as exc:
+    st.error(str(exc))
+    st.stop()
+if source is None:
+    st.info("Load a table on the Data page or upload one here.")
+    st.stop()
+st.caption(f"Data: {source_name}.")
+
+frame = source if not hasattr(source, "frame") else source.frame
+with st.sidebar:
+    st.subheader("Annotator audit")
+    detected = getattr(source, "columns", {}).get("annotator") if hasattr(source, "frame") else None
+    options = ["(auto-detect)"] + [str(c) for c in frame.columns]
+    ann_col = st.selectbox("Annotator column", options,
+                           index=options.index(detected) if detected in options else 0)
+    min_votes = st.number_input("Strict votes needed to be flagged", min_value=1, value=30)
+    judge_in_alpha = st.checkbox("Count the judge in Krippendorff's alpha", value=False)
+    with st.expander("Flag margins"):
+        peer_margin = st.number_input("Peer agreement margin", 0.0, 1.0, 0.05, 0.01)
+        judge_margin = st.number_input("Judge agreement margin", 0.0, 1.0, 0.05, 0.01)
+        position_margin = st.number_input("Position margin around 0.5", 0.0, 0.5, 0.05, 0.01)
+        length_margin = st.number_input("Length margin above the median", 0.0, 1.0, 0.05, 0.01)
+
+try:
+    if hasattr(source, "frame"):
+        table = source
+        if ann_col != "(auto-detect)" and ann_col != detected:
+            table = load_comparisons(frame, columns={**source.columns, "annotator": ann_col})
+    else:
+        cols = {} if ann_col == "(auto-detect)" else {"annotator": ann_col}
+        table = load_comparisons(frame, columns=cols)
+    params = dict(min_votes_flag=int(min_votes), judge_in_alpha=judge_in_alpha,
+                  peer_margin=peer_margin, judge_margin=judge_margin,
+                  position_margin=position_margin, length_margin=length_margin)
+    key = (id(frame), len(frame), ann_col, tuple(sorted(params.items())))
+    cached = st.session_state.get("_annotators_report")
+    if cached is None or cached[0] != key:
+        cached = (key, annotator_report(table, judge_name=JUDGE_NAME, **params))
+        st.session_state["_annotators_report"] = cached
+    report = cached[1]
+except PUAuditError as exc:
+    st.error(str(exc))
+    st.caption("Annotator column names looked for: " + ", ".join(COLUMN_ALIASES["annotator"]))
+    st.stop()
+
+ov = report.overall
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Annotators", ov["n_annotators"])
+c2.metric("Items with 2+ votes", ov["n_items_multi"])
+alpha = ov["krippendorff_alpha"]
+c3.metric("Krippendorff's alpha", "n/a" if alpha != alpha else f"{alpha:.3f}",
+          help=("nominal; people " + ("and the judge" if ov["alpha_includes_judge"] else "only")
+                + f"; {ov['n_items_alpha']} items"))
+c4.metric("Flagged", ov["n_flagged"])
+
+st.subheader("Annotator table")
+st.dataframe(annotator_table(report), hide_index=True)
+st.download_button("Download the annotator report (CSV)", table_to_bytes(report.to_frame(), "csv"),
+                   file_name="annotator_report.csv", mime="text/csv")
+
+st.subheader("Agreement per annotator")
+metric = st.radio("Statistic", ["agree_peers", "agree_judge"], horizontal=True,
+                  format_func=lambda m: METRIC_LABELS[m])
+min_n = st.slider("Hide annotators with fewer strict votes than", 0, 100, 0)
+st.plotly_chart(agreement_figure(report, metric=metric, min_n=min_n,
+                                 median=ov.get(f"median_{metric}")))
+
+st.subheader("Position and length biases")
+st.plotly_chart(bias_scatter(report, min_n=min_n))
+
+st.subheader("Disagreements with the judge")
+names = report.annotators["annotator"].astype(str).tolist()
+who = st.selectbox("Annotator", names, index=1 if len(names) > 1 else 0)
+flags = report.annotators.loc[report.annotators["annotator"].astype(str) == who, "flags"].iloc[0]
+for reason in flags:
+    st.warning(reason)
+dis = disagreements_table(table, who, judge_name=JUDGE_NAME)
+st.write(f"{len(dis)} row(s) where {'the people' if who == JUDGE_NAME else who} and the judge "
+         "gave different strict verdicts.")
+st.dataframe(dis[["row", "question_type", "vote", "judge", "consensus", "prompt"]],
+             hide_index=True)
+for rec in dis.head(20).to_dict(orient="records"):
+    with st.expander(f"Row {rec['row']} ({rec['question_type']}): vote {rec['vote']}, "
+                     f"judge {rec['judge']}, consensus {rec['consensus']}"):
+        st.markdown("**Prompt**")
+        st.code(rec["prompt"], language=None, wrap_lines=True)
+        left, right = st.columns(2)
+        left.markdown("**Response A**")
+        left.code(rec["response_a"], language=None, wrap_lines=True)
+        right.markdown("**Response B**")
+        right.code(rec["response_b"], language=None, wrap_lines=True)
+if len(dis) > 20:
+    st.caption("Showing the first 20 in full; the table above lists them all.")

@@ -1,0 +1,24 @@
+"""PUAudit: audit LLM-as-a-judge pairwise verdicts against scarce human labels.
+
+Core library (no Streamlit): reading tables, frozen encoders, the PUAudit audit (METHOD.md 1),
+TrustJudge consistency analysis (METHOD.md 2) and annotator audits.
+"""
+
+__version__ = "0.1.0"
+
+from puaudit.errors import PUAuditError  # noqa: E402
+
+__all__ = ["PUAuditError", "PUAudit", "load_comparisons", "read_table", "__version__"]
+
+
+def __getattr__(name):  # lazy: keep `import puaudit` light for the CLI and the dashboard
+    if name == "PUAudit":
+        from puaudit.audit import PUAudit
+        return PUAudit
+    if name == "load_comparisons":
+        from puaudit.schema import load_comparisons
+        return load_comparisons
+    if name == "read_table":
+        from puaudit.io import read_table
+        return read_table
+    raise AttributeError(name)

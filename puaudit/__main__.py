@@ -1,0 +1,5 @@
+import sys
+
+from puaudit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,627 @@
+"""Auditing the annotators: reliability, position and length biases, and consensus labels.
+
+The LLM judge is audited as one more annotator next to the people who voted. Every statistic is
+a share with a 95% interval, so a reviewer sees both who stands out and how sure that is.
+
+Votes are compared across rows as *which response won*, never as raw letters: two rows of the
+same item may show the pair in opposite orders. A response is identified by its model name when
+the table has distinct ``model_a`` / ``model_b`` names on that row, else by its text. A vote
+``"A"`` on a row therefore becomes the identity of that row's response A, ``"B"`` the identity
+of response B, and ``"tie"`` the tie key.
+
+Conventions
+-----------
+* A person's *votes* are the rows with their id in the annotator column and a non-missing human
+  verdict; *strict* votes are those equal to ``"A"`` or ``"B"``. Rows with an empty annotator id
+  count for the consensus only.
+* The judge's verdict is repeated on every row of an item, so the judge votes **once per item**:
+  its item vote is the majority of its (winner-identity) verdicts over the item's rows, ties of
+  the count broken as ``tie``; it is placed on the item's first row (file order) holding a judge
+  verdict, in that row's A/B order, for the judge's own ``pick_a_share`` / ``longer_share``.
+* ``agree_judge`` of a person is per row: the judge's verdict on the very row they voted on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from puaudit.errors import PUAuditError
+from puaudit.schema import COLUMN_ALIASES, ComparisonTable
+
+__all__ = [
+    "AnnotatorReport",
+    "annotator_report",
+    "consensus_labels",
+    "annotator_score_disagreement",
+    "share_interval",
+    "wilson_interval",
+    "winner_keys",
+    "TIE_KEY",
+]
+
+TIE_KEY = "=tie"
+CI_METHODS = ("wilson", "jeffreys")
+_Z95 = 1.959963984540054
+
+
+# --------------------------------------------------------------------------------------------
+# intervals
+# --------------------------------------------------------------------------------------------
+
+def wilson_interval(k, n, *, z: float = _Z95) -> tuple[np.ndarray, np.ndarray]:
+    r"""Wilson score interval for a binomial share :math:`\hat p = k / n`.
+
+    .. math::
+        \frac{\hat p + \frac{z^2}{2n}}{1 + \frac{z^2}{n}} \pm
+        \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1-\hat p)}{n} + \frac{z^2}{4n^2}}
+
+    ``k`` may be fractional (a share times ``n``). Returns ``(lo, hi)``; NaN where ``n == 0``.
+    """
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        denom = 1.0 + z * z / n
+        centre = (p + z * z / (2 * n)) / denom
+        half = z / denom * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        lo = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
+        hi = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    return lo, hi
+
+
+def share_interval(k, n, *, method: str = "wilson",
+                   confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided interval for a share ``k / n``: ``"wilson"`` or ``"jeffreys"`` (Beta(k+½, n-k+½)
+    quantiles). NaN where ``n == 0``."""
+    if method not in CI_METHODS:
+        raise PUAuditError(f"Unknown interval method '{method}': choose one of {list(CI_METHODS)}.")
+    if not 0 < confidence < 1:
+        raise PUAuditError(f"confidence must lie strictly between 0 and 1, got {confidence}.")
+    alpha = 1.0 - confidence
+    if method == "wilson":
+        from scipy.stats import norm
+        return wilson_interval(k, n, z=float(norm.ppf(1 - alpha / 2)))
+    from scipy.stats import beta
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(k > 0, beta.ppf(alpha / 2, k + 0.5, n - k + 0.5), 0.0)
+        hi = np.where(k < n, beta.ppf(1 - alpha / 2, k + 0.5, n - k + 0.5), 1.0)
+    return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
+
+
+# --------------------------------------------------------------------------------------------
+# winner identities and consensus
+# --------------------------------------------------------------------------------------------
+
+def winner_keys(table: ComparisonTable) -> tuple[np.ndarray, np.ndarray]:
+    """Identity of response A and of response B on every row.
+
+    ``"m:<model name>"`` when the table maps ``model_a`` and ``model_b`` columns and the two names
+    on the row are non-empty and distinct; otherwise ``"t:<response text>"``.
+    """
+    n = len(table)
+    cols = table.columns
+    ma = mb = None
+    if "model_a" in cols and "model_b" in cols:
+        ma = table.frame[cols["model_a"]].tolist()
+        mb = table.frame[cols["model_b"]].tolist()
+    key_a = np.empty(n, dtype=object)
+    key_b = np.empty(n, dtype=object)
+    for i in range(n):
+        a = "" if ma is None or _is_missing(ma[i]) else str(ma[i]).strip()
+        b = "" if mb is None or _is_missing(mb[i]) else str(mb[i]).strip()
+        if a and b and a != b:
+            key_a[i], key_b[i] = "m:" + a, "m:" + b
+        else:
+            key_a[i], key_b[i] = "t:" + str(table.response_a[i]), "t:" + str(table.response_b[i])
+    return key_a, key_b
+
+
+def _is_missing(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _to_keys(votes: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
+    out = np.empty(len(votes), dtype=object)
+    for i, v in enumerate(votes):
+        out[i] = key_a[i] if v == "A" else key_b[i] if v == "B" else TIE_KEY if v == "tie" else None
+    return out
+
+
+def _to_letters(keys: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
+    out = np.empty(len(keys), dtype=object)
+    for i, k in enumerate(keys):
+        out[i] = (None if k is None else "tie" if k == TIE_KEY else "A" if k == key_a[i]
+                  else "B" if k == key_b[i] else None)
+    return out
+
+
+def _majority(keys) -> tuple[Any, int, int]:
+    """Majority key of a list (``TIE_KEY`` when the top count is shared), its count, total."""
+    counts: dict = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    if not counts:
+        return None, 0, 0
+    top = max(counts.values())
+    winners = [k for k, c in counts.items() if c == top]
+    key = winners[0] if len(winners) == 1 else TIE_KEY
+    return key, counts.get(key, 0), sum(counts.values())
+
+
+def _item_majority(items: np.ndarray, keys: np.ndarray) -> dict:
+    """item -> (majority key, its count, number of votes) over the non-missing keys."""
+    by_item: dict = {}
+    for it, k in zip(items, keys):
+        if k is not None:
+            by_item.setdefault(it, []).append(k)
+    return {it: _majority(ks) for it, ks in by_item.items()}
+
+
+def consensus_labels(table: ComparisonTable, *, log: bool = False):
+    """Item-level consensus of the human votes, expressed in each row's own A/B order.
+
+    For item :math:`i` with human votes :math:`v_1..v_m` (winner identities, ``tie`` a value of
+    its own), the consensus is :math:`\\arg\\max_c \\#\\{j: v_j = c\\}`; when two or more values
+    share the top count the consensus is ``tie``. Every row of the item receives the consensus as
+    ``"A"`` (its response A won), ``"B"`` or ``"tie"``; rows of items without any human vote get
+    None. All human votes count, with or without an annotator id.
+
+    Parameters
+    ----------
+    table : ComparisonTable
+    log : bool
+        Also return a dict with ``n_items``, ``n_items_voted``, ``n_items_multi`` (≥ 2 votes) and
+        ``n_items_split`` (top count shared, so the consensus is ``tie`` by the tie-break).
+
+    Returns
+    -------
+    labels : ndarray of {"A", "B", "tie", None}, one per row
+    log : dict, only when ``log=True``
+    """
+    key_a, key_b = winner_keys(table)
+    keys = _to_keys(table.human, key_a, key_b)
+    maj = _item_majority(table.item_id, keys)
+    item_keys = np.array([maj[it][0] if it in maj else None for it in table.item_id], dtype=object)
+    labels = _to_letters(item_keys, key_a, key_b)
+    if not log:
+        return labels
+    n_split = 0
+    by_item: dict = {}
+    for it, k in zip(table.item_id, keys):
+        if k is not None:
+            by_item.setdefault(it, []).append(k)
+    for ks in by_item.values():
+        counts = pd.Series(ks).value_counts()
+        if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
+            n_split += 1
+    return labels, {"n_items": int(len(set(table.item_id))), "n_items_voted": len(maj),
+                    "n_items_multi": int(sum(v[2] >= 2 for v in maj.values())),
+                    "n_items_split": n_split}
+
+
+# --------------------------------------------------------------------------------------------
+# the report
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class AnnotatorReport:
+    """Per-annotator statistics, overall reliability and item consensus.
+
+    Attributes
+    ----------
+    annotators : DataFrame
+        One row per annotator (the judge first when included). Columns: ``annotator``,
+        ``is_judge``, ``n_votes``, ``n_strict``, ``agree_judge`` (+ ``_lo``/``_hi``),
+        ``n_agree_judge`` (its denominator: rows where both the person and the judge are strict),
+        ``agree_peers`` (+ ``_lo``/``_hi``), ``n_peer_pairs``, ``n_peer_votes``,
+        ``pick_a_share`` (+ ci), ``tie_share`` (+ ci), ``longer_share`` (+ ci),
+        ``n_unequal_length``, ``flag_eligible`` and ``flags`` (list of reason strings).
+    overall : dict
+        ``krippendorff_alpha``, ``alpha_includes_judge``, ``n_items_alpha``, ``n_items``,
+        ``n_items_multi``, ``n_annotators``, ``n_votes``, the people's medians used by the flags
+        and the flag parameters.
+    consensus : DataFrame
+        One row per item with a human vote: ``item_id``, ``row`` (0-based first row of the item),
+        ``n_votes``, ``consensus`` (in that row's A/B order), ``consensus_share`` (share of the
+        votes equal to the consensus), ``judge`` (the judge's item vote in that row's order).
+    """
+
+    annotators: pd.DataFrame
+    overall: dict
+    consensus: pd.DataFrame
+    params: dict = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The annotator table with ``flags`` joined by ``"; "`` (for CSV export)."""
+        out = self.annotators.copy()
+        out["flags"] = [_join_flags(f) for f in out["flags"]]
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict: ``annotators`` (list of records, NaN -> None) and ``overall``."""
+        recs = []
+        for rec in self.annotators.to_dict(orient="records"):
+            recs.append({k: _json_value(v) for k, v in rec.items()})
+        return {"annotators": recs, "overall": {k: _json_value(v) for k, v in self.overall.items()}}
+
+
+def _join_flags(flags) -> str:
+    return "; ".join(flags) if isinstance(flags, (list, tuple)) else str(flags or "")
+
+
+def _json_value(v):
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, (np.bool_, bool)):
+        return bool(v)
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return None if math.isnan(v) else float(v)
+    return v
+
+
+def _share_block(prefix: str, k, n, method: str, confidence: float) -> dict:
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    lo, hi = share_interval(k, n, method=method, confidence=confidence)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(n > 0, k / n, np.nan)
+    return {prefix: share, f"{prefix}_lo": lo, f"{prefix}_hi": hi}
+
+
+def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
+                     judge_name: str = "LLM judge", judge_in_alpha: bool = False,
+                     min_votes_flag: int = 30, ci_method: str = "wilson",
+                     confidence: float = 0.95, peer_margin: float = 0.05,
+                     judge_margin: float = 0.05, position_margin: float = 0.05,
+                     length_margin: float = 0.05) -> AnnotatorReport:
+    r"""Audit every annotator (and the LLM judge) of a comparison table.
+
+    For annotator :math:`p` with votes :math:`V_p` (rows), strict votes :math:`S_p \subseteq V_p`:
+
+    * ``agree_judge`` :math:`= \#\{r \in S_p: j_r \in \{A,B\}, v_r = j_r\} /
+      \#\{r \in S_p: j_r \in \{A,B\}\}`, per row (the judge's verdict on the same row).
+    * ``agree_peers``: over the pairs :math:`(r, s)` with :math:`r \in S_p`, :math:`s` a strict
+      vote of another person :math:`q \neq p` on the same item, the share with the same winner.
+      The judge is not a peer of the people. The judge's own ``agree_peers`` pairs its item vote
+      (once per item) with every strict human vote on the item. Pairs that share a vote are not
+      independent, so the interval uses as :math:`n` the number of votes of :math:`p` with at
+      least one peer (``n_peer_votes``), not ``n_peer_pairs``.
+    * ``pick_a_share`` :math:`= \#\{r \in S_p: v_r = A\} / |S_p|` (first-shown response).
+    * ``tie_share`` :math:`= \#\{r \in V_p: v_r = \text{tie}\} / |V_p|`.
+    * ``longer_share``: over :math:`r \in S_p` whose responses differ in character length, the
+      share voting for the longer one (``n_unequal_length`` is the denominator).
+
+    Each share has a two-sided interval (``ci_method``, ``confidence``).
+
+    Flags, for annotators with ``n_strict >= min_votes_flag`` (``flag_eligible``), against the
+    medians :math:`m` of the eligible *people* (the judge never sets the norm):
+
+    * ``agree_peers``: upper bound :math:`< m_{peers} -` ``peer_margin``;
+    * ``agree_judge``: upper bound :math:`< m_{judge} -` ``judge_margin``;
+    * ``pick_a_share``: interval entirely above :math:`0.5 +` ``position_margin`` or below
+      :math:`0.5 -` ``position_margin``;
+    * ``longer_share``: lower bound :math:`> m_{longer} +` ``length_margin``.
+
+    Krippendorff's alpha (nominal, ``krippendorff`` package): units are the items with at least
+    two votes among the coders, coders are the people (plus the judge, voting once per item, when
+    ``judge_in_alpha``); a person with several votes on one item contributes their first. Values
+    are coded per item as "first of the pair in sorted identity order", "second", or "tie", so the
+    categories mean the same on every item.
+
+    Parameters
+    ----------
+    table : ComparisonTable
+        Needs an annotator column (``table.annotator``) and human verdicts.
+    include_judge : bool
+        Add the judge as a row of ``annotators`` (named ``judge_name``).
+    judge_in_alpha : bool
+        Count the judge as one more coder in Krippendorff's alpha (default: people only).
+    min_votes_flag : int
+        Strict votes needed to be flagged and to count in the people's medians.
+
+    Raises
+    ------
+    PUAuditError
+        No annotator column, no human votes, or a person named like ``judge_name``.
+    """
+    if table.annotator is None:
+        names = ", ".join(COLUMN_ALIASES["annotator"])
+        raise PUAuditError(
+            f"No annotator column found (looked for: {names}). Name the column holding the "
+            "annotator ids: CLI --annotator-col COLUMN; Python columns={'annotator': 'COLUMN'}.",
+            column=None)
+    if ci_method not in CI_METHODS:
+        raise PUAuditError(f"Unknown interval method '{ci_method}': choose one of {list(CI_METHODS)}.")
+    ann_col = table.columns.get("annotator", "annotator")
+    human = table.human
+    annot = np.array(["" if a is None else str(a).strip() for a in table.annotator], dtype=object)
+    has_vote = np.array([h is not None for h in human]) & (annot != "")
+    if not has_vote.any():
+        hcol = table.columns.get("human")
+        raise PUAuditError(
+            "No human votes with an annotator id: " + (
+                f"column '{hcol}' is empty on every row that has an id in '{ann_col}'."
+                if hcol else "no human verdict column was found; map it (CLI --human-col)."),
+            column=hcol or ann_col)
+    if include_judge and judge_name in set(annot[has_vote]):
+        raise PUAuditError(f"An annotator in '{ann_col}' is named '{judge_name}', the judge's "
+                           "name in the report; choose another judge_name.", column=ann_col)
+
+    n = len(table)
+    key_a, key_b = winner_keys(table)
+    hkey = _to_keys(human, key_a, key_b)
+    len_a = np.array([len(t) for t in table.response_a])
+    len_b = np.array([len(t) for t in table.response_b])
+    longer = np.where(len_a > len_b, "A", np.where(len_b > len_a, "B", ""))
+
+    votes = pd.DataFrame({
+        "row": np.arange(n), "item": table.item_id, "annotator": annot, "vote": human,
+        "key": hkey, "judge": table.judge, "longer": longer})[has_vote]
+    votes["strict"] = votes["vote"].isin(["A", "B"])
+
+    # Peer counts: for a strict vote with identity k by p on item i, peers = strict votes on i
+    # by others, agreeing peers = those with identity k.
+    strict = votes[votes["strict"]]
+    tot_item = strict.groupby("item").size()
+    tot_item_key = strict.groupby(["item", "key"]).size()
+    own_item = strict.groupby(["item", "annotator"]).size()
+    own_item_key = strict.groupby(["item", "annotator", "key"]).size()
+    idx_i = pd.MultiIndex.from_arrays([strict["item"], strict["key"]])
+    idx_ia = pd.MultiIndex.from_arrays([strict["item"], strict["annotator"]])
+    idx_iak = pd.MultiIndex.from_arrays([strict["item"], strict["annotator"], strict["key"]])
+    peers = tot_item.reindex(strict["item"]).to_numpy() - own_item.reindex(idx_ia).to_numpy()
+    agree = tot_item_key.reindex(idx_i).to_numpy() - own_item_key.reindex(idx_iak).to_numpy()
+    strict = strict.assign(peers=peers, peer_agree=agree)
+
+    rows = []
+    for name, g in votes.groupby("annotator", sort=False):
+        s = strict[strict["annotator"] == name]
+        jj = s["judge"].isin(["A", "B"])
+        rows.append(_counts(name, False, g, s,
+                            n_jd=int(jj.sum()), k_jd=int((s["vote"][jj] == s["judge"][jj]).sum()),
+                            pairs=int(s["peers"].sum()), k_pairs=int(s["peer_agree"].sum()),
+                            peer_votes=int((s["peers"] > 0).sum())))
+
+    # The judge, once per item.
+    jkey = _to_keys(table.judge, key_a, key_b)
+    jmaj = _item_majority(table.item_id, jkey)
+    judge_item = {it: v[0] for it, v in jmaj.items()}
+    if include_judge and judge_item:
+        first_row: dict = {}
+        for i, (it, k) in enumerate(zip(table.item_id, jkey)):
+            if k is not None and it not in first_row:
+                first_row[it] = i
+        jrows = np.array(sorted(first_row.values()), dtype=int)
+        jlet = _to_letters(np.array([judge_item[table.item_id[i]] for i in jrows], dtype=object),
+                           key_a[jrows], key_b[jrows])
+        jv = pd.DataFrame({"row": jrows, "item": table.item_id[jrows], "vote": jlet,
+                           "longer": longer[jrows]})
+        jv["strict"] = jv["vote"].isin(["A", "B"])
+        js = jv[jv["strict"]]
+        jk = np.array([judge_item[it] for it in js["item"]], dtype=object)
+        tot_key = tot_item_key.reindex(pd.MultiIndex.from_arrays([js["item"], jk]),
+                                       fill_value=0).to_numpy()
+        tot = tot_item.reindex(js["item"], fill_value=0).to_numpy()
+        rows.insert(0, _counts(judge_name, True, jv, js, n_jd=0, k_jd=0, pairs=int(tot.sum()),
+                               k_pairs=int(tot_key.sum()), peer_votes=int((tot > 0).sum())))
+
+    df = pd.DataFrame(rows)
+    blocks = {}
+    for prefix, k, m in (("agree_judge", "k_jd", "n_agree_judge"),
+                         ("agree_peers", "k_pairs", "n_peer_pairs"),
+                         ("pick_a_share", "k_a", "n_strict"),
+                         ("tie_share", "k_tie", "n_votes"),
+                         ("longer_share", "k_longer", "n_unequal_length")):
+        if prefix == "agree_peers":
+            # Point estimate over pairs, interval on the number of votes with peers (see above).
+            share = np.where(df[m] > 0, df[k] / df[m].where(df[m] > 0, 1), np.nan)
+            lo, hi = share_interval(np.nan_to_num(share) * df["n_peer_votes"], df["n_peer_votes"],
+                                    method=ci_method, confidence=confidence)
+            lo = np.where(np.isnan(share), np.nan, lo)
+            hi = np.where(np.isnan(share), np.nan, hi)
+            blocks.update({prefix: share, f"{prefix}_lo": lo, f"{prefix}_hi": hi})
+        else:
+            blocks.update(_share_block(prefix, df[k], df[m], ci_method, confidence))
+    for key, val in blocks.items():
+        df[key] = val
+    judge_mask = df["is_judge"].to_numpy()
+    for c in ("agree_judge", "agree_judge_lo", "agree_judge_hi"):
+        df.loc[judge_mask, c] = np.nan  # the judge's agreement with itself is not a statistic
+
+    df["flag_eligible"] = df["n_strict"] >= min_votes_flag
+    people = df[~df["is_judge"] & df["flag_eligible"]]
+    med = {c: (float(people[c].median()) if people[c].notna().any() else float("nan"))
+           for c in ("agree_peers", "agree_judge", "longer_share", "pick_a_share")}
+    df["flags"] = [
+        _flags(r, med, peer_margin=peer_margin, judge_margin=judge_margin,
+               position_margin=position_margin, length_margin=length_margin)
+        if r["flag_eligible"] else [] for r in df.to_dict(orient="records")]
+
+    df = pd.concat([df[df["is_judge"]],
+                    df[~df["is_judge"]].sort_values(["n_votes", "annotator"],
+                                                    ascending=[False, True])])
+    cols = ["annotator", "is_judge", "n_votes", "n_strict",
+            "agree_judge", "agree_judge_lo", "agree_judge_hi", "n_agree_judge",
+            "agree_peers", "agree_peers_lo", "agree_peers_hi", "n_peer_pairs", "n_peer_votes",
+            "pick_a_share", "pick_a_share_lo", "pick_a_share_hi",
+            "tie_share", "tie_share_lo", "tie_share_hi",
+            "longer_share", "longer_share_lo", "longer_share_hi", "n_unequal_length",
+            "flag_eligible", "flags"]
+    df = df[cols].reset_index(drop=True)
+
+    item_pair = {}
+    for it, a, b in zip(table.item_id, key_a, key_b):
+        item_pair.setdefault(it, min(a, b))
+    alpha, n_units = _alpha(votes, judge_item if judge_in_alpha else None, item_pair)
+    consensus = _consensus_frame(table, key_a, key_b, hkey, judge_item)
+    n_multi = int((consensus["n_votes"] >= 2).sum())
+    params = {"include_judge": include_judge, "judge_name": judge_name,
+              "judge_in_alpha": judge_in_alpha, "min_votes_flag": min_votes_flag,
+              "ci_method": ci_method, "confidence": confidence, "peer_margin": peer_margin,
+              "judge_margin": judge_margin, "position_margin": position_margin,
+              "length_margin": length_margin}
+    overall = {"krippendorff_alpha": alpha, "alpha_includes_judge": judge_in_alpha,
+               "n_items_alpha": n_units, "n_items": int(len(set(table.item_id))),
+               "n_items_multi": n_multi, "n_annotators": int((~df["is_judge"]).sum()),
+               "n_votes": int(len(votes)), "n_flag_eligible": int(len(people)),
+               **{f"median_{c}": v for c, v in med.items()},
+               "n_flagged": int(sum(bool(f) for f in df["flags"]))}
+    return AnnotatorReport(annotators=df, overall=overall, consensus=consensus, params=params)
+
+
+def _counts(name, is_judge: bool, g: pd.DataFrame, s: pd.DataFrame, *, n_jd: int, k_jd: int,
+            pairs: int, k_pairs: int, peer_votes: int) -> dict:
+    unequal = s["longer"] != ""
+    return {"annotator": name, "is_judge": is_judge, "n_votes": int(len(g)),
+            "n_strict": int(len(s)), "k_tie": int((g["vote"] == "tie").sum()),
+            "k_a": int((s["vote"] == "A").sum()), "n_agree_judge": n_jd, "k_jd": k_jd,
+            "n_peer_pairs": pairs, "k_pairs": k_pairs, "n_peer_votes": peer_votes,
+            "n_unequal_length": int(unequal.sum()),
+            "k_longer": int((s["vote"][unequal] == s["longer"][unequal]).sum())}
+
+
+def _fmt_ci(r: dict, c: str) -> str:
+    return f"{r[c]:.2f} [{r[c + '_lo']:.2f}, {r[c + '_hi']:.2f}]"
+
+
+def _flags(r: dict, med: dict, *, peer_margin: float, judge_margin: float,
+           position_margin: float, length_margin: float) -> list[str]:
+    out = []
+    if not np.isnan(r["agree_peers_hi"]) and not np.isnan(med["agree_peers"]) \
+            and r["agree_peers_hi"] < med["agree_peers"] - peer_margin:
+        out.append(f"agree_peers {_fmt_ci(r, 'agree_peers')} is below the people's median "
+                   f"{med['agree_peers']:.2f} minus {peer_margin:.2f} "
+                   f"({r['n_peer_votes']} votes with peers)")
+    if not r["is_judge"] and not np.isnan(r["agree_judge_hi"]) \
+            and not np.isnan(med["agree_judge"]) \
+            and r["agree_judge_hi"] < med["agree_judge"] - judge_margin:
+        out.append(f"agree_judge {_fmt_ci(r, 'agree_judge')} is below the people's median "
+                   f"{med['agree_judge']:.2f} minus {judge_margin:.2f} "
+                   f"(n={r['n_agree_judge']})")
+    lo, hi = r["pick_a_share_lo"], r["pick_a_share_hi"]
+    if not np.isnan(lo) and (lo > 0.5 + position_margin or hi < 0.5 - position_margin):
+        side = "first" if lo > 0.5 else "second"
+        out.append(f"pick_a_share {_fmt_ci(r, 'pick_a_share')} favours the {side}-shown response "
+                   f"(interval clear of 0.50 by more than {position_margin:.2f}; "
+                   f"n={r['n_strict']})")
+    if not np.isnan(r["longer_share_lo"]) and not np.isnan(med["longer_share"]) \
+            and r["longer_share_lo"] > med["longer_share"] + length_margin:
+        out.append(f"longer_share {_fmt_ci(r, 'longer_share')} is above the people's median "
+                   f"{med['longer_share']:.2f} plus {length_margin:.2f} "
+                   f"(n={r['n_unequal_length']})")
+    return out
+
+
+def _alpha(votes: pd.DataFrame, judge_item: dict | None, item_first: dict) -> tuple[float, int]:
+    """Nominal Krippendorff alpha over items with ≥ 2 coders' values (see annotator_report)."""
+    import krippendorff
+
+    first = votes.drop_duplicates(["item", "annotator"], keep="first")
+    per_item: dict = {}
+    for it, a, k in zip(first["item"], first["annotator"], first["key"]):
+        per_item.setdefault(it, {})[a] = k
+    if judge_item is not None:
+        for it, k in judge_item.items():
+            if it in per_item:  # items without any human vote cannot reach 2 coders
+                per_item[it] = {**per_item[it], "\x00judge": k}
+    units = {it: d for it, d in per_item.items() if len(d) >= 2}
+    if not units:
+        return float("nan"), 0
+    coders = sorted({a for d in units.values() for a in d})
+    cidx = {a: j for j, a in enumerate(coders)}
+    data = np.full((len(coders), len(units)), np.nan)
+    for u, (it, d) in enumerate(units.items()):
+        for a, k in d.items():
+            # 0 = the first of the pair in sorted identity order won, 1 = the second, 2 = tie.
+            data[cidx[a], u] = 2.0 if k == TIE_KEY else 0.0 if k == item_first[it] else 1.0
+    values = np.unique(data[~np.isnan(data)])
+    if len(values) < 2:  # one value everywhere: expected disagreement is 0, alpha undefined
+        return float("nan"), len(units)
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")), \
+        len(units)
+
+
+def _consensus_frame(table: ComparisonTable, key_a, key_b, hkey, judge_item: dict) -> pd.DataFrame:
+    maj = _item_majority(table.item_id, hkey)
+    first: dict = {}
+    for i, it in enumerate(table.item_id):
+        if it in maj and it not in first:
+            first[it] = i
+    recs = []
+    for it, i in first.items():
+        k, c, m = maj[it]
+        jk = judge_item.get(it)
+        lab = _to_letters(np.array([k, jk], dtype=object), np.array([key_a[i]] * 2, dtype=object),
+                          np.array([key_b[i]] * 2, dtype=object))
+        recs.append({"item_id": it, "row": i, "n_votes": m, "consensus": lab[0],
+                     "consensus_share": c / m, "judge": lab[1]})
+    return pd.DataFrame(recs, columns=["item_id", "row", "n_votes", "consensus",
+                                       "consensus_share", "judge"])
+
+
+# --------------------------------------------------------------------------------------------
+# audit link
+# --------------------------------------------------------------------------------------------
+
+def annotator_score_disagreement(table: ComparisonTable, score: np.ndarray,
+                                 adjusted: np.ndarray, *, ci_method: str = "wilson",
+                                 confidence: float = 0.95) -> pd.DataFrame:
+    r"""How often the audit's adjusted verdict disagrees with each person's votes.
+
+    For person :math:`p`, over their strict votes on the rows the audit scored (``score`` not NaN
+    and ``adjusted`` in {A, B}): ``n_scored`` rows; ``audit_disagree`` the share with
+    ``adjusted != vote`` (with interval); and, among those rows where the judge's verdict is
+    strict, the mean score where their vote differs from the judge's
+    (``mean_score_disagree_judge``, over ``n_disagree_judge`` rows) and where it equals it
+    (``mean_score_agree_judge``, over ``n_agree_judge`` rows). People without such rows are left
+    out.
+
+    Parameters
+    ----------
+    table : ComparisonTable
+    score : ndarray of float, one per row (NaN where not scored)
+    adjusted : ndarray of {"A", "B", None}, one per row
+    """
+    if table.annotator is None:
+        raise PUAuditError("No annotator column: pass --annotator-col (CLI) or "
+                           "columns={'annotator': 'COLUMN'} (Python).")
+    score = np.asarray(score, dtype=float)
+    adjusted = np.asarray(adjusted, dtype=object)
+    if len(score) != len(table) or len(adjusted) != len(table):
+        raise PUAuditError(f"score and adjusted need one value per row ({len(table)}); got "
+                           f"{len(score)} and {len(adjusted)}.")
+    d = pd.DataFrame({"annotator": [("" if a is None else str(a).strip()) for a in table.annotator],
+                      "vote": table.human, "judge": table.judge, "score": score,
+                      "adjusted": adjusted})
+    d = d[(d["annotator"] != "") & d["vote"].isin(["A", "B"]) & d["score"].notna()
+          & d["adjusted"].isin(["A", "B"])]
+    recs = []
+    for name, g in d.groupby("annotator", sort=True):
+        scored = g
+        jj = g["judge"].isin(["A", "B"])
+        dis = g[jj & (g["vote"] != g["judge"])]
+        agr = g[jj & (g["vote"] == g["judge"])]
+        recs.append({"annotator": name, "n_scored": len(scored),
+                     "n_audit_disagree": int((scored["adjusted"] != scored["vote"]).sum()),
+                     "n_disagree_judge": len(dis), "n_agree_judge": len(agr),
+                     "mean_score_disagree_judge": float(dis["score"].mean()) if len(dis) else np.nan,
+                     "mean_score_agree_judge": float(agr["score"].mean()) if len(agr) else np.nan})
+    out = pd.DataFrame(recs, columns=["annotator", "n_scored", "n_audit_disagree",
+                                      "n_disagree_judge", "n_agree_judge",
+                                      "mean_score_disagree_judge", "mean_score_agree_judge"])
+    blk = _share_block("audit_disagree", out["n_audit_disagree"], out["n_scored"], ci_method,
+                       confidence)
+    for k, v in blk.items():
+        out[k] = v
+    return out[["annotator", "n_scored", "audit_disagree", "audit_disagree_lo", "audit_disagree_hi",
+                "n_audit_disagree", "n_disagree_judge", "mean_score_disagree_judge",
+                "n_agree_judge", "mean_score_agree_judge"]]

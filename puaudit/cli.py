@@ -1,0 +1,325 @@
+"""Command line: ``puaudit audit | evaluate | sweep | demo | trustjudge | annotators``.
+
+Bad input prints one clear message on stderr and exits with status 2 (never a traceback).
+With ``--json`` the last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from puaudit.errors import PUAuditError
+
+__all__ = ["main", "build_parser"]
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return None if not math.isfinite(float(o)) else float(o)
+    if isinstance(o, (tuple, set)):
+        return list(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def _clean(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def dumps(obj) -> str:
+    """One-line JSON with NaN/inf as null."""
+    return json.dumps(_clean(obj), default=_json_default, allow_nan=False)
+
+
+def _add_table_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("columns (auto-detected when omitted)")
+    for role, flag in (("prompt", "--prompt-col"), ("response_a", "--response-a-col"),
+                       ("response_b", "--response-b-col"), ("judge", "--judge-col"),
+                       ("human", "--human-col"), ("question_type", "--type-col"),
+                       ("question_id", "--id-col"), ("annotator", "--annotator-col")):
+        g.add_argument(flag, dest=f"col_{role}", metavar="COL", default=None,
+                       help=f"column holding the {role.replace('_', ' ')}")
+    p.add_argument("--judge-rule", choices=["longer", "shorter", "position-a"], default=None,
+                   help="replace the judge's verdicts by a deterministic rule (a reproducible weak judge)")
+
+
+def _add_audit_args(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
+    p.add_argument("--m", type=float, default=None, help="transported mass (default: judge-human agreement on P)")
+    p.add_argument("--p-ratio", type=float, default=0.3, help="share of annotated items used as P (default 0.3)")
+    p.add_argument("--alpha1", type=float, default=0.7)
+    p.add_argument("--alpha2", type=float, default=0.7)
+    p.add_argument("--margin", type=float, default=0.05, help="guarded rule margin around 0.5")
+    p.add_argument("--pooled", action="store_true", help="transport pooled over question types")
+    p.add_argument("--ot-method", choices=["auto", "exact", "entropic", "fast"], default="auto")
+    p.add_argument("--calibration", choices=["isotonic", "platt"], default="isotonic")
+    p.add_argument("--human-source", choices=["votes", "consensus"], default="votes",
+                   help="build P from single votes or item-level consensus")
+    p.add_argument("--encoder", default=None, metavar="NAME|PATH",
+                   help="default all-MiniLM-L6-v2 (offline); or a local Hugging Face model folder")
+    p.add_argument("--embeddings", default=None, metavar="NPZ",
+                   help="precomputed embeddings (.npz with arrays e_a and e_b), skipping the encoder")
+    p.add_argument("--cache-dir", default=None, help="embedding cache folder (default ~/.cache/puaudit)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="puaudit", description=(
+        "Audit LLM-as-a-judge pairwise verdicts against scarce human labels."))
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of unexpected errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("audit", help="audit a table and write the relabelled export")
+    p.add_argument("input")
+    p.add_argument("-o", "--output", required=True, help="output file (.csv, .parquet or .jsonl)")
+    _add_table_args(p)
+    _add_audit_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scorer", default="pot", choices=["pot", "full-ot", "centroid", "probe", "knn"])
+    p.add_argument("--rule", default="guarded", choices=["guarded", "paper"])
+    p.add_argument("--manifest", default=None, help="also write a JSON run manifest here")
+
+    p = sub.add_parser("evaluate", help="repeated seeded audits: mean (sd) of consistency")
+    p.add_argument("input")
+    _add_table_args(p)
+    _add_audit_args(p)
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--scorers", default="pot", help="comma-separated scorers or 'all'")
+    p.add_argument("--rules", default="guarded", help="comma-separated rules (guarded, paper) or 'all'")
+
+    p = sub.add_parser("sweep", help="Cons_adj over a grid of m or p_ratio")
+    p.add_argument("input")
+    _add_table_args(p)
+    _add_audit_args(p)
+    p.add_argument("--param", required=True, choices=["m", "p_ratio"])
+    p.add_argument("--values", required=True, nargs="+", type=float)
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--scorer", default="pot", choices=["pot", "full-ot", "centroid", "probe", "knn"])
+    p.add_argument("--rule", default="paper", choices=["guarded", "paper"])
+
+    p = sub.add_parser("demo", help="write a generated demo dataset")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--rows", type=int, default=600)
+    p.add_argument("--seed", type=int, default=0)
+
+    for mod in ("puaudit.trustjudge.cli", "puaudit.annotators_cli"):
+        try:
+            module = __import__(mod, fromlist=["add_parser"])
+        except ImportError:
+            continue
+        module.add_parser(sub)
+    return parser
+
+
+def _load(args):
+    from puaudit.io import read_table
+    from puaudit.schema import apply_judge_rule, load_comparisons
+
+    df = read_table(args.input)
+    cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
+    table = load_comparisons(df, columns=cols, name=Path(args.input).name)
+    if getattr(args, "judge_rule", None):
+        table = apply_judge_rule(table, args.judge_rule)
+    return table
+
+
+def _embeddings(args, table):
+    from puaudit.audit import PairEmbeddings, embed_table
+
+    if args.embeddings:
+        try:
+            with np.load(args.embeddings, allow_pickle=False) as z:
+                emb = PairEmbeddings(np.asarray(z["e_a"], np.float32), np.asarray(z["e_b"], np.float32),
+                                     encoder=f"file:{Path(args.embeddings).name}")
+        except (OSError, KeyError, ValueError) as exc:
+            raise PUAuditError(f"Could not read embeddings from {args.embeddings} ({exc}); it must be "
+                               "an .npz file with arrays 'e_a' and 'e_b' of shape (rows, dim).") from None
+        if len(emb.e_a) != len(table):
+            raise PUAuditError(f"{args.embeddings} holds {len(emb.e_a)} rows but the table has {len(table)}.")
+        return emb
+    from puaudit.encoders import get_encoder
+
+    kwargs = {"device": args.device}
+    if args.no_cache:
+        kwargs["cache_dir"] = None
+    elif args.cache_dir:
+        kwargs["cache_dir"] = args.cache_dir
+    encoder = get_encoder(args.encoder, **kwargs)
+    t0 = time.perf_counter()
+    emb = embed_table(table, encoder, show_progress=True)
+    print(f"embedded {len(table)} rows with {emb.encoder} in {time.perf_counter() - t0:.1f}s",
+          file=sys.stderr)
+    return emb
+
+
+def _human(args, table):
+    if getattr(args, "human_source", "votes") == "consensus":
+        from puaudit.annotators import consensus_labels
+
+        return consensus_labels(table)
+    return None
+
+
+def _fmt(x, nd=3):
+    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{nd}f}"
+
+
+def cmd_audit(args) -> int:
+    from puaudit.audit import PUAudit
+    from puaudit.io import write_table
+    from puaudit.manifest import run_manifest
+
+    table = _load(args)
+    emb = _embeddings(args, table)
+    est = PUAudit(m=args.m, p_ratio=args.p_ratio, alpha1=args.alpha1, alpha2=args.alpha2,
+                  scorer=args.scorer, rule=args.rule, margin=args.margin, per_type=not args.pooled,
+                  ot_method=args.ot_method, calibration=args.calibration,
+                  human_source=args.human_source, random_state=args.seed)
+    est.fit(table, emb)
+    res = est.result_
+    out = res.to_frame()
+    write_table(out, args.output)
+    summary = res.summary()
+    if args.manifest:
+        Path(args.manifest).write_text(json.dumps(_clean(run_manifest(res, input_name=args.input)),
+                                                  indent=2, default=_json_default))
+    print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
+          f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}")
+    print(f"m = {_fmt(res.m)} (estimate from P: {_fmt(res.m_estimate)}); scorer {args.scorer}, rule {args.rule}")
+    print(f"Cons_orig {_fmt(summary['cons_orig'])}  Cons_adj {_fmt(summary['cons_adj'])}  change "
+          f"{_fmt(summary['delta'])}  (validation rows: {summary['n_validation']})")
+    print(f"groups: {summary['groups']}; wrote {len(out)} rows x {out.shape[1]} columns to {args.output}")
+    if args.json:
+        print(dumps(summary))
+    return 0
+
+
+def _split_list(s: str, allowed) -> list[str]:
+    if s == "all":
+        return list(allowed)
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def cmd_evaluate(args) -> int:
+    from puaudit.evaluate import evaluate
+    from puaudit.relabel import RULES
+    from puaudit.scorers import SCORERS
+
+    table = _load(args)
+    emb = _embeddings(args, table)
+    scorers = _split_list(args.scorers, SCORERS)
+    rules = _split_list(args.rules, RULES)
+    t0 = time.perf_counter()
+    res = evaluate(table, emb, seeds=args.seeds, scorers=scorers, rules=rules,
+                   p_ratio=args.p_ratio, m=args.m, alpha1=args.alpha1, alpha2=args.alpha2,
+                   margin=args.margin, per_type=not args.pooled, ot_method=args.ot_method,
+                   calibration=args.calibration, human=_human(args, table))
+    lb = res["leaderboard"]
+    judge = table.judge_column
+    print(f"{args.seeds} seeds, p_ratio {args.p_ratio}, judge '{judge}', "
+          f"{time.perf_counter() - t0:.1f}s")
+    print(f"{'scorer':<9} {'rule':<8} {'Cons_orig':>15} {'Cons_adj':>15} {'change':>16} {'reversed':>9} {'precision':>9}")
+    for e in lb:
+        print(f"{e['scorer']:<9} {e['rule']:<8} {_fmt(e['cons_orig_mean'])} ({_fmt(e['cons_orig_sd'])})"
+              f"   {_fmt(e['cons_adj_mean'])} ({_fmt(e['cons_adj_sd'])})  {_fmt(e['delta_mean'], 4)} "
+              f"({_fmt(e['delta_sd'], 4)}) {_fmt(e['reversed_share'])} {_fmt(e['reversal_precision'])}")
+    if args.json:
+        first = lb[0]
+        out = {"n_rows": len(table), "judge": judge, "seeds": args.seeds, "p_ratio": args.p_ratio,
+               "m": args.m if args.m is not None else first["m_mean"],
+               "encoder": emb.encoder, "n_validation": first["n_validation_mean"],
+               **{k: first[k] for k in ("cons_orig_mean", "cons_orig_sd", "cons_adj_mean",
+                                        "cons_adj_sd", "delta_mean", "delta_sd")},
+               "cons_orig": first["cons_orig_mean"], "cons_adj": first["cons_adj_mean"],
+               "per_type": first["per_type"], "leaderboard": lb}
+        print(dumps(out))
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from puaudit.evaluate import sweep
+
+    table = _load(args)
+    emb = _embeddings(args, table)
+    df = sweep(table, emb, param=args.param, values=args.values, seeds=args.seeds,
+               scorer=args.scorer, rule=args.rule, p_ratio=args.p_ratio, m=args.m,
+               alpha1=args.alpha1, alpha2=args.alpha2, margin=args.margin,
+               per_type=not args.pooled, ot_method=args.ot_method, human=_human(args, table))
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if args.json:
+        print(dumps({"param": args.param, "scorer": args.scorer, "rule": args.rule,
+                     "results": df.to_dict(orient="records")}))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from puaudit.demo import generate_demo
+    from puaudit.io import write_table
+
+    if args.rows < 20:
+        raise PUAuditError("--rows must be at least 20 for a useful demo.")
+    df = generate_demo(n_rows=args.rows, random_state=args.seed)
+    write_table(df, args.output)
+    print(f"wrote {len(df)} generated comparisons to {args.output}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"audit": cmd_audit, "evaluate": cmd_evaluate, "sweep": cmd_sweep, "demo": cmd_demo}
+    try:
+        if args.command in handlers:
+            return handlers[args.command](args)
+        return args.run(args) if hasattr(args, "run") else _dispatch_plugin(args)
+    except PUAuditError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("error: out of memory. Try a smaller file, --pooled off, or precomputed embeddings.",
+              file=sys.stderr)
+        return 1
+    except Exception as exc:  # an unexpected bug: say so plainly, trace only on request
+        if args.debug:
+            raise
+        print(f"error: unexpected {type(exc).__name__}: {exc}. This is a bug in puaudit; rerun "
+              "with --debug for the traceback and report it.", file=sys.stderr)
+        return 1
+
+
+def _dispatch_plugin(args) -> int:
+    for mod in ("puaudit.trustjudge.cli", "puaudit.annotators_cli"):
+        try:
+            module = __import__(mod, fromlist=["run"])
+        except ImportError:
+            continue
+        if args.command in getattr(module, "COMMANDS", (args.command,)):
+            try:
+                return module.run(args)
+            except TypeError:
+                continue
+    raise PUAuditError(f"Unknown command {args.command}.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

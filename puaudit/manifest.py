@@ -1,0 +1,40 @@
+"""Run manifests: everything needed to reproduce an audit result."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+
+__all__ = ["run_manifest"]
+
+
+def run_manifest(result, *, input_name: str = "", input_sha256: str | None = None) -> dict:
+    """Parameters, encoder, seed, data fingerprint and metrics of one audit, JSON-ready."""
+    import numpy
+    import pandas
+
+    from puaudit import __version__
+
+    s = result.summary()
+    return {
+        "tool": "puaudit",
+        "version": __version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "input": {"name": input_name, "sha256": input_sha256,
+                  "content_hash": result.table.content_hash(), "n_rows": len(result.table),
+                  "columns": result.table.columns, "judge_column": result.table.judge_column},
+        "params": result.params,
+        "metrics": {k: s[k] for k in ("cons_orig", "cons_adj", "delta", "cons_orig_ci",
+                                      "cons_adj_ci", "reversed_share", "reversal_precision",
+                                      "n_validation", "n_p", "n_p_prime", "n_unlabelled",
+                                      "n_excluded", "m", "m_estimate", "groups", "expected")},
+        "per_type": s["per_type"],
+        "environment": {"python": platform.python_version(), "numpy": numpy.__version__,
+                        "pandas": pandas.__version__},
+        "reproduce": ("puaudit audit INPUT -o OUTPUT --seed {seed} --p-ratio {p} --alpha1 {a1} "
+                      "--alpha2 {a2} --scorer {sc} --rule {r}{m}").format(
+            seed=result.params.get("random_state"), p=result.params.get("p_ratio"),
+            a1=result.params.get("alpha1"), a2=result.params.get("alpha2"),
+            sc=result.params.get("scorer"), r=result.params.get("rule"),
+            m="" if result.params.get("m") is None else f" --m {result.params.get('m')}"),
+    }

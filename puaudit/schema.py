@@ -1,0 +1,383 @@
+"""Column roles, label vocabularies and the normalised comparison table.
+
+A table of pairwise comparisons is read as-is (see :mod:`puaudit.io`); this module finds which
+column plays which role (prompt, responses, judge and human verdicts, question type, ...), turns
+verdict labels into ``"A"``, ``"B"``, ``"tie"`` or missing, and builds a
+:class:`ComparisonTable` that the audit works on while the original frame stays untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from puaudit.errors import PUAuditError
+
+__all__ = [
+    "ROLES",
+    "COLUMN_ALIASES",
+    "ComparisonTable",
+    "detect_columns",
+    "normalize_verdicts",
+    "load_comparisons",
+    "apply_judge_rule",
+    "JUDGE_RULES",
+]
+
+ROLES = ("prompt", "response_a", "response_b", "judge", "human", "question_type", "question_id",
+         "turn", "model_a", "model_b", "annotator")
+REQUIRED_ROLES = ("prompt", "response_a", "response_b", "judge")
+
+# Ordered by preference: the first alias present wins.
+COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
+    "prompt": ("prompt", "question", "instruction", "query", "input", "user_prompt", "turn_prompt"),
+    "response_a": ("response_a", "answer_a", "output_a", "completion_a", "response_1", "answer_1",
+                   "output_1", "model_a_response", "response_model_a", "conversation_a"),
+    "response_b": ("response_b", "answer_b", "output_b", "completion_b", "response_2", "answer_2",
+                   "output_2", "model_b_response", "response_model_b", "conversation_b"),
+    "judge": ("judge_winner", "judge_verdict", "judge_label", "judge_preference", "judge_decision",
+              "llm_winner", "llm_judge", "llm_verdict", "gpt4_winner", "judge", "winner"),
+    "human": ("human_winner", "human_verdict", "human_label", "human_preference", "human",
+              "gold_winner", "gold_label", "gold", "label", "winner"),
+    "question_type": ("category", "question_type", "question_category", "type", "task", "domain",
+                      "subset"),
+    "question_id": ("question_id", "qid", "prompt_id", "item_id", "question_idx"),
+    "turn": ("turn", "turn_id"),
+    "model_a": ("model_a", "model_1"),
+    "model_b": ("model_b", "model_2"),
+    "annotator": ("human_judge", "annotator", "annotator_id", "worker_id", "worker", "rater",
+                  "rater_id", "judge_id", "labeler", "user_id"),
+}
+
+_A = {"a", "model_a", "1", "response_a", "answer_a", "assistant_a", "assistant a", "[[a]]", "left",
+      "first", "output_a", "a>b", "a > b"}
+_B = {"b", "model_b", "2", "response_b", "answer_b", "assistant_b", "assistant b", "[[b]]", "right",
+      "second", "output_b", "b>a", "b > a"}
+_TIE = {"tie", "tie (inconsistent)", "tie (bothbad)", "tie(bothbad)", "tie_bothbad", "bothbad",
+        "both_bad", "both bad", "draw", "equal", "same", "[[c]]", "c", "0", "3", "tie (both bad)",
+        "a=b", "a = b", "neither", "both good", "both_good"}
+_MISSING = {"", "nan", "none", "null", "na", "n/a", "<na>", "missing", "?"}
+
+ACCEPTED_LABELS_TEXT = ("A / B / tie, model_a / model_b / tie, tie (inconsistent), tie (bothbad), "
+                        "1 / 2, or the model name given in the model_a / model_b column")
+
+
+def _norm_name(name: str) -> str:
+    return str(name).strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Map roles to column names, from explicit choices first and aliases second.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table as read.
+    columns : mapping role -> column name, optional
+        Explicit choices; they override detection. A value ``None`` or ``""`` means "no such column".
+
+    Returns
+    -------
+    dict
+        Role -> column for every role found. Required roles missing raise :class:`PUAuditError`.
+    """
+    columns = dict(columns or {})
+    unknown_roles = set(columns) - set(ROLES)
+    if unknown_roles:
+        raise PUAuditError(f"Unknown column role(s) {sorted(unknown_roles)}; roles are {list(ROLES)}.")
+    present = list(df.columns)
+    for role, col in columns.items():
+        if col and col not in present:
+            raise PUAuditError(
+                f"Column '{col}' (chosen for {role}) is not in the file. Columns present: "
+                f"{present}.", column=col)
+    by_norm: dict[str, str] = {}
+    for c in present:
+        by_norm.setdefault(_norm_name(c), c)
+    mapping: dict[str, str] = {r: c for r, c in columns.items() if c}
+    used = set(mapping.values())
+    for role in ROLES:
+        if role in columns:  # explicitly set (possibly to None = absent)
+            continue
+        for alias in COLUMN_ALIASES[role]:
+            col = by_norm.get(alias)
+            if col is not None and col not in used:
+                mapping[role] = col
+                used.add(col)
+                break
+    # 'winner' alone is the judge's verdict only when no other judge column exists; when a judge
+    # column exists and 'winner' was taken as judge, prefer it as human (Arena convention).
+    missing = [r for r in REQUIRED_ROLES if r not in mapping]
+    if missing:
+        hints = {r: ", ".join(COLUMN_ALIASES[r][:6]) for r in missing}
+        lines = "; ".join(f"{r} (looked for: {hints[r]}, ...)" for r in missing)
+        raise PUAuditError(
+            f"Required column(s) not found: {lines}. Columns present: {present}. Rename the "
+            "column or map it explicitly (CLI: --prompt-col/--response-a-col/--response-b-col/"
+            "--judge-col; Python: columns={'judge': 'my_column', ...}).",
+            column=missing[0])
+    return mapping
+
+
+def _label_of(value, model_a: str | None, model_b: str | None) -> str | None:
+    """Return 'A', 'B', 'tie', None (missing) or raise KeyError for an unknown label."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        raise KeyError(value)
+    if isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer()):
+        value = str(int(value))
+    s = str(value).strip()
+    low = s.lower()
+    if low in _MISSING or (value is pd.NA):
+        return None
+    if low in _A:
+        return "A"
+    if low in _B:
+        return "B"
+    if low in _TIE or low.startswith("tie"):
+        return "tie"
+    if model_a and s == model_a and model_a != model_b:
+        return "A"
+    if model_b and s == model_b and model_a != model_b:
+        return "B"
+    raise KeyError(value)
+
+
+def normalize_verdicts(values: Sequence, *, column: str = "verdict",
+                       model_a: Sequence | None = None, model_b: Sequence | None = None,
+                       allow_missing: bool = True) -> np.ndarray:
+    """Normalise verdict labels to ``"A"``, ``"B"``, ``"tie"`` or ``None``.
+
+    Recognised (case-insensitive): A/B/tie, model_a/model_b, ``tie (inconsistent)``,
+    ``tie (bothbad)``, 1/2, and the model names of the same row.
+
+    Raises
+    ------
+    PUAuditError
+        On the first unknown label, naming the column, the 1-based data row and the value; or on a
+        missing label when ``allow_missing`` is False.
+    """
+    vals = list(values)
+    ma = list(model_a) if model_a is not None else [None] * len(vals)
+    mb = list(model_b) if model_b is not None else [None] * len(vals)
+    out = np.empty(len(vals), dtype=object)
+    for i, v in enumerate(vals):
+        try:
+            lab = _label_of(v, None if ma[i] is None else str(ma[i]),
+                            None if mb[i] is None else str(mb[i]))
+        except KeyError:
+            raise PUAuditError(
+                f"Column '{column}', row {i + 1}: unknown verdict {str(v)[:60]!r}. Accepted labels: "
+                f"{ACCEPTED_LABELS_TEXT} (case-insensitive); leave the cell empty when there is "
+                "no verdict.", column=column, row=i + 1) from None
+        if lab is None and not allow_missing:
+            raise PUAuditError(
+                f"Column '{column}', row {i + 1}: the verdict is empty. Every row needs a judge "
+                "verdict (A, B or tie); fill it in or drop the row.", column=column, row=i + 1)
+        out[i] = lab
+    return out
+
+
+def _as_text(values: Sequence, *, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
+    """Texts of a column plus the prompt / response extracted from chat-format cells.
+
+    Returns (texts, user_text): for a cell holding a chat transcript (a JSON list of
+    ``{"role", "content"}`` messages, as in Chatbot Arena's ``conversation_a``), ``texts`` is the
+    last assistant message and ``user_text`` the user messages joined; else ``user_text`` is "".
+    """
+    out = np.empty(len(values), dtype=object)
+    user = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        user[i] = ""
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            out[i] = ""
+            continue
+        msgs = None
+        if isinstance(v, (list, np.ndarray)):
+            msgs = list(v)
+        elif isinstance(v, str) and v.lstrip().startswith("[{"):
+            try:
+                msgs = json.loads(v)
+            except json.JSONDecodeError:
+                msgs = None
+        if msgs and all(isinstance(m, dict) and "content" in m for m in msgs):
+            assistant = [str(m["content"]) for m in msgs if m.get("role") in ("assistant", "gpt", "model")]
+            users = [str(m["content"]) for m in msgs if m.get("role") in ("user", "human")]
+            out[i] = assistant[-1] if assistant else str(msgs[-1]["content"])
+            user[i] = "\n".join(users)
+        elif isinstance(v, dict):
+            raise PUAuditError(f"Column '{column}', row {i + 1}: expected text for {role}, found an "
+                               "object. Map a text column instead.", column=column, row=i + 1)
+        else:
+            out[i] = str(v)
+    return out, user
+
+
+@dataclass
+class ComparisonTable:
+    """Normalised view of a comparison table; ``frame`` is the input, untouched.
+
+    Attributes
+    ----------
+    frame : DataFrame
+        The table exactly as read (every row and column, in order).
+    columns : dict
+        Role -> column name used.
+    prompt, response_a, response_b : ndarray of str
+    judge : ndarray of {"A", "B", "tie", None}
+    human : ndarray of {"A", "B", "tie", None}
+    question_type : ndarray of str (``"all"`` when there is no such column)
+    item_id : ndarray of str
+        Rows with the same prompt (and turn / question id when present) and the same unordered
+        pair of responses share an item id: several votes on one item never straddle P and
+        validation.
+    annotator : ndarray of str or None
+    """
+
+    frame: pd.DataFrame
+    columns: dict
+    prompt: np.ndarray
+    response_a: np.ndarray
+    response_b: np.ndarray
+    judge: np.ndarray
+    human: np.ndarray
+    question_type: np.ndarray
+    item_id: np.ndarray
+    annotator: np.ndarray | None = None
+    judge_column: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def n_annotated(self) -> int:
+        return int(sum(h is not None for h in self.human))
+
+    def summary(self) -> dict:
+        """Counts for a data summary: rows, types, annotated share, ties, judge-human agreement."""
+        judge, human = self.judge, self.human
+        strict = np.array([(j in ("A", "B")) and (h in ("A", "B")) for j, h in zip(judge, human)])
+        agree = np.array([j == h for j, h in zip(judge, human)])
+        types = pd.Series(self.question_type).value_counts().to_dict()
+        return {
+            "n_rows": len(self),
+            "n_question_types": len(types),
+            "question_types": {str(k): int(v) for k, v in types.items()},
+            "n_annotated": self.n_annotated,
+            "annotated_share": self.n_annotated / max(len(self), 1),
+            "n_judge_ties": int(sum(j == "tie" for j in judge)),
+            "n_human_ties": int(sum(h == "tie" for h in human)),
+            "n_items": int(len(set(self.item_id))),
+            "n_strict_annotated": int(strict.sum()),
+            "judge_human_agreement": float(agree[strict].mean()) if strict.any() else None,
+        }
+
+    def content_hash(self) -> str:
+        """A hash of everything the audit reads (texts, verdicts, types, items)."""
+        h = hashlib.sha256()
+        for arr in (self.prompt, self.response_a, self.response_b, self.judge, self.human,
+                    self.question_type, self.item_id):
+            for v in arr:
+                h.update(b"\x1f" + str(v).encode("utf-8", "surrogatepass"))
+            h.update(b"\x1e")
+        return h.hexdigest()
+
+
+def _hash_key(*parts: str) -> str:
+    return hashlib.sha1("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def load_comparisons(df: pd.DataFrame, *, columns: Mapping[str, str] | None = None,
+                     judge_column: str | None = None, name: str = "table") -> ComparisonTable:
+    """Build a :class:`ComparisonTable` from a raw table.
+
+    Parameters
+    ----------
+    df : DataFrame
+        As returned by :func:`puaudit.io.read_table`.
+    columns : mapping role -> column, optional
+        Explicit column choices (see :data:`ROLES`).
+    judge_column : str, optional
+        Shortcut for ``columns={"judge": judge_column}`` (a file may hold several judge columns).
+    """
+    columns = dict(columns or {})
+    if judge_column:
+        columns["judge"] = judge_column
+    if len(df) == 0:
+        raise PUAuditError(f"{name}: no data rows.")
+    mapping = detect_columns(df, columns)
+    get = lambda role: df[mapping[role]].tolist() if role in mapping else None  # noqa: E731
+
+    resp_a, user_a = _as_text(get("response_a"), column=mapping["response_a"], role="response A")
+    resp_b, _ = _as_text(get("response_b"), column=mapping["response_b"], role="response B")
+    prompt, _ = _as_text(get("prompt"), column=mapping["prompt"], role="prompt")
+    # Chat-format responses carry the prompt themselves.
+    prompt = np.array([p if p else u for p, u in zip(prompt, user_a)], dtype=object)
+
+    model_a = get("model_a")
+    model_b = get("model_b")
+    judge = normalize_verdicts(get("judge"), column=mapping["judge"], model_a=model_a,
+                               model_b=model_b, allow_missing=True)
+    if "human" in mapping:
+        human = normalize_verdicts(get("human"), column=mapping["human"], model_a=model_a,
+                                   model_b=model_b, allow_missing=True)
+    else:
+        human = np.array([None] * len(df), dtype=object)
+    if "question_type" in mapping:
+        qtype = np.array([("unknown" if (v is None or str(v).strip() == "" or
+                                         (isinstance(v, float) and math.isnan(v))) else str(v).strip())
+                          for v in get("question_type")], dtype=object)
+    else:
+        qtype = np.array(["all"] * len(df), dtype=object)
+    qid = get("question_id")
+    turn = get("turn")
+    item = np.empty(len(df), dtype=object)
+    for i in range(len(df)):
+        # The model pair names the item when known (MT-Bench: question id + turn + model pair);
+        # otherwise the two response texts do.
+        if model_a is not None and model_b is not None:
+            pair = sorted((str(model_a[i]), str(model_b[i])))
+        else:
+            pair = sorted((str(resp_a[i]), str(resp_b[i])))
+        item[i] = _hash_key(str(qid[i]) if qid is not None else "", str(turn[i]) if turn is not None else "",
+                            str(prompt[i]), *pair)
+    annot = None
+    if "annotator" in mapping:
+        annot = np.array(["" if v is None else str(v) for v in get("annotator")], dtype=object)
+    return ComparisonTable(frame=df, columns=mapping, prompt=prompt, response_a=resp_a,
+                           response_b=resp_b, judge=judge, human=human, question_type=qtype,
+                           item_id=item, annotator=annot, judge_column=mapping["judge"])
+
+
+JUDGE_RULES = ("longer", "shorter", "position-a")
+
+
+def apply_judge_rule(table: ComparisonTable, rule: str) -> ComparisonTable:
+    """Replace the judge's verdicts by a deterministic rule (a reproducible weak judge).
+
+    ``longer``: the longer response (in characters) wins; ``shorter``: the shorter wins;
+    ``position-a``: A always wins. Equal lengths give ``tie``.
+    """
+    if rule not in JUDGE_RULES:
+        raise PUAuditError(f"Unknown judge rule '{rule}': choose one of {list(JUDGE_RULES)}.")
+    la = np.array([len(t) for t in table.response_a])
+    lb = np.array([len(t) for t in table.response_b])
+    if rule == "position-a":
+        judge = np.array(["A"] * len(table), dtype=object)
+    else:
+        sign = np.sign(la - lb) if rule == "longer" else np.sign(lb - la)
+        judge = np.where(sign > 0, "A", np.where(sign < 0, "B", "tie")).astype(object)
+    out = ComparisonTable(**{**table.__dict__})
+    out.judge = judge
+    out.judge_column = f"rule:{rule}"
+    return out

@@ -1,0 +1,78 @@
+"""``puaudit trustjudge``: Conflict Ratio and NTR_k of a pairwise table from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from puaudit.errors import PUAuditError
+from puaudit.io import write_table
+from puaudit.trustjudge.relations import METHODS
+from puaudit.trustjudge.report import TrustJudgeReport, analyse
+from puaudit.trustjudge.scores import SCORE_METHODS
+from puaudit.trustjudge.transitivity import KIND_LABELS
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``trustjudge`` subcommand to a ``puaudit`` argument parser."""
+    p = subparsers.add_parser(
+        "trustjudge", help="Conflict Ratio and non-transitivity (NTR_k) of pairwise verdicts.",
+        description="Score-comparison conflicts and non-transitive pairwise judgments "
+                    "(TrustJudge). The last line printed with --json is one JSON object.")
+    p.add_argument("pairwise", metavar="PAIRWISE", help="pairwise-verdict table (CSV/Parquet/JSONL)")
+    p.add_argument("--scores", metavar="SCORES", help="single-score table; without it CR is null")
+    p.add_argument("--method", choices=METHODS, default="baseline", help="pair relation")
+    p.add_argument("--delta", type=float, default=0.0, help="tie tolerance δ (default 0)")
+    p.add_argument("--k", type=int, nargs="+", default=[3, 4, 5], help="subset sizes for NTR_k")
+    p.add_argument("--score-method", choices=SCORE_METHODS, default=None,
+                   help="score rule (default: baseline with --method baseline, else distribution)")
+    p.add_argument("--tol", type=float, default=0.0, help="score tolerance of the Conflict Ratio")
+    p.add_argument("--seed", type=int, default=0, help="seed of the Monte-Carlo NTR estimate")
+    p.add_argument("--json", action="store_true", help="end with one JSON line")
+    p.add_argument("--violations-out", metavar="FILE", help="write the violating triples here")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f}%"
+
+
+def summary_lines(report: TrustJudgeReport) -> list[str]:
+    """Human-readable summary of a report."""
+    ks = report.k
+    lines = [f"TrustJudge: method={report.method}, delta={report.delta:g}, "
+             f"{report.log.get('n_units', 0)} judge×question units, "
+             f"{sum(report.log.get('counts', {}).values())} pairs "
+             f"({', '.join(f'{r} {n}' for r, n in report.log.get('counts', {}).items())})"]
+    ntr = ", ".join(f"NTR_{k} {_pct(report.ntr[k])}" + ("" if report.ntr_exact[k] or report.ntr_ci[k] is None
+                    else f" [{_pct(report.ntr_ci[k][0])}, {_pct(report.ntr_ci[k][1])}]") for k in ks)
+    lines.append(f"Overall: CR {_pct(report.cr)}; {ntr}")
+    lines.append("Violating triples: " + ", ".join(f"{KIND_LABELS[k]} {n}" for k, n in report.triples.items()))
+    for title, block in (("judge", report.per_judge), ("type", report.per_type)):
+        for name, d in block.items():
+            lines.append(f"  {title} {name}: CR {_pct(d['cr'])}; "
+                         + ", ".join(f"NTR_{k} {_pct(d['ntr'][k])}" for k in ks))
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand; returns the exit status (2 on bad input)."""
+    try:
+        report = analyse(args.pairwise, args.scores, method=args.method, delta=args.delta,
+                         k=tuple(args.k), random_state=getattr(args, "seed", 0),
+                         score_method=getattr(args, "score_method", None),
+                         tol=getattr(args, "tol", 0.0))
+        if args.violations_out:
+            write_table(report.violations, args.violations_out)
+    except PUAuditError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in summary_lines(report):
+        print(line)
+    if args.violations_out:
+        print(f"Wrote {len(report.violations)} violating triples to {args.violations_out}")
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    return 0

@@ -1,0 +1,409 @@
+"""Reading TrustJudge inputs: pairwise-verdict tables and single-score tables.
+
+Both readers accept anything :func:`puaudit.io.read_table` accepts (path, bytes, upload) or an
+already-loaded :class:`pandas.DataFrame`, find the columns by name (case-insensitive, common
+variants), and return a table with canonical column names and typed values.
+
+Pairwise table, canonical columns (variants recognised in brackets)
+-------------------------------------------------------------------
+``question_id`` (question, qid, prompt_id, id) · ``category`` (question_type, type, task; default
+``all``) · ``judge`` (judge_model, evaluator; default ``judge``) · ``candidate_i`` (model_a,
+candidate_a, model_1) · ``candidate_j`` (model_b, candidate_b, model_2) · ``verdict_1``
+(verdict, winner, judge_winner: the verdict with candidate_i shown first, A = candidate_i) ·
+``verdict_2`` (verdict_swapped, winner_2: the verdict with candidate_j shown first, so **A =
+candidate_j**; optional) · probabilities ``p1_A p1_B p1_tie p2_A p2_B p2_tie`` (also
+``prob_1_a``, ``p_A_1``, ...; letters as the judge saw them in that order; optional) · perplexities
+``ppl_1 ppl_2`` (perplexity_1, ...; optional) · rationales ``rationale_1 rationale_2``
+(explanation_1, reasoning_1, judgment_1; optional).
+
+Verdicts are read case-insensitively: ``A``, ``model_a``, ``1``, ``[[A]]``, ``assistant 1`` mean
+the first-shown response; ``B``, ``model_b``, ``2`` the second; ``tie``, ``draw``, ``equal``,
+``C``, ``tie (inconsistent)`` a tie. An empty cell means the order was not asked.
+
+Single-score table
+------------------
+``question_id`` · ``candidate`` (model, model_name, system) · optional ``judge`` and ``category``
+· either ``score`` (rating, grade) or a distribution over the allowed score tokens: columns
+``p_1 … p_K`` (the number after ``p_`` is the score token) or one JSON-object column
+``score_distribution`` (distribution, score_probs) such as ``{"1": 0.1, "2": 0.9}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from puaudit.errors import PUAuditError
+from puaudit.io import read_table
+
+__all__ = [
+    "read_pairwise",
+    "read_scores",
+    "normalise_verdict",
+    "PAIRWISE_ALIASES",
+    "SCORE_ALIASES",
+    "PROB_COLUMNS",
+]
+
+PROB_COLUMNS = ("p1_A", "p1_B", "p1_tie", "p2_A", "p2_B", "p2_tie")
+
+PAIRWISE_ALIASES: dict[str, tuple[str, ...]] = {
+    "question_id": ("question_id", "question", "qid", "prompt_id", "question id", "id"),
+    "category": ("category", "question_type", "type", "task", "domain"),
+    "judge": ("judge", "judge_model", "evaluator", "judge_name"),
+    "candidate_i": ("candidate_i", "model_a", "candidate_a", "model_1", "cand_i", "candidate_1"),
+    "candidate_j": ("candidate_j", "model_b", "candidate_b", "model_2", "cand_j", "candidate_2"),
+    "verdict_1": ("verdict_1", "verdict", "winner", "judge_winner", "winner_1", "verdict_ij"),
+    "verdict_2": ("verdict_2", "verdict_swapped", "winner_2", "verdict_ji"),
+    "rationale_1": ("rationale_1", "explanation_1", "reasoning_1", "judgment_1", "rationale"),
+    "rationale_2": ("rationale_2", "explanation_2", "reasoning_2", "judgment_2"),
+}
+
+SCORE_ALIASES: dict[str, tuple[str, ...]] = {
+    "question_id": PAIRWISE_ALIASES["question_id"],
+    "category": PAIRWISE_ALIASES["category"],
+    "judge": PAIRWISE_ALIASES["judge"],
+    "candidate": ("candidate", "model", "model_name", "system", "response_model"),
+    "score": ("score", "rating", "grade"),
+    "distribution": ("score_distribution", "distribution", "score_probs", "probs"),
+}
+
+_VERDICTS = {
+    "A": {"a", "model_a", "1", "assistant 1", "assistant a", "assistant_a", "response a",
+          "response_a", "first", "[[a]]", "i"},
+    "B": {"b", "model_b", "2", "assistant 2", "assistant b", "assistant_b", "response b",
+          "response_b", "second", "[[b]]", "j"},
+    "tie": {"tie", "draw", "equal", "c", "[[c]]", "=", "tie (inconsistent)", "tie (bothbad)",
+            "tie (both bad)", "both", "neither"},
+}
+_VERDICT_LOOKUP = {alias: canon for canon, aliases in _VERDICTS.items() for alias in aliases}
+
+_PROB_RE = (
+    re.compile(r"^p(?:rob(?:ability)?)?_?(?P<order>[12])_?(?P<letter>a|b|tie)$", re.I),
+    re.compile(r"^p(?:rob(?:ability)?)?_?(?P<letter>a|b|tie)_?(?P<order>[12])$", re.I),
+)
+_PPL_RE = re.compile(r"^(?:ppl|perplexity)_?(?P<order>[12])$", re.I)
+_DIST_RE = re.compile(r"^p_?(?P<token>-?\d+(?:\.\d+)?)$", re.I)
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip() == ""
+
+
+def _text(value: Any) -> str:
+    if _is_missing(value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def normalise_verdict(value: Any, *, column: str = "verdict", row: int | None = None) -> str | None:
+    """Map a verdict cell to ``"A"``, ``"B"``, ``"tie"``, or ``None`` when the cell is empty.
+
+    Raises
+    ------
+    PUAuditError
+        The value is not a recognised verdict.
+    """
+    if _is_missing(value):
+        return None
+    key = _text(value).lower()
+    if key in _VERDICT_LOOKUP:
+        return _VERDICT_LOOKUP[key]
+    where = f" at row {row}" if row is not None else ""
+    raise PUAuditError(
+        f"Column '{column}'{where}: verdict '{value}' is not recognised. Use A (first-shown "
+        "response wins), B (second-shown wins) or tie; model_a / model_b / 1 / 2 also work.",
+        column=column, row=row)
+
+
+def _load(source: Any, name: str | None) -> tuple[pd.DataFrame, str]:
+    if isinstance(source, pd.DataFrame):
+        if len(source) == 0:
+            raise PUAuditError(f"{name or 'table'}: has no rows. Add at least one row.")
+        return source.reset_index(drop=True), name or "table"
+    df = read_table(source, name=name)
+    label = name or (str(source) if isinstance(source, (str,)) else getattr(source, "name", "table"))
+    return df, str(label)
+
+
+def _find(columns: list[str], aliases: tuple[str, ...], mapping: dict[str, str] | None,
+          canon: str, label: str) -> str | None:
+    if mapping and canon in mapping:
+        if mapping[canon] not in columns:
+            raise PUAuditError(f"{label}: column '{mapping[canon]}' given for {canon} is not in the "
+                               f"table (columns: {', '.join(columns)}).", column=mapping[canon])
+        return mapping[canon]
+    lowered = {c.strip().lower(): c for c in columns}
+    for alias in aliases:
+        if alias in lowered:
+            return lowered[alias]
+    return None
+
+
+def _require(found: str | None, canon: str, aliases: tuple[str, ...], columns: list[str],
+             label: str) -> str:
+    if found is None:
+        raise PUAuditError(
+            f"{label}: no column for {canon}. Name it '{canon}' (or one of: "
+            f"{', '.join(aliases[1:])}). Columns found: {', '.join(columns)}.", column=canon)
+    return found
+
+
+def _number(value: Any, *, column: str, row: int, label: str) -> float:
+    if _is_missing(value):
+        return math.nan
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise PUAuditError(f"{label}: column '{column}' at row {row} holds '{value}', which is not "
+                           "a number. Fix or empty that cell.", column=column, row=row) from None
+    if not math.isfinite(x):
+        raise PUAuditError(f"{label}: column '{column}' at row {row} is {value}; give a finite "
+                           "number or leave the cell empty.", column=column, row=row)
+    return x
+
+
+def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
+                  name: str | None = None) -> pd.DataFrame:
+    """Read a pairwise-verdict table into canonical columns.
+
+    Parameters
+    ----------
+    source : path, bytes, file-like or DataFrame
+        The table (CSV / TSV / Parquet / JSONL).
+    mapping : dict, optional
+        ``{canonical name: your column}`` for columns the auto-detection misses.
+    name : str, optional
+        Name used in messages.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``row`` (1-based source row), ``judge``, ``question_id``, ``category``,
+        ``candidate_i``, ``candidate_j``, ``verdict_1``, ``verdict_2`` (``"A"``/``"B"``/``"tie"``
+        or ``None``), the six probability columns and ``ppl_1``, ``ppl_2`` (float, NaN when
+        absent), ``rationale_1``, ``rationale_2`` (str). ``df.attrs["has_probabilities"]`` and
+        ``df.attrs["has_perplexity"]`` say whether those columns were present.
+
+    Raises
+    ------
+    PUAuditError
+        Missing required columns, unknown verdicts, non-numeric or out-of-range probabilities,
+        a candidate compared with itself, or the same pair listed twice for a judge and question.
+    """
+    raw, label = _load(source, name)
+    columns = [str(c) for c in raw.columns]
+    raw.columns = columns
+    found = {canon: _find(columns, aliases, mapping, canon, label)
+             for canon, aliases in PAIRWISE_ALIASES.items()}
+    for canon in ("question_id", "candidate_i", "candidate_j", "verdict_1"):
+        _require(found[canon], canon, PAIRWISE_ALIASES[canon], columns, label)
+
+    prob_cols: dict[str, str] = {}
+    ppl_cols: dict[str, str] = {}
+    for col in columns:
+        for rx in _PROB_RE:
+            m = rx.match(col.strip())
+            if m:
+                letter = {"a": "A", "b": "B", "tie": "tie"}[m["letter"].lower()]
+                prob_cols.setdefault(f"p{m['order']}_{letter}", col)
+                break
+        m = _PPL_RE.match(col.strip())
+        if m:
+            ppl_cols.setdefault(f"ppl_{m['order']}", col)
+    if mapping:
+        prob_cols.update({k: v for k, v in mapping.items() if k in PROB_COLUMNS})
+        ppl_cols.update({k: v for k, v in mapping.items() if k in ("ppl_1", "ppl_2")})
+
+    n = len(raw)
+    rows = np.arange(1, n + 1)
+    out = pd.DataFrame({"row": rows})
+    out["judge"] = [_text(v) or "judge" for v in raw[found["judge"]]] if found["judge"] else "judge"
+    out["category"] = ([_text(v) or "all" for v in raw[found["category"]]]
+                       if found["category"] else "all")
+    for canon in ("question_id", "candidate_i", "candidate_j"):
+        col = found[canon]
+        values = [_text(v) for v in raw[col]]
+        empty = next((i for i, v in enumerate(values) if v == ""), None)
+        if empty is not None:
+            raise PUAuditError(f"{label}: column '{col}' ({canon}) is empty at row {empty + 1}. "
+                               "Fill it in or delete the row.", column=col, row=empty + 1)
+        out[canon] = values
+    same = np.flatnonzero(out["candidate_i"].to_numpy() == out["candidate_j"].to_numpy())
+    if len(same):
+        r = int(same[0]) + 1
+        raise PUAuditError(f"{label}: row {r} compares '{out['candidate_i'].iloc[r - 1]}' with "
+                           "itself. Each row must compare two different candidates.", row=r)
+    for canon in ("verdict_1", "verdict_2"):
+        col = found[canon]
+        if col is None:
+            out[canon] = None
+            continue
+        out[canon] = [normalise_verdict(v, column=col, row=r) for v, r in zip(raw[col], rows)]
+    for canon in ("rationale_1", "rationale_2"):
+        col = found[canon]
+        out[canon] = [_text(v) for v in raw[col]] if col else ""
+
+    for canon in PROB_COLUMNS:
+        col = prob_cols.get(canon)
+        vals = (np.array([_number(v, column=col, row=r, label=label) for v, r in zip(raw[col], rows)])
+                if col else np.full(n, np.nan))
+        bad = np.flatnonzero((vals < 0) | (vals > 1 + 1e-6))
+        if len(bad):
+            r = int(bad[0]) + 1
+            raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[bad[0]]}, outside "
+                               "[0, 1]. Give probabilities, not logits or percentages.",
+                               column=col, row=r)
+        out[canon] = vals
+    for canon in ("ppl_1", "ppl_2"):
+        col = ppl_cols.get(canon)
+        vals = (np.array([_number(v, column=col, row=r, label=label) for v, r in zip(raw[col], rows)])
+                if col else np.full(n, np.nan))
+        bad = np.flatnonzero(vals <= 0)
+        if len(bad):
+            r = int(bad[0]) + 1
+            raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[bad[0]]}; a perplexity "
+                               "must be positive.", column=col, row=r)
+        out[canon] = vals
+
+    no_verdict = np.flatnonzero(out["verdict_1"].isna().to_numpy() & out["verdict_2"].isna().to_numpy())
+    if len(no_verdict):
+        r = int(no_verdict[0]) + 1
+        raise PUAuditError(f"{label}: row {r} has no verdict in either order. Give verdict_1 (and "
+                           "verdict_2 if the judge also saw the swapped order), or delete the row.",
+                           column=found["verdict_1"], row=r)
+
+    lo = np.minimum(out["candidate_i"].to_numpy(dtype=object), out["candidate_j"].to_numpy(dtype=object))
+    hi = np.maximum(out["candidate_i"].to_numpy(dtype=object), out["candidate_j"].to_numpy(dtype=object))
+    key = pd.DataFrame({"j": out["judge"], "q": out["question_id"], "lo": lo, "hi": hi})
+    dup = key.duplicated(keep="first").to_numpy()
+    if dup.any():
+        r = int(np.flatnonzero(dup)[0]) + 1
+        raise PUAuditError(
+            f"{label}: row {r} repeats the pair {lo[r - 1]} / {hi[r - 1]} for judge "
+            f"'{out['judge'].iloc[r - 1]}' and question '{out['question_id'].iloc[r - 1]}'. Put both "
+            "answer orders of a pair in one row (verdict_1, verdict_2), and list each pair once.",
+            row=r)
+    out.attrs["has_probabilities"] = bool(prob_cols)
+    out.attrs["has_perplexity"] = bool(ppl_cols)
+    out.attrs["name"] = label
+    return out
+
+
+def read_scores(source: Any, *, mapping: dict[str, str] | None = None,
+                name: str | None = None) -> pd.DataFrame:
+    """Read a single-score table.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``row``, ``judge`` (``None`` when the table has no judge column: the scores then
+        apply to every judge), ``question_id``, ``candidate``, ``score`` (float, NaN if absent),
+        ``distribution`` (dict ``{token: probability}`` or ``None``).
+
+    Raises
+    ------
+    PUAuditError
+        Missing columns, non-numeric scores, negative probabilities, unreadable JSON, a candidate
+        scored twice, or a row with neither a score nor a distribution.
+    """
+    raw, label = _load(source, name)
+    columns = [str(c) for c in raw.columns]
+    raw.columns = columns
+    found = {canon: _find(columns, aliases, mapping, canon, label)
+             for canon, aliases in SCORE_ALIASES.items()}
+    for canon in ("question_id", "candidate"):
+        _require(found[canon], canon, SCORE_ALIASES[canon], columns, label)
+    dist_cols = [(float(m["token"]), c) for c in columns if (m := _DIST_RE.match(c.strip()))]
+    if found["score"] is None and found["distribution"] is None and not dist_cols:
+        raise PUAuditError(f"{label}: no score column. Give a 'score' column, or the judge's "
+                           "probabilities per score token as columns p_1 … p_K, or a JSON column "
+                           f"'score_distribution'. Columns found: {', '.join(columns)}.",
+                           column="score")
+    n = len(raw)
+    rows = np.arange(1, n + 1)
+    out = pd.DataFrame({"row": rows})
+    out["judge"] = [_text(v) or None for v in raw[found["judge"]]] if found["judge"] else None
+    for canon in ("question_id", "candidate"):
+        col = found[canon]
+        values = [_text(v) for v in raw[col]]
+        empty = next((i for i, v in enumerate(values) if v == ""), None)
+        if empty is not None:
+            raise PUAuditError(f"{label}: column '{col}' is empty at row {empty + 1}.",
+                               column=col, row=empty + 1)
+        out[canon] = values
+    scol = found["score"]
+    out["score"] = ([_number(v, column=scol, row=r, label=label) for v, r in zip(raw[scol], rows)]
+                    if scol else np.nan)
+    dists: list[dict[float, float] | None] = []
+    for i, r in enumerate(rows):
+        dist: dict[float, float] | None = None
+        if dist_cols:
+            vals = {tok: _number(raw[c].iloc[i], column=c, row=int(r), label=label) for tok, c in dist_cols}
+            present = {tok: (0.0 if math.isnan(p) else p) for tok, p in vals.items()}
+            # all cells empty = no distribution for this row; a single empty cell = probability 0
+            dist = None if all(math.isnan(p) for p in vals.values()) else present
+        elif found["distribution"]:
+            dist = _parse_json_dist(raw[found["distribution"]].iloc[i], column=found["distribution"],
+                                    row=int(r), label=label)
+        if dist is not None:
+            neg = [tok for tok, p in dist.items() if p < 0]
+            if neg:
+                raise PUAuditError(f"{label}: row {r} gives a negative probability for score "
+                                   f"{neg[0]:g}. Probabilities must be ≥ 0.", row=int(r))
+            if sum(dist.values()) <= 0:
+                raise PUAuditError(f"{label}: row {r} has a score distribution with no mass "
+                                   "(all probabilities 0). Give at least one positive probability "
+                                   "or leave the row's cells empty.", row=int(r))
+        dists.append(dist)
+    out["distribution"] = dists
+    missing = np.flatnonzero(out["score"].isna().to_numpy() & out["distribution"].isna().to_numpy())
+    if len(missing):
+        r = int(missing[0]) + 1
+        raise PUAuditError(f"{label}: row {r} has neither a score nor a score distribution. Fill "
+                           "it in or delete the row.", row=r)
+    key = out[["question_id", "candidate"]].assign(judge=out["judge"].fillna(""))
+    dup = key.duplicated().to_numpy()
+    if dup.any():
+        r = int(np.flatnonzero(dup)[0]) + 1
+        raise PUAuditError(f"{label}: row {r} scores candidate '{out['candidate'].iloc[r - 1]}' "
+                           f"on question '{out['question_id'].iloc[r - 1]}' a second time. Keep one "
+                           "score per judge, question and candidate.", row=r)
+    out.attrs["has_distribution"] = bool(dist_cols or found["distribution"])
+    out.attrs["name"] = label
+    return out
+
+
+def _parse_json_dist(value: Any, *, column: str, row: int, label: str) -> dict[float, float] | None:
+    if _is_missing(value):
+        return None
+    obj = value
+    if isinstance(value, str):
+        try:
+            obj = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise PUAuditError(f"{label}: column '{column}' at row {row} is not valid JSON "
+                               f"({exc.msg}). Write it like {{\"1\": 0.2, \"2\": 0.8}}.",
+                               column=column, row=row) from None
+    if not isinstance(obj, dict) or not obj:
+        raise PUAuditError(f"{label}: column '{column}' at row {row} must be a JSON object mapping "
+                           "score tokens to probabilities.", column=column, row=row)
+    dist: dict[float, float] = {}
+    for tok, p in obj.items():
+        try:
+            dist[float(tok)] = float(p)
+        except (TypeError, ValueError):
+            raise PUAuditError(f"{label}: column '{column}' at row {row}: '{tok}': '{p}' is not "
+                               "a numeric score token and probability.", column=column, row=row) from None
+    return dist

@@ -1,0 +1,228 @@
+"""Pair relations (``>``, ``<``, ``=``) of candidate i vs candidate j from a judge's verdicts.
+
+Conventions: order 1 shows candidate i first (A = i); order 2 shows candidate j first (A = j), so
+"swapped back", order 2's ``B`` means i wins. Probabilities are arrays of shape ``(n, 3)`` holding
+``[P(A), P(B), P(tie)]`` as the judge saw the letters in that order; NaN marks a missing letter (it
+counts 0) and a row of NaN an order that was not asked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from puaudit.errors import PUAuditError
+from puaudit.trustjudge.io import PROB_COLUMNS
+
+__all__ = [
+    "METHODS",
+    "relation_baseline",
+    "aggregate_probabilities",
+    "relation_bidirectional",
+    "relation_ppl",
+    "pair_distribution",
+    "pair_relations",
+]
+
+METHODS = ("baseline", "bidirectional", "ppl")
+
+# verdict in order 1 / order 2 -> outcome index in the (i wins, j wins, tie) frame
+_ORDER1 = {"A": 0, "B": 1, "tie": 2}
+_ORDER2 = {"A": 1, "B": 0, "tie": 2}
+_REL = np.array([">", "<", "="], dtype=object)
+
+
+def _codes(verdicts: Any, table: dict[str, int]) -> np.ndarray:
+    """Outcome index per verdict, -1 where the order is missing."""
+    return np.array([table.get(v, -1) if isinstance(v, str) else -1 for v in verdicts], dtype=int)
+
+
+def relation_baseline(verdict_1: Any, verdict_2: Any) -> np.ndarray:
+    """Baseline relation: both orders must agree on a winner.
+
+    ``>`` when order 1 says A and order 2 says B (i wins both times), ``<`` for the mirror,
+    ``=`` for any disagreement or tie. With one order only, its verdict (tie → ``=``).
+
+    Parameters
+    ----------
+    verdict_1, verdict_2 : sequence of {"A", "B", "tie", None}
+        ``None`` marks an order that was not asked.
+
+    Returns
+    -------
+    numpy.ndarray of str
+    """
+    c1 = _codes(verdict_1, _ORDER1)
+    c2 = _codes(verdict_2, _ORDER2)
+    if np.any((c1 < 0) & (c2 < 0)):
+        raise PUAuditError("A pair has no verdict in either order; give at least one.")
+    out = np.full(len(c1), 2, dtype=int)
+    both = (c1 >= 0) & (c2 >= 0)
+    agree = both & (c1 == c2)
+    out[agree] = c1[agree]
+    only1 = (c1 >= 0) & (c2 < 0)
+    out[only1] = c1[only1]
+    only2 = (c2 >= 0) & (c1 < 0)
+    out[only2] = c2[only2]
+    return _REL[out]
+
+
+def aggregate_probabilities(p1: np.ndarray, p2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum both orders' probabilities in the (i wins, j wins, tie) frame.
+
+    ``P[i] = P1[A] + P2[B]``, ``P[j] = P1[B] + P2[A]``, ``P[tie] = P1[tie] + P2[tie]``; a missing
+    letter counts 0.
+
+    Returns
+    -------
+    P : numpy.ndarray, shape (n, 3)
+        Unnormalised sums.
+    n_orders : numpy.ndarray of int, shape (n,)
+        How many orders carried probabilities (0, 1 or 2).
+    """
+    p1 = np.asarray(p1, dtype=float).reshape(-1, 3)
+    p2 = np.asarray(p2, dtype=float).reshape(-1, 3)
+    has1 = ~np.all(np.isnan(p1), axis=1)
+    has2 = ~np.all(np.isnan(p2), axis=1)
+    a1, a2 = np.nan_to_num(p1), np.nan_to_num(p2)
+    P = np.column_stack([a1[:, 0] + a2[:, 1], a1[:, 1] + a2[:, 0], a1[:, 2] + a2[:, 2]])
+    return P, has1.astype(int) + has2.astype(int)
+
+
+def relation_bidirectional(p1: np.ndarray, p2: np.ndarray, *, delta: float = 0.0) -> np.ndarray:
+    """Likelihood-aware bidirectional relation.
+
+    With ``P`` from :func:`aggregate_probabilities`, take ``argmax P``; the relation is ``=`` when
+    ``(top1 − top2) / n_orders < δ`` (``n_orders = 2`` gives the method's ``(top1 − top2)/2``;
+    with one order the margin is not halved) and also when the two largest are exactly equal, so
+    that swapping i and j always mirrors the result.
+
+    Returns
+    -------
+    numpy.ndarray of str
+        NaN-free relations; rows with no probabilities in either order get ``None``.
+    """
+    P, n_orders = aggregate_probabilities(p1, p2)
+    top = np.sort(P, axis=1)
+    gap = top[:, 2] - top[:, 1]
+    idx = np.argmax(P, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tie = (gap / np.maximum(n_orders, 1) < delta) | (gap == 0)
+    idx = np.where(tie, 2, idx)
+    out = _REL[idx].astype(object)
+    out[n_orders == 0] = None
+    return out
+
+
+def relation_ppl(verdict_1: Any, verdict_2: Any, ppl_1: np.ndarray, ppl_2: np.ndarray, *,
+                 delta: float = 0.0) -> np.ndarray:
+    """Likelihood-aware perplexity relation.
+
+    The verdict of the order whose judgment text has the lower perplexity (swapped back for
+    order 2); ``=`` when ``|PPL1 − PPL2| ≤ δ``. Rows lacking either perplexity or either verdict
+    get ``None``.
+    """
+    c1 = _codes(verdict_1, _ORDER1)
+    c2 = _codes(verdict_2, _ORDER2)
+    q1 = np.asarray(ppl_1, dtype=float)
+    q2 = np.asarray(ppl_2, dtype=float)
+    ok = (c1 >= 0) & (c2 >= 0) & ~np.isnan(q1) & ~np.isnan(q2)
+    pick = np.where(q1 <= q2, c1, c2)
+    pick = np.where(np.abs(q1 - q2) <= delta, 2, pick)
+    out = _REL[np.clip(pick, 0, 2)].astype(object)
+    out[~ok] = None
+    return out
+
+
+def _prob_arrays(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    cols = [c if c in pairs else None for c in PROB_COLUMNS]
+    n = len(pairs)
+    arr = np.column_stack([pairs[c].to_numpy(dtype=float) if c else np.full(n, np.nan) for c in cols])
+    return arr[:, :3], arr[:, 3:]
+
+
+def pair_distribution(pairs: pd.DataFrame) -> np.ndarray:
+    """Normalised (i wins, j wins, tie) distribution of each pair, used for margins and ranking.
+
+    From the judge's probabilities when the row has them (both orders summed as in
+    :func:`aggregate_probabilities`); otherwise the share of orders voting each outcome, so a pair
+    whose two orders disagree is ``(0.5, 0.5, 0)``.
+    """
+    p1, p2 = _prob_arrays(pairs)
+    P, n_orders = aggregate_probabilities(p1, p2)
+    c1 = _codes(pairs["verdict_1"], _ORDER1)
+    c2 = _codes(pairs["verdict_2"], _ORDER2) if "verdict_2" in pairs else np.full(len(pairs), -1)
+    votes = np.zeros((len(pairs), 3))
+    for c in (c1, c2):
+        m = c >= 0
+        votes[np.flatnonzero(m), c[m]] += 1
+    use_probs = (n_orders > 0) & (P.sum(axis=1) > 0)
+    dist = np.where(use_probs[:, None], P, votes)
+    return dist / dist.sum(axis=1, keepdims=True)
+
+
+def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: float = 0.0,
+                   log: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, dict]:
+    """Relation of every pair of a table read by :func:`puaudit.trustjudge.io.read_pairwise`.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        Canonical pairwise table.
+    method : {"baseline", "bidirectional", "ppl"}
+        See :func:`relation_baseline`, :func:`relation_bidirectional`, :func:`relation_ppl`.
+        Rows the chosen method cannot decide (no probabilities / perplexities) fall back to the
+        baseline relation; ``log["n_fallback"]`` counts them.
+    delta : float, default 0
+        Tie tolerance δ (probability margin or perplexity difference).
+    log : bool
+        Also return a dict of diagnostics.
+
+    Returns
+    -------
+    DataFrame
+        ``pairs`` plus ``relation``, ``prob_i``, ``prob_j``, ``prob_tie`` (from
+        :func:`pair_distribution`) and ``margin`` = P(relation) − max P(other outcomes): how far
+        the relation is from flipping (negative when the relation contradicts the distribution,
+        e.g. a baseline ``=`` from two disagreeing orders).
+    """
+    if method not in METHODS:
+        raise PUAuditError(f"Unknown method '{method}'. Use one of: {', '.join(METHODS)}.")
+    if delta < 0:
+        raise PUAuditError(f"delta must be ≥ 0 (got {delta}).")
+    v2 = pairs["verdict_2"] if "verdict_2" in pairs else [None] * len(pairs)
+    base = relation_baseline(pairs["verdict_1"], v2)
+    if method == "baseline":
+        rel = base
+    elif method == "bidirectional":
+        p1, p2 = _prob_arrays(pairs)
+        if np.all(np.isnan(p1)) and np.all(np.isnan(p2)):
+            raise PUAuditError("Method 'bidirectional' needs the judge's probabilities (columns "
+                               "p1_A, p1_B, p1_tie, p2_A, p2_B, p2_tie); this table has none. Use "
+                               "--method baseline, or add the probabilities.", column="p1_A")
+        rel = relation_bidirectional(p1, p2, delta=delta)
+    else:
+        q1 = pairs["ppl_1"].to_numpy(dtype=float) if "ppl_1" in pairs else np.full(len(pairs), np.nan)
+        q2 = pairs["ppl_2"].to_numpy(dtype=float) if "ppl_2" in pairs else np.full(len(pairs), np.nan)
+        if np.all(np.isnan(q1)) or np.all(np.isnan(q2)):
+            raise PUAuditError("Method 'ppl' needs the perplexity of the judgment in both orders "
+                               "(columns ppl_1, ppl_2); this table lacks them. Use --method "
+                               "baseline, or add the perplexities.", column="ppl_1")
+        rel = relation_ppl(pairs["verdict_1"], v2, q1, q2, delta=delta)
+    fallback = np.array([r is None for r in rel])
+    rel = np.where(fallback, base, rel)
+    dist = pair_distribution(pairs)
+    idx = np.select([rel == ">", rel == "<"], [0, 1], 2)
+    own = dist[np.arange(len(dist)), idx]
+    others = dist.copy()
+    others[np.arange(len(dist)), idx] = -np.inf
+    out = pairs.copy()
+    out["relation"] = rel.astype(object)
+    out["prob_i"], out["prob_j"], out["prob_tie"] = dist[:, 0], dist[:, 1], dist[:, 2]
+    out["margin"] = own - others.max(axis=1)
+    if not log:
+        return out
+    return out, {"method": method, "delta": float(delta), "n_fallback": int(fallback.sum()),
+                 "counts": {r: int((rel == r).sum()) for r in (">", "<", "=")}}
