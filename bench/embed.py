@@ -66,15 +66,15 @@ def timed(fn):
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="96 texts, one repeat (under a minute)")
-    ap.add_argument("--n", type=int, default=None, help="number of texts (default 800, quick 96)")
+    ap.add_argument("--quick", action="store_true", help="40 texts, one repeat (under a minute)")
+    ap.add_argument("--n", type=int, default=None, help="number of texts (default 300, quick 40)")
     ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (default 2, quick 1)")
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--max-length", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    n = args.n or (96 if args.quick else 800)
+    n = args.n or (40 if args.quick else 300)
     repeats = args.repeats or (1 if args.quick else 2)
     torch.set_num_threads(args.threads)
 

@@ -81,7 +81,8 @@ def agreement_figure(report: AnnotatorReport | pd.DataFrame, *, metric: str = "a
     df = df[df[metric].notna() & ((df["n_strict"] >= min_n) | df["is_judge"])]
     df = df.sort_values(metric)
     fig = go.Figure()
-    for is_judge, name, color in ((False, "people", PERSON_COLOR), (True, "LLM judge", JUDGE_COLOR)):
+    for is_judge, name, color in ((False, "people", PERSON_COLOR),
+                                  (True, "LLM judge", JUDGE_COLOR)):
         d = df[df["is_judge"] == is_judge]
         if d.empty:
             continue

@@ -24,6 +24,7 @@ Conventions
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,15 +193,14 @@ def consensus_labels(table: ComparisonTable, *, log: bool = False):
     labels = _to_letters(item_keys, key_a, key_b)
     if not log:
         return labels
-    n_split = 0
     by_item: dict = {}
     for it, k in zip(table.item_id, keys):
         if k is not None:
             by_item.setdefault(it, []).append(k)
+    n_split = 0
     for ks in by_item.values():
-        counts = pd.Series(ks).value_counts()
-        if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
-            n_split += 1
+        top = Counter(ks).most_common(2)
+        n_split += len(top) == 2 and top[0][1] == top[1][1]
     return labels, {"n_items": int(len(set(table.item_id))), "n_items_voted": len(maj),
                     "n_items_multi": int(sum(v[2] >= 2 for v in maj.values())),
                     "n_items_split": n_split}
@@ -340,7 +340,8 @@ def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
             "annotator ids: CLI --annotator-col COLUMN; Python columns={'annotator': 'COLUMN'}.",
             column=None)
     if ci_method not in CI_METHODS:
-        raise PUAuditError(f"Unknown interval method '{ci_method}': choose one of {list(CI_METHODS)}.")
+        raise PUAuditError(f"Unknown interval method '{ci_method}': choose one of "
+                           f"{list(CI_METHODS)}.")
     ann_col = table.columns.get("annotator", "annotator")
     human = table.human
     annot = np.array(["" if a is None else str(a).strip() for a in table.annotator], dtype=object)
@@ -378,18 +379,15 @@ def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
     idx_i = pd.MultiIndex.from_arrays([strict["item"], strict["key"]])
     idx_ia = pd.MultiIndex.from_arrays([strict["item"], strict["annotator"]])
     idx_iak = pd.MultiIndex.from_arrays([strict["item"], strict["annotator"], strict["key"]])
-    peers = tot_item.reindex(strict["item"]).to_numpy() - own_item.reindex(idx_ia).to_numpy()
-    agree = tot_item_key.reindex(idx_i).to_numpy() - own_item_key.reindex(idx_iak).to_numpy()
-    strict = strict.assign(peers=peers, peer_agree=agree)
-
-    rows = []
-    for name, g in votes.groupby("annotator", sort=False):
-        s = strict[strict["annotator"] == name]
-        jj = s["judge"].isin(["A", "B"])
-        rows.append(_counts(name, False, g, s,
-                            n_jd=int(jj.sum()), k_jd=int((s["vote"][jj] == s["judge"][jj]).sum()),
-                            pairs=int(s["peers"].sum()), k_pairs=int(s["peer_agree"].sum()),
-                            peer_votes=int((s["peers"] > 0).sum())))
+    peers = np.zeros(len(votes), dtype=int)
+    agree = np.zeros(len(votes), dtype=int)
+    sel = votes["strict"].to_numpy()
+    peers[sel] = tot_item.reindex(strict["item"]).to_numpy() - own_item.reindex(idx_ia).to_numpy()
+    agree[sel] = (tot_item_key.reindex(idx_i).to_numpy()
+                  - own_item_key.reindex(idx_iak).to_numpy())
+    votes["peers"], votes["peer_agree"] = peers, agree
+    votes["judge_strict"] = votes["judge"].isin(["A", "B"])
+    parts = [_counts(votes, "annotator")]
 
     # The judge, once per item.
     jkey = _to_keys(table.judge, key_a, key_b)
@@ -401,20 +399,19 @@ def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
             if k is not None and it not in first_row:
                 first_row[it] = i
         jrows = np.array(sorted(first_row.values()), dtype=int)
-        jlet = _to_letters(np.array([judge_item[table.item_id[i]] for i in jrows], dtype=object),
-                           key_a[jrows], key_b[jrows])
-        jv = pd.DataFrame({"row": jrows, "item": table.item_id[jrows], "vote": jlet,
+        jk = np.array([judge_item[table.item_id[i]] for i in jrows], dtype=object)
+        jv = pd.DataFrame({"annotator": judge_name, "item": table.item_id[jrows],
+                           "vote": _to_letters(jk, key_a[jrows], key_b[jrows]),
                            "longer": longer[jrows]})
         jv["strict"] = jv["vote"].isin(["A", "B"])
-        js = jv[jv["strict"]]
-        jk = np.array([judge_item[it] for it in js["item"]], dtype=object)
-        tot_key = tot_item_key.reindex(pd.MultiIndex.from_arrays([js["item"], jk]),
-                                       fill_value=0).to_numpy()
-        tot = tot_item.reindex(js["item"], fill_value=0).to_numpy()
-        rows.insert(0, _counts(judge_name, True, jv, js, n_jd=0, k_jd=0, pairs=int(tot.sum()),
-                               k_pairs=int(tot_key.sum()), peer_votes=int((tot > 0).sum())))
+        # Its peers: every strict human vote on the item; none of them is the judge's own.
+        jv["peers"] = np.where(jv["strict"], tot_item.reindex(jv["item"], fill_value=0), 0)
+        jv["peer_agree"] = np.where(jv["strict"], tot_item_key.reindex(
+            pd.MultiIndex.from_arrays([jv["item"], jk]), fill_value=0), 0)
+        jv["judge"], jv["judge_strict"] = None, False  # no agreement with itself
+        parts.insert(0, _counts(jv, "annotator").assign(is_judge=True))
 
-    df = pd.DataFrame(rows)
+    df = pd.concat(parts, ignore_index=True)
     blocks = {}
     for prefix, k, m in (("agree_judge", "k_jd", "n_agree_judge"),
                          ("agree_peers", "k_pairs", "n_peer_pairs"),
@@ -478,15 +475,20 @@ def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
     return AnnotatorReport(annotators=df, overall=overall, consensus=consensus, params=params)
 
 
-def _counts(name, is_judge: bool, g: pd.DataFrame, s: pd.DataFrame, *, n_jd: int, k_jd: int,
-            pairs: int, k_pairs: int, peer_votes: int) -> dict:
-    unequal = s["longer"] != ""
-    return {"annotator": name, "is_judge": is_judge, "n_votes": int(len(g)),
-            "n_strict": int(len(s)), "k_tie": int((g["vote"] == "tie").sum()),
-            "k_a": int((s["vote"] == "A").sum()), "n_agree_judge": n_jd, "k_jd": k_jd,
-            "n_peer_pairs": pairs, "k_pairs": k_pairs, "n_peer_votes": peer_votes,
-            "n_unequal_length": int(unequal.sum()),
-            "k_longer": int((s["vote"][unequal] == s["longer"][unequal]).sum())}
+def _counts(v: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Per-annotator counts behind every share, from one row per vote."""
+    strict = v["strict"]
+    unequal = strict & (v["longer"] != "")
+    both = strict & v["judge_strict"]
+    ind = pd.DataFrame({
+        by: v[by], "n_votes": 1, "n_strict": strict, "k_tie": v["vote"] == "tie",
+        "k_a": strict & (v["vote"] == "A"),
+        "n_agree_judge": both, "k_jd": both & (v["vote"] == v["judge"]),
+        "n_peer_pairs": v["peers"], "k_pairs": v["peer_agree"], "n_peer_votes": v["peers"] > 0,
+        "n_unequal_length": unequal, "k_longer": unequal & (v["vote"] == v["longer"])})
+    out = ind.groupby(by, sort=False).sum().astype(int).reset_index()
+    out.insert(1, "is_judge", False)
+    return out
 
 
 def _fmt_ci(r: dict, c: str) -> str:
@@ -556,16 +558,16 @@ def _consensus_frame(table: ComparisonTable, key_a, key_b, hkey, judge_item: dic
     for i, it in enumerate(table.item_id):
         if it in maj and it not in first:
             first[it] = i
-    recs = []
-    for it, i in first.items():
-        k, c, m = maj[it]
-        jk = judge_item.get(it)
-        lab = _to_letters(np.array([k, jk], dtype=object), np.array([key_a[i]] * 2, dtype=object),
-                          np.array([key_b[i]] * 2, dtype=object))
-        recs.append({"item_id": it, "row": i, "n_votes": m, "consensus": lab[0],
-                     "consensus_share": c / m, "judge": lab[1]})
-    return pd.DataFrame(recs, columns=["item_id", "row", "n_votes", "consensus",
-                                       "consensus_share", "judge"])
+    items = list(first)
+    rows = np.array([first[it] for it in items], dtype=int)
+    cons = np.array([maj[it][0] for it in items], dtype=object)
+    judge = np.array([judge_item.get(it) for it in items], dtype=object)
+    return pd.DataFrame({
+        "item_id": pd.Series(items, dtype=object), "row": rows,
+        "n_votes": np.array([maj[it][2] for it in items], dtype=int),
+        "consensus": _to_letters(cons, key_a[rows], key_b[rows]),
+        "consensus_share": np.array([maj[it][1] / maj[it][2] for it in items], dtype=float),
+        "judge": _to_letters(judge, key_a[rows], key_b[rows])})
 
 
 # --------------------------------------------------------------------------------------------
@@ -613,7 +615,8 @@ def annotator_score_disagreement(table: ComparisonTable, score: np.ndarray,
         recs.append({"annotator": name, "n_scored": len(scored),
                      "n_audit_disagree": int((scored["adjusted"] != scored["vote"]).sum()),
                      "n_disagree_judge": len(dis), "n_agree_judge": len(agr),
-                     "mean_score_disagree_judge": float(dis["score"].mean()) if len(dis) else np.nan,
+                     "mean_score_disagree_judge": (float(dis["score"].mean()) if len(dis)
+                                                   else np.nan),
                      "mean_score_agree_judge": float(agr["score"].mean()) if len(agr) else np.nan})
     out = pd.DataFrame(recs, columns=["annotator", "n_scored", "n_audit_disagree",
                                       "n_disagree_judge", "n_agree_judge",

@@ -17,7 +17,9 @@ from puaudit.errors import PUAuditError
 from puaudit.io import read_table, write_table
 from puaudit.schema import load_comparisons
 
-__all__ = ["add_parser", "run", "main"]
+__all__ = ["add_parser", "run", "main", "COMMANDS"]
+
+COMMANDS = ("annotators",)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -36,7 +38,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-judge", action="store_true", help="leave the judge out of the table")
     p.add_argument("--json", action="store_true", help="end with one JSON line")
     p.add_argument("-o", "--output", metavar="report.csv", help="write the annotator table")
-    p.set_defaults(func=run)
+    # puaudit.cli dispatches on ``args.run``; ``func`` serves the stand-alone entry point.
+    p.set_defaults(func=run, run=run)
     return p
 
 
@@ -44,10 +47,11 @@ def _summary(report) -> str:
     df = report.annotators
     ov = report.overall
     people = df[~df["is_judge"]]
+    coders = "people + judge" if ov["alpha_includes_judge"] else "people only"
     lines = [f"{ov['n_annotators']} annotators, {ov['n_votes']} votes over {ov['n_items']} items "
              f"({ov['n_items_multi']} with 2+ votes).",
-             f"Krippendorff's alpha (nominal, {'people + judge' if ov['alpha_includes_judge'] else 'people only'}"
-             f", {ov['n_items_alpha']} items): {_f(ov['krippendorff_alpha'])}"]
+             f"Krippendorff's alpha (nominal, {coders}, {ov['n_items_alpha']} items): "
+             f"{_f(ov['krippendorff_alpha'])}"]
     judge = df[df["is_judge"]]
     if len(judge):
         j = judge.iloc[0]

@@ -119,10 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=600)
     p.add_argument("--seed", type=int, default=0)
 
-    for mod in ("puaudit.trustjudge.cli", "puaudit.annotators_cli"):
+    for mod in _PLUGINS.values():
         try:
             module = __import__(mod, fromlist=["add_parser"])
-        except ImportError:
+        except ImportError:  # a plugin module missing from a partial install
             continue
         module.add_parser(sub)
     return parser
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in handlers:
             return handlers[args.command](args)
-        return args.run(args) if hasattr(args, "run") else _dispatch_plugin(args)
+        return _dispatch_plugin(args)
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -307,18 +307,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+_PLUGINS = {"trustjudge": "puaudit.trustjudge.cli", "annotators": "puaudit.annotators_cli"}
+
+
 def _dispatch_plugin(args) -> int:
-    for mod in ("puaudit.trustjudge.cli", "puaudit.annotators_cli"):
-        try:
-            module = __import__(mod, fromlist=["run"])
-        except ImportError:
-            continue
-        if args.command in getattr(module, "COMMANDS", (args.command,)):
-            try:
-                return module.run(args)
-            except TypeError:
-                continue
-    raise PUAuditError(f"Unknown command {args.command}.")
+    mod = _PLUGINS.get(args.command)
+    if mod is None:
+        raise PUAuditError(f"Unknown command {args.command}.")
+    module = __import__(mod, fromlist=["run"])
+    return module.run(args)
 
 
 if __name__ == "__main__":

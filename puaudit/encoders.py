@@ -59,6 +59,7 @@ __all__ = [
     "embed_pairs",
     "format_text",
     "get_encoder",
+    "pool_hidden",
 ]
 
 _log = logging.getLogger(__name__)
@@ -579,7 +580,12 @@ class HFEncoder:
                             vecs = self._forward([ids[j] for j in sel])
                         except Exception as exc:
                             if not _is_oom(exc):
-                                raise
+                                kept = (f"; the {done_here} embeddings computed before it are cached, "
+                                        "rerun to resume") if cache is not None and done_here else ""
+                                raise PUAuditError(
+                                    f"Encoder {self.name} ({self.model_dir_}) failed after {done_here} of "
+                                    f"{len(order)} texts: {type(exc).__name__}: {exc}{kept}."
+                                ) from exc
                             if len(sel) == 1:
                                 raise PUAuditError(
                                     f"Out of memory embedding a single text of {len(ids[sel[0]])} tokens "
@@ -597,17 +603,8 @@ class HFEncoder:
                         pos += len(sel)
                         done_here += len(sel)
                         advance(len(sel))
-            except PUAuditError:
-                raise
-            except Exception as exc:
-                where = f"; the {done_here} embeddings computed before it are cached, rerun to resume" if (
-                    cache is not None and done_here
-                ) else ""
-                raise PUAuditError(
-                    f"Encoder {self.name} ({self.model_dir_}) failed after {done_here} of {len(order)} "
-                    f"texts: {type(exc).__name__}: {exc}{where}."
-                ) from exc
             finally:
+                # Every exit path (error, Ctrl-C, a dashboard rerun) keeps what was computed.
                 if cache is not None:
                     cache.flush()
                 if self.num_threads is not None:

@@ -99,6 +99,9 @@ def decode_text(data: bytes, *, name: str = "<bytes>") -> str:
             pass
         raise PUAuditError(f"{name}: this looks like a binary file, not text. "
                            "Upload a CSV, Parquet or JSONL file.")
+    if not _mostly_text(data):
+        raise PUAuditError(f"{name}: this looks like a binary file, not text (many control "
+                           "bytes). Upload a CSV, Parquet or JSONL file.")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -70,9 +70,17 @@ def split_rows(judge: np.ndarray, human: np.ndarray, question_type: np.ndarray,
     rng = np.random.default_rng(random_state)
     counts = {}
     qt = np.asarray(question_type, dtype=object)
-    for t in sorted(set(qt[annotated].tolist())):
-        rows = np.flatnonzero(annotated & (qt == t))
-        items = np.array(sorted(set(item_id[rows].tolist())), dtype=object)
+    # An item belongs to one type (its most frequent among annotated rows) so that an item whose
+    # rows carry different types still lands on one side.
+    ann_rows = np.flatnonzero(annotated)
+    item_type: dict = {}
+    for r in ann_rows:
+        item_type.setdefault(item_id[r], {}).setdefault(qt[r], 0)
+        item_type[item_id[r]][qt[r]] += 1
+    item_type = {k: max(sorted(v), key=lambda t: v[t]) for k, v in item_type.items()}
+    for t in sorted(set(item_type.values())):
+        items = np.array(sorted(k for k, v in item_type.items() if v == t), dtype=object)
+        rows = np.array([r for r in ann_rows if item_type[item_id[r]] == t], dtype=int)
         order = rng.permutation(len(items))
         n_p = len(items) if p_ratio >= 1 else max(1, int(round(p_ratio * len(items))))
         p_items = set(items[order[:n_p]].tolist())

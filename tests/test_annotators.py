@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
-
 import krippendorff
 import numpy as np
 import pandas as pd
@@ -18,9 +16,6 @@ from puaudit.annotators_cli import main as cli_main
 from puaudit.errors import PUAuditError
 from puaudit.io import read_table
 from puaudit.schema import load_comparisons
-
-MTBENCH = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mtbench" / \
-    "mtbench_human_vs_gpt4.csv"
 
 # Response texts per (item, model): their lengths decide "longer".
 _LEN = {(1, "X"): 10, (1, "Y"): 20, (2, "X"): 30, (2, "Y"): 5, (3, "X"): 7, (3, "Z"): 7,
@@ -182,7 +177,8 @@ def test_alpha_is_one_on_perfect_agreement_and_nan_without_overlap():
     rep = annotator_report(load_comparisons(df))
     assert math.isnan(rep.overall["krippendorff_alpha"]) and rep.overall["n_items_multi"] == 0
     assert rep.annotators["n_peer_pairs"][~rep.annotators["is_judge"]].eq(0).all()
-    two = pd.concat([hand_frame().assign(annotator="u"), hand_frame().assign(annotator="v")])
+    once = hand_frame().drop_duplicates("question_id")
+    two = pd.concat([once.assign(annotator="u"), once.assign(annotator="v")])
     rep = annotator_report(load_comparisons(two))
     assert rep.overall["krippendorff_alpha"] == pytest.approx(1.0)
     assert _row(rep, "u")["agree_peers"] == 1.0
@@ -197,7 +193,7 @@ def test_consensus_labels_in_each_rows_order(hand_table, hand_report):
     cons = hand_report.consensus.set_index("row")
     assert cons.loc[0, "consensus"] == "A" and cons.loc[0, "n_votes"] == 3
     assert cons.loc[0, "consensus_share"] == pytest.approx(2 / 3)
-    assert cons.loc[5, "judge"] is None and cons.loc[8, "judge"] == "A"
+    assert pd.isna(cons.loc[5, "judge"]) and cons.loc[8, "judge"] == "A"
 
 
 def test_consensus_without_model_names_uses_response_texts():
@@ -343,10 +339,8 @@ def test_cli_errors_exit_2(tmp_path, capsys):
 # ------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def mtbench():
-    if not MTBENCH.exists():
-        pytest.skip("shared MT-Bench data not available")
-    df = read_table(MTBENCH)
+def mtbench(mtbench_path):
+    df = read_table(mtbench_path)
     return df, annotator_report(load_comparisons(df))
 
 
@@ -360,7 +354,8 @@ def test_mtbench_agree_judge_against_pandas(mtbench, who):
     assert row["n_votes"] == len(mine)
     assert row["n_strict"] == mine["human_winner"].isin(["model_a", "model_b"]).sum()
     assert row["n_agree_judge"] == len(strict)
-    assert row["agree_judge"] == pytest.approx((strict["human_winner"] == strict["judge_winner"]).mean())
+    agree = (strict["human_winner"] == strict["judge_winner"]).mean()
+    assert row["agree_judge"] == pytest.approx(agree)
 
 
 def test_mtbench_pinned_numbers(mtbench):
@@ -377,3 +372,32 @@ def test_mtbench_pinned_numbers(mtbench):
     # GPT-4 against every strict human vote, once per item: the data README's 0.856 (n = 2,129).
     assert judge["n_peer_pairs"] == 2129 and judge["agree_peers"] == pytest.approx(0.856, abs=5e-4)
     assert 0.3 < ov["krippendorff_alpha"] < 0.7
+
+
+def test_main_cli_dispatches_to_annotators(tmp_path, capsys):
+    from puaudit.cli import main as puaudit_main
+    path = tmp_path / "votes.csv"
+    hand_frame().to_csv(path, index=False)
+    assert puaudit_main(["annotators", str(path), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert payload["overall"]["n_items_multi"] == 4 and len(payload["annotators"]) == 5
+
+
+def test_showing_every_pair_in_the_other_order_changes_only_position_statistics():
+    df = _population(np.random.default_rng(1), n_items=150)
+    flip = {"A": "B", "B": "A"}
+    swapped = df.assign(response_a=df["response_b"], response_b=df["response_a"],
+                        judge_winner=df["judge_winner"].map(lambda v: flip.get(v, v)),
+                        human_winner=df["human_winner"].map(lambda v: flip.get(v, v)))
+    a = annotator_report(load_comparisons(df), min_votes_flag=1)
+    b = annotator_report(load_comparisons(swapped), min_votes_flag=1)
+    ta, tb = a.annotators.set_index("annotator"), b.annotators.set_index("annotator").loc[
+        a.annotators["annotator"]]
+    for col in ("n_votes", "agree_judge", "agree_peers", "n_peer_pairs", "tie_share",
+                "longer_share"):
+        np.testing.assert_allclose(ta[col].astype(float), tb[col].astype(float), equal_nan=True)
+    np.testing.assert_allclose(ta["pick_a_share"], 1 - tb["pick_a_share"])
+    assert a.overall["krippendorff_alpha"] == pytest.approx(b.overall["krippendorff_alpha"])
+    ca = consensus_labels(load_comparisons(df))
+    cb = consensus_labels(load_comparisons(swapped))
+    assert [flip.get(v, v) for v in ca] == list(cb)

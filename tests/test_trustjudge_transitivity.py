@@ -11,7 +11,6 @@ import pytest
 from puaudit.trustjudge import (analyse, bad_triple_tensor, bradley_terry, classify_triple,
                                 count_nontransitive, pool_counts, relation_matrix,
                                 violating_triples)
-from puaudit.trustjudge.transitivity import REL_CODE
 
 S, T, E = "strict_cycle", "tie_cycle", "equivalence_contradiction"
 

@@ -346,17 +346,19 @@ def read_scores(source: Any, *, mapping: dict[str, str] | None = None,
     scol = found["score"]
     out["score"] = ([_number(v, column=scol, row=r, label=label) for v, r in zip(raw[scol], rows)]
                     if scol else np.nan)
+    tokens = [tok for tok, _ in dist_cols]
+    probs = np.column_stack([[_number(v, column=c, row=int(r), label=label) for v, r in zip(raw[c], rows)]
+                             for _, c in dist_cols]) if dist_cols else None
+    json_col = raw[found["distribution"]].tolist() if found["distribution"] else None
     dists: list[dict[float, float] | None] = []
     for i, r in enumerate(rows):
         dist: dict[float, float] | None = None
-        if dist_cols:
-            vals = {tok: _number(raw[c].iloc[i], column=c, row=int(r), label=label) for tok, c in dist_cols}
-            present = {tok: (0.0 if math.isnan(p) else p) for tok, p in vals.items()}
+        if probs is not None:
             # all cells empty = no distribution for this row; a single empty cell = probability 0
-            dist = None if all(math.isnan(p) for p in vals.values()) else present
-        elif found["distribution"]:
-            dist = _parse_json_dist(raw[found["distribution"]].iloc[i], column=found["distribution"],
-                                    row=int(r), label=label)
+            if not np.isnan(probs[i]).all():
+                dist = dict(zip(tokens, np.nan_to_num(probs[i]).tolist()))
+        elif json_col is not None:
+            dist = _parse_json_dist(json_col[i], column=found["distribution"], row=int(r), label=label)
         if dist is not None:
             neg = [tok for tok, p in dist.items() if p < 0]
             if neg:

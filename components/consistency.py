@@ -1,0 +1,194 @@
+"""Figures and tables for the Consistency page (TrustJudge): pure functions, no Streamlit."""
+
+from __future__ import annotations
+
+import html
+import textwrap
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+
+from puaudit.trustjudge.report import TrustJudgeReport
+from puaudit.trustjudge.transitivity import KIND_LABELS
+
+__all__ = ["metrics_table", "metrics_bar_chart", "question_violations", "weakest_edges",
+           "cycle_graph"]
+
+_CYCLE = "#d62728"
+_PLAIN = "#7f7f7f"
+
+
+def metrics_table(before: TrustJudgeReport, after: TrustJudgeReport, *, by: str = "judge") -> pd.DataFrame:
+    """CR and NTR_k per judge or per question type, before and after aggregation.
+
+    Parameters
+    ----------
+    before, after : TrustJudgeReport
+        Usually ``method="baseline"`` and the chosen likelihood-aware method.
+    by : {"judge", "type"}
+
+    Returns
+    -------
+    DataFrame
+        Long format: ``group, metric, stage, value`` (``value`` NaN where not defined, e.g. CR
+        without scores); stages are ``"before (<method>)"`` and ``"after (<method>)"``.
+    """
+    if by not in ("judge", "type"):
+        raise ValueError("by must be 'judge' or 'type'")
+    rows = []
+    for stage, rep in ((f"before ({before.method})", before), (f"after ({after.method})", after)):
+        block = rep.per_judge if by == "judge" else rep.per_type
+        for group, d in block.items():
+            rows.append({"group": group, "metric": "CR", "stage": stage,
+                         "value": np.nan if d["cr"] is None else d["cr"]})
+            for k, v in d["ntr"].items():
+                rows.append({"group": group, "metric": f"NTR_{k}", "stage": stage,
+                             "value": np.nan if v is None else v})
+    return pd.DataFrame(rows, columns=["group", "metric", "stage", "value"])
+
+
+def metrics_bar_chart(table: pd.DataFrame, *, by: str = "judge") -> go.Figure:
+    """Grouped bars (before vs after) per group, one panel per metric; values in percent."""
+    data = table.dropna(subset=["value"]).assign(percent=lambda d: 100 * d["value"])
+    metrics = [m for m in table["metric"].unique() if m in set(data["metric"])]
+    fig = px.bar(data, x="group", y="percent", color="stage", barmode="group", facet_col="metric",
+                 category_orders={"metric": metrics}, text_auto=".1f",
+                 labels={"group": "judge" if by == "judge" else "question type", "percent": "%",
+                         "stage": ""},
+                 color_discrete_sequence=["#9aa5b1", "#1f77b4"])
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(legend=dict(orientation="h", y=-0.25), margin=dict(t=40, b=40),
+                      title=f"Inconsistency per {'judge' if by == 'judge' else 'question type'} "
+                            "(lower is better)")
+    return fig
+
+
+def question_violations(violations: pd.DataFrame, *, judge: str, question_id: str) -> pd.DataFrame:
+    """The violating triples of one judge and question, for display."""
+    sel = violations[(violations["judge"] == judge) & (violations["question_id"] == question_id)]
+    return pd.DataFrame({"triple": sel["relations"].to_numpy(),
+                         "kind": sel["kind"].map(KIND_LABELS).to_numpy(),
+                         "weakest edge": sel["weakest_edge"].to_numpy(),
+                         "margin": sel["weakest_margin"].to_numpy(dtype=float)})
+
+
+def weakest_edges(violations: pd.DataFrame, *, judge: str, question_id: str) -> pd.DataFrame:
+    """Weakest edges of one question's violating triples, most often blamed first.
+
+    The first row is the suggested pair to send to a person: reversing it breaks the most
+    cycles, and among equals it has the smallest probability margin.
+    """
+    sel = violations[(violations["judge"] == judge) & (violations["question_id"] == question_id)]
+    if sel.empty:
+        return pd.DataFrame(columns=["edge", "n_triples", "margin"])
+    out = (sel.groupby("weakest_edge")
+           .agg(n_triples=("kind", "size"), margin=("weakest_margin", "min"))
+           .reset_index().rename(columns={"weakest_edge": "edge"}))
+    return out.sort_values(["n_triples", "margin", "edge"], ascending=[False, True, True],
+                           ignore_index=True)
+
+
+def _fmt_probs(row: pd.Series, order: int) -> str:
+    vals = [row.get(f"p{order}_{c}", np.nan) for c in ("A", "B", "tie")]
+    if all(pd.isna(v) for v in vals):
+        return ""
+    return " (P A/B/tie " + "/".join("–" if pd.isna(v) else f"{v:.2f}" for v in vals) + ")"
+
+
+def _wrap(text: str, width: int = 70, limit: int = 400) -> str:
+    text = text if len(text) <= limit else text[:limit] + "…"
+    return "<br>".join(textwrap.wrap(html.escape(text, quote=False), width))
+
+
+def cycle_graph(relations: pd.DataFrame, violations: pd.DataFrame, *, judge: str,
+                question_id: str, rankings: pd.DataFrame | None = None) -> go.Figure:
+    """Directed graph of one question's pair relations.
+
+    An arrow goes from the preferred candidate to the other; ``=`` is a dotted line. Edges that
+    belong to a violating triple are red, the suggested weakest edge is drawn thicker. Hovering
+    an edge's midpoint shows both orders' verdicts, the probabilities and the judge's rationale.
+
+    Parameters
+    ----------
+    relations : DataFrame
+        ``TrustJudgeReport.relations``.
+    violations : DataFrame
+        ``TrustJudgeReport.violations``.
+    rankings : DataFrame, optional
+        ``TrustJudgeReport.rankings``: adds the Bradley–Terry rank to node labels.
+    """
+    rel = relations[(relations["judge"] == judge) & (relations["question_id"] == question_id)]
+    viol = violations[(violations["judge"] == judge) & (violations["question_id"] == question_id)]
+    cycle_pairs = set()
+    for r in viol.itertuples(index=False):
+        for x, y in ((r.cand_1, r.cand_2), (r.cand_2, r.cand_3), (r.cand_3, r.cand_1)):
+            cycle_pairs.add(frozenset((x, y)))
+    worst = weakest_edges(violations, judge=judge, question_id=question_id)
+    worst_pair = None
+    if len(worst):
+        parts = worst["edge"].iloc[0].split(" ")
+        worst_pair = frozenset((parts[0], parts[2]))
+
+    g = nx.DiGraph()
+    names = sorted(set(rel["candidate_i"]) | set(rel["candidate_j"]))
+    g.add_nodes_from(names)
+    pos = nx.circular_layout(g) if len(names) > 1 else {n: np.zeros(2) for n in names}
+
+    fig = go.Figure()
+    mid_x, mid_y, mid_text, mid_color = [], [], [], []
+    annotations = []
+    for _, row in rel.iterrows():
+        ci, cj, r = row["candidate_i"], row["candidate_j"], row["relation"]
+        src, dst = (ci, cj) if r != "<" else (cj, ci)
+        pair = frozenset((ci, cj))
+        color = _CYCLE if pair in cycle_pairs else _PLAIN
+        width = 5 if pair == worst_pair else (3 if pair in cycle_pairs else 1.5)
+        (x0, y0), (x1, y1) = pos[src], pos[dst]
+        if r == "=":
+            fig.add_trace(go.Scatter(x=[x0, x1], y=[y0, y1], mode="lines", hoverinfo="skip",
+                                     line=dict(color=color, width=width, dash="dot"),
+                                     showlegend=False))
+        else:
+            # stop the arrow short of the node marker
+            tx, ty = x0 + 0.88 * (x1 - x0), y0 + 0.88 * (y1 - y0)
+            annotations.append(dict(x=tx, y=ty, ax=x0, ay=y0, xref="x", yref="y", axref="x",
+                                    ayref="y", showarrow=True, arrowhead=3, arrowsize=1,
+                                    arrowwidth=width, arrowcolor=color, text=""))
+        lines = [f"<b>{html.escape(ci)} {r} {html.escape(cj)}</b>"
+                 + (" — suggested weakest edge" if pair == worst_pair else "")]
+        lines.append(f"order 1 ({html.escape(ci)} shown first): {row['verdict_1'] or 'not asked'}"
+                     + _fmt_probs(row, 1))
+        lines.append(f"order 2 ({html.escape(cj)} shown first): {row['verdict_2'] or 'not asked'}"
+                     + _fmt_probs(row, 2))
+        lines.append(f"aggregated P({html.escape(ci)})={row['prob_i']:.2f}, "
+                     f"P({html.escape(cj)})={row['prob_j']:.2f}, P(tie)={row['prob_tie']:.2f}; "
+                     f"margin {row['margin']:.2f}")
+        for order in (1, 2):
+            text = row.get(f"rationale_{order}", "")
+            if isinstance(text, str) and text:
+                lines.append(f"<i>rationale {order}:</i> {_wrap(text)}")
+        mid_x.append((x0 + x1) / 2)
+        mid_y.append((y0 + y1) / 2)
+        mid_text.append("<br>".join(lines))
+        mid_color.append(color)
+    fig.add_trace(go.Scatter(x=mid_x, y=mid_y, mode="markers", marker=dict(size=9, color=mid_color,
+                             symbol="diamond"), hovertext=mid_text, hoverinfo="text",
+                             name="pair (hover)", showlegend=False))
+    ranks = {}
+    if rankings is not None:
+        sel = rankings[(rankings["judge"] == judge) & (rankings["question_id"] == question_id)]
+        ranks = dict(zip(sel["candidate"], sel["rank"]))
+    fig.add_trace(go.Scatter(
+        x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text",
+        marker=dict(size=34, color="#eef3f8", line=dict(color="#1f77b4", width=2)),
+        text=[f"{n}" + (f" (#{ranks[n]})" if n in ranks else "") for n in names],
+        textposition="top center", hovertext=names, hoverinfo="text", showlegend=False))
+    fig.update_layout(annotations=annotations, xaxis=dict(visible=False, range=[-1.5, 1.5]),
+                      yaxis=dict(visible=False, range=[-1.4, 1.5], scaleanchor="x"),
+                      margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+                      title=f"{judge} · question {question_id}: {len(viol)} violating triple(s)")
+    return fig

