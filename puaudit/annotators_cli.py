@@ -75,6 +75,24 @@ def _summary(report) -> str:
     return "\n".join(lines)
 
 
+def _audit_link(table, df):
+    """Per-annotator disagreement with the audit, when INPUT is a ``puaudit audit`` export."""
+    if not {"puaudit_score", "puaudit_adjusted"} <= set(df.columns):
+        return None
+    import numpy as np
+    import pandas as pd
+
+    from puaudit.annotators import annotator_score_disagreement
+
+    score = pd.to_numeric(df["puaudit_score"], errors="coerce").to_numpy(dtype=float, copy=True)
+    if "puaudit_split" in df.columns:  # P rows carry the human verdict itself: not audited
+        score[~df["puaudit_split"].isin(["validation", "unlabelled"]).to_numpy()] = np.nan
+    adjusted = np.array([v if v in ("A", "B") else None for v in df["puaudit_adjusted"]], dtype=object)
+    link = annotator_score_disagreement(table, score, adjusted)
+    keep = [c for c in link.columns if c != "annotator"]
+    return link.rename(columns={c: c if c.startswith("audit") else f"audit_{c}" for c in keep})
+
+
 def _f(x) -> str:
     return "n/a" if x is None or x != x else f"{x:.3f}"
 
@@ -92,12 +110,18 @@ def run(args: argparse.Namespace) -> int:
         report = annotator_report(table, include_judge=not args.no_judge,
                                   judge_in_alpha=args.judge_in_alpha,
                                   min_votes_flag=args.min_votes)
+        audit_link = _audit_link(table, df)
+        if audit_link is not None:
+            report.annotators = report.annotators.merge(audit_link, on="annotator", how="left")
         if args.output:
             write_table(report.to_frame(), args.output)
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(_summary(report))
+    if "audit_disagree" in report.annotators.columns:
+        print("Audit link (INPUT is an audit export): share of each person's scored votes that "
+              "the audit's adjusted verdict contradicts is in the 'audit_disagree' field.")
     if args.output:
         print(f"Annotator report written to {args.output}")
     if args.json:

@@ -85,13 +85,6 @@ class _NumpyOps:
     def gather(self, f, idx):
         return f[idx]
 
-    def lse_rows(self, s, extra):
-        """log(Σ_k exp s_jk + exp extra_j) and the row maximum, stably."""
-        mx = np.maximum(s.max(axis=1), extra)
-        e = np.exp(s - mx[:, None])
-        tot = e.sum(axis=1) + np.exp(extra - mx)
-        return mx + np.log(tot), e, mx, tot
-
     def lse_rows_noextra(self, s):
         mx = s.max(axis=1)
         e = np.exp(s - mx[:, None])
@@ -167,13 +160,6 @@ class _TorchOps:
     def gather(self, f, idx):
         return f[idx]
 
-    def lse_rows(self, s, extra):
-        torch = self.torch
-        mx = torch.maximum(s.max(dim=1).values, extra)
-        e = torch.exp(s - mx[:, None])
-        tot = e.sum(dim=1) + torch.exp(extra - mx)
-        return mx + torch.log(tot), e, mx, tot
-
     def lse_rows_noextra(self, s):
         mx = s.max(dim=1).values
         e = self.torch.exp(s - mx[:, None])
@@ -227,7 +213,7 @@ def _torch_available() -> bool:
     return True
 
 
-def _make_ops(backend: str, device, inputs_torch: bool):
+def _make_ops(backend: str, device):
     if backend not in ("auto", "numpy", "torch"):
         raise PUAuditError(f"backend must be 'auto', 'numpy' or 'torch', got {backend!r}.")
     if backend == "numpy":
@@ -799,7 +785,7 @@ def _exact_scores(zp, zu, m: float):
 def _semidual_scores(zp, zu, m: float, *, method: str, reg, backend, device, block_size,
                      balanced_cost: bool = False, random_state=None):
     n_p, n_u = zp.shape[0], zu.shape[0]
-    ops = _make_ops(backend, device, _is_torch(zp) or _is_torch(zu))
+    ops = _make_ops(backend, device)
     zp_t = ops.asarray(zp)
     if not _is_torch(zu) and ops.name == "torch":
         zu_src = zu  # converted block by block: no full copy of a large U
@@ -826,7 +812,6 @@ def _semidual_scores(zp, zu, m: float, *, method: str, reg, backend, device, blo
                         mass_ds=mass, mass_dt=mass, partial=partial)
         f, fd, n_eval = _solve_semidual(prob, np.zeros(n_p), 0.0, _eps_schedule(eps), tol=tol,
                                         maxiter=1000)
-        k, rounds = n_p, 1
     else:
         eps = 1e-3 if reg is None else float(reg)
         prob, f, fd, n_eval, cert = _fast_solve(ops, zp_t, zu_src, a, b_vec, mass, partial,
