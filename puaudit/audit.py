@@ -250,7 +250,8 @@ def score_split(prep: PreparedSplit, *, scorer: str = "pot", m: float | None = N
         cv_scores = cv[ok]
         cv_correct = (prep.judge[p_rows] == prep.human[p_rows])[ok]
         if ok.sum() >= 2:
-            calibrator = MonotoneCalibrator(calibration).fit(cv_scores, cv_correct)
+            calibrator = MonotoneCalibrator(calibration).fit(
+                cv_scores, cv_correct, groups=prep.item_id[p_rows][ok])
             p_right[u_rows] = calibrator.predict(score[u_rows])
             p_right[p_rows[ok]] = calibrator.predict(cv_scores)
         score[p_rows[ok]] = cv_scores
@@ -295,8 +296,11 @@ def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCal
 
 def relabel_split(prep: PreparedSplit, scored: ScoredSplit, *, rule: str = "guarded",
                   margin: float = 0.05, review_band: tuple[float, float] | None = None,
-                  per_type: bool = True, n_boot: int = 100) -> dict:
+                  per_type: bool = True, n_boot: int = 100, confidence_guard: bool = True) -> dict:
     """Apply a relabel rule to the audited rows and measure on validation rows.
+
+    ``guarded`` reverses a row only when its calibrated P(judge right) is below 0.5 − ``margin``
+    and (with ``confidence_guard``) the one-sided 95% upper bound of that probability is below 0.5.
 
     Returns a dict with ``group``, ``adjusted`` (arrays over all rows), ``metrics`` (overall),
     ``per_type``, ``thresholds`` and ``expected`` (expected consistency on the audited rows).
@@ -317,7 +321,10 @@ def relabel_split(prep: PreparedSplit, scored: ScoredSplit, *, rule: str = "guar
             p = scored.p_judge_right[u]
             if np.isnan(p).any():  # no calibration possible: never reverse without evidence
                 p = np.where(np.isnan(p), 1.0, p)
-            g = relabel_guarded(p, margin=margin)
+            upper = None
+            if confidence_guard and scored.calibrator is not None:
+                upper = scored.calibrator.predict_upper(scored.score[u])
+            g = relabel_guarded(p, margin=margin, p_upper=upper)
             thresholds = _guarded_thresholds(scored, margin)
         group[u] = g
     adjusted = np.asarray(prep.judge, dtype=object).copy()

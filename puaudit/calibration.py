@@ -12,6 +12,12 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["MonotoneCalibrator", "CALIBRATIONS"]
 
+
+def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
+    from puaudit.metrics import wilson_interval
+
+    return wilson_interval(k, n, z=z)
+
 CALIBRATIONS = ("isotonic", "platt")
 
 
@@ -25,6 +31,10 @@ class MonotoneCalibrator:
 
     ``platt``: logistic regression of the outcome on the score, coefficient forced non-negative.
 
+    ``predict_upper`` gives a one-sided upper confidence bound of the probability (isotonic:
+    Wilson bound of the pooled block), used by the guarded rule so that a level fitted on a few
+    rows cannot trigger reversals on its own.
+
     Both are shrunk towards the base rate with ``prior_strength`` pseudo-rows:
     :math:`\\hat p = (n\\,p + k\\,\\bar y)/(n + k)` per bin (isotonic only).
 
@@ -35,16 +45,25 @@ class MonotoneCalibrator:
     prior_strength : float
     """
 
-    def __init__(self, method: str = "isotonic", *, min_bin: int = 20, prior_strength: float = 2.0):
+    def __init__(self, method: str = "isotonic", *, min_bin: int = 20, prior_strength: float = 2.0,
+                 z: float = 1.645):
         self.method = method
         self.min_bin = min_bin
         self.prior_strength = prior_strength
+        self.z = z
 
-    def fit(self, scores: np.ndarray, y: np.ndarray) -> "MonotoneCalibrator":
+    def fit(self, scores: np.ndarray, y: np.ndarray, *, groups: np.ndarray | None = None
+            ) -> "MonotoneCalibrator":
+        """Fit on scores and outcomes (1 = judge right).
+
+        ``groups`` (e.g. item ids): rows of one group are not independent evidence (several votes
+        on one item), so the confidence bounds count distinct groups, not rows.
+        """
         s = np.asarray(scores, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         ok = np.isfinite(s)
         s, y = s[ok], y[ok]
+        g = None if groups is None else np.asarray(groups, dtype=object)[ok]
         if self.method not in CALIBRATIONS:
             raise PUAuditError(f"Unknown calibration '{self.method}': choose {list(CALIBRATIONS)}.")
         if len(s) == 0:
@@ -66,6 +85,7 @@ class MonotoneCalibrator:
 
         order = np.argsort(s, kind="stable")
         s, y = s[order], y[order]
+        g = None if g is None else g[order]
         bins: list[tuple[int, int]] = []
         start = 0
         n = len(s)
@@ -86,7 +106,39 @@ class MonotoneCalibrator:
         self.bin_centres_ = centres
         self.bin_counts_ = counts
         self.bin_values_ = (counts * fitted + k * self.base_rate_) / (counts + k)
+        # Evidence behind each level: bins that isotonic pooled to one value form a block; the
+        # block's size sets how sure we are of that level (Wilson bounds).
+        upper = np.empty(len(bins))
+        lower = np.empty(len(bins))
+        start = 0
+        while start < len(bins):
+            end = start + 1
+            while end < len(bins) and np.isclose(fitted[end], fitted[start]):
+                end += 1
+            n_block = counts[start:end].sum()
+            share = (means[start:end] * counts[start:end]).sum() / n_block
+            if g is not None:  # effective sample size: distinct groups in the block
+                a, b = bins[start][0], bins[end - 1][1]
+                n_block = float(len(set(g[a:b].tolist())))
+            lo, hi = _wilson(share * n_block, n_block, self.z)
+            lower[start:end], upper[start:end] = lo, hi
+            start = end
+        self.bin_upper_ = upper
+        self.bin_lower_ = lower
         return self
+
+    def predict_upper(self, scores: np.ndarray) -> np.ndarray:
+        """One-sided upper confidence bound of P(judge right) (level set by ``z``; 1.645 = 95%).
+
+        Isotonic: the Wilson bound of the isotonic block the score falls in. Platt: the point
+        estimate (no bound is computed).
+        """
+        s = np.asarray(scores, dtype=np.float64)
+        if self.method == "platt":
+            return self.predict(s)
+        if len(self.bin_centres_) == 1:
+            return np.full(s.shape, self.bin_upper_[0])
+        return np.interp(s, self.bin_centres_, self.bin_upper_)
 
     def predict(self, scores: np.ndarray) -> np.ndarray:
         s = np.asarray(scores, dtype=np.float64)

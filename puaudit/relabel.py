@@ -46,18 +46,25 @@ def relabel_paper(scores: np.ndarray, groups_by: np.ndarray, m: float, *,
     return (out, thresholds) if log else out
 
 
-def relabel_guarded(p_judge_right: np.ndarray, *, margin: float = 0.05) -> np.ndarray:
+def relabel_guarded(p_judge_right: np.ndarray, *, margin: float = 0.05,
+                    p_upper: np.ndarray | None = None) -> np.ndarray:
     """The guarded rule: reverse only where the calibrated P(judge right) < 0.5 − margin.
 
     Rows with ``0.5 − margin <= p <= 0.5 + margin`` are ``uncertain``; above, ``positive``.
-    When no row qualifies, nothing is reversed.
+    With ``p_upper`` (an upper confidence bound of p), a row is reversed only when that bound is
+    below 0.5 as well; rows that fail only this test are ``uncertain``. When no row qualifies,
+    nothing is reversed.
     """
     if not (0 <= margin < 0.5):
         raise PUAuditError(f"margin must be in [0, 0.5), got {margin}.")
     p = np.asarray(p_judge_right, dtype=np.float64)
     out = np.full(len(p), GROUP_POS, dtype=object)
     out[p <= 0.5 + margin] = GROUP_UNCERTAIN
-    out[p < 0.5 - margin] = GROUP_NEG
+    reverse_ = p < 0.5 - margin
+    if p_upper is not None:
+        out[reverse_ & ~(np.asarray(p_upper, dtype=np.float64) < 0.5)] = GROUP_UNCERTAIN
+        reverse_ &= np.asarray(p_upper, dtype=np.float64) < 0.5
+    out[reverse_] = GROUP_NEG
     return out
 
 
