@@ -160,8 +160,11 @@ class ScoredSplit:
     diagnostics: dict = field(default_factory=dict)
 
 
-def _denoise_by_type(prep: PreparedSplit, rows: np.ndarray, *, alpha1: float, alpha2: float) -> np.ndarray:
+def _denoise_by_type(prep: PreparedSplit, rows: np.ndarray, *, alpha1: float, alpha2: float,
+                     enabled: bool = True) -> np.ndarray:
     """Subset of ``rows`` (P rows) kept after per-type denoising."""
+    if not enabled:
+        return np.asarray(rows)
     kept = []
     qt = prep.question_type
     for t in sorted(set(qt[rows].tolist())):
@@ -200,14 +203,21 @@ def score_split(prep: PreparedSplit, *, scorer: str = "pot", m: float | None = N
                 alpha1: float = 0.7, alpha2: float = 0.7, per_type: bool = True,
                 ot_method: str = "auto", reg: float | None = None, n_folds: int = 5,
                 calibration: str = "isotonic", calibrate: bool = True, n_neighbors: int = 15,
-                random_state: int | None = 0) -> ScoredSplit:
+                denoise: bool | None = None, random_state: int | None = 0) -> ScoredSplit:
     """Denoise P, score audited rows, and cross-fit the score -> P(judge right) map on P.
 
     Cross-fitting: P items are cut into ``n_folds`` folds; for each fold the scorer is fitted on
     the other folds' (denoised) P rows and scores the held-out fold's rows *in the judge's order*,
     together with the audited rows, so held-out scores live on the same scale as audited ones.
     A :class:`MonotoneCalibrator` is then fitted on (held-out score, judge == human).
+
+    ``denoise``: fit the scorer on the denoised P' (METHOD.md) or on all of P. Default ``None``:
+    P' for the transport scorers (``pot``, ``full-ot``, as the paper does), all of P for the
+    others (``centroid``, ``probe``, ``knn`` are estimators that average noise out themselves;
+    on MT-Bench with the "longer wins" judge, dropping half of P cost them about half their gain).
     """
+    if denoise is None:
+        denoise = scorer in ("pot", "full-ot")
     if scorer not in SCORERS:
         raise PUAuditError(f"Unknown scorer '{scorer}': choose one of {list(SCORERS)}.")
     m_used = prep.m_estimate if m is None else float(m)
@@ -220,7 +230,7 @@ def score_split(prep: PreparedSplit, *, scorer: str = "pot", m: float | None = N
             "random_state": random_state}
     n = len(prep.split)
     p_rows, u_rows = prep.p_rows, prep.u_rows
-    p_prime = _denoise_by_type(prep, p_rows, alpha1=alpha1, alpha2=alpha2)
+    p_prime = _denoise_by_type(prep, p_rows, alpha1=alpha1, alpha2=alpha2, enabled=denoise)
     in_pp = np.zeros(n, bool)
     in_pp[p_prime] = True
     score = np.full(n, np.nan)
@@ -239,7 +249,7 @@ def score_split(prep: PreparedSplit, *, scorer: str = "pot", m: float | None = N
         for f in range(k):
             held = p_rows[folds == f]
             train = p_rows[folds != f]
-            pp = _denoise_by_type(prep, train, alpha1=alpha1, alpha2=alpha2)
+            pp = _denoise_by_type(prep, train, alpha1=alpha1, alpha2=alpha2, enabled=denoise)
             if len(pp) == 0:
                 continue
             targets = np.concatenate([u_rows, held])
@@ -255,7 +265,7 @@ def score_split(prep: PreparedSplit, *, scorer: str = "pot", m: float | None = N
             p_right[u_rows] = calibrator.predict(score[u_rows])
             p_right[p_rows[ok]] = calibrator.predict(cv_scores)
         score[p_rows[ok]] = cv_scores
-    diagnostics = {"n_p": int(len(p_rows)), "n_p_prime": int(len(p_prime)),
+    diagnostics = {"n_p": int(len(p_rows)), "n_p_prime": int(len(p_prime)), "denoised": denoise,
                    "n_audited": int(len(u_rows)), "n_folds": int(k) if calibrate else 0,
                    "score_seconds": t_score, "total_seconds": time.perf_counter() - t0}
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=in_pp, m=m_used,
