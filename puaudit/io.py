@@ -9,15 +9,20 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
+import math
 import os
+import zlib
 from pathlib import Path
 from typing import IO, Union
 
+import numpy as np
 import pandas as pd
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["read_table", "write_table", "decode_text", "detect_format", "SUPPORTED_SUFFIXES"]
+__all__ = ["read_table", "write_table", "table_to_bytes", "decode_text", "detect_format",
+           "SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES"]
 
 Source = Union[str, os.PathLike, bytes, IO[bytes]]
 
@@ -31,6 +36,30 @@ SUPPORTED_SUFFIXES = {
     ".ndjson": "jsonl",
     ".json": "jsonl",
 }
+
+
+#: A gzip file may expand to at most this many bytes (a small "zip bomb" must not exhaust memory).
+MAX_UNCOMPRESSED_BYTES = 4 * 1024**3
+
+# Python's csv module refuses cells over 128 KiB by default; a long answer or transcript is
+# legitimate data, so the limit is raised to the largest value every platform accepts.
+_CSV_FIELD_LIMIT = 2**31 - 1
+
+
+def _gunzip(data: bytes, name: str) -> bytes:
+    out = io.BytesIO()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+            while chunk := gz.read(1 << 20):
+                out.write(chunk)
+                if out.tell() > MAX_UNCOMPRESSED_BYTES:
+                    raise PUAuditError(
+                        f"{name}: expands to more than {MAX_UNCOMPRESSED_BYTES // 1024**3} GiB "
+                        "when decompressed. Split the table into smaller files.")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise PUAuditError(f"{name}: looks gzip-compressed but could not be decompressed ({exc}). "
+                           "Upload the uncompressed file.") from None
+    return out.getvalue()
 
 
 def _read_bytes(source: Source) -> tuple[bytes, str]:
@@ -80,7 +109,11 @@ def decode_text(data: bytes, *, name: str = "<bytes>") -> str:
     otherwise Windows-1252 / Latin-1. Binary content raises :class:`PUAuditError`.
     """
     if data.startswith(b"\xef\xbb\xbf"):
-        return data[3:].decode("utf-8", errors="strict")
+        data = data[3:]
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # a UTF-8 mark over Windows-1252 text: decode the rest like any other file
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             return data.decode("utf-16")
@@ -160,14 +193,16 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     data, default_name = _read_bytes(source)
     name = name or default_name
     if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise PUAuditError(f"{name}: looks gzip-compressed but could not be decompressed ({exc}). "
-                               "Upload the uncompressed file.") from None
+        data = _gunzip(data, name)
+    if data[:4] == b"PK\x03\x04":
+        raise PUAuditError(f"{name}: is a zip archive (an Excel .xlsx workbook is one). Save the "
+                           "sheet as CSV (UTF-8), or unzip the file, and upload that.")
     if not data.strip(b" \t\r\n\x00\xef\xbb\xbf\xff\xfe"):
         raise PUAuditError(f"{name}: the file is empty. Upload a table with a header row and at "
                            "least one comparison per row.")
+    explicit = fmt is not None
+    if explicit and fmt not in ("csv", "tsv", "parquet", "jsonl"):
+        raise PUAuditError(f"Unknown table format '{fmt}': use csv, tsv, parquet or jsonl.")
     fmt = fmt or detect_format(name, data)
     if fmt == "parquet":
         try:
@@ -182,7 +217,8 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         df = _read_jsonl(text, name)
     else:
         text = decode_text(data, name=name)
-        sep = "\t" if fmt == "tsv" else None
+        # an explicit fmt="csv" means commas; a detected one may be a semicolon or tab export
+        sep = "\t" if fmt == "tsv" else ("," if explicit else None)
         df = _read_csv(text, name, sep=sep)
     if len(df.columns) == 0:
         raise PUAuditError(f"{name}: no columns found. The first line must be a header row.")
@@ -192,42 +228,73 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     return df
 
 
+def _sniff_separator(text: str) -> str:
+    """The most frequent of , TAB ; in the header line, counting only outside double quotes."""
+    counts = {",": 0, "\t": 0, ";": 0}
+    quoted = False
+    for ch in text[:65536]:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted:
+            if ch == "\n":
+                break
+            if ch in counts:
+                counts[ch] += 1
+    best = max(counts, key=counts.get)
+    return best if counts[best] > counts[","] else ","
+
+
 def _read_csv(text: str, name: str, *, sep: str | None) -> pd.DataFrame:
+    """Parse CSV text with the csv module: every cell is the string written, nothing inferred.
+
+    pandas' parser is not used because it silently turns the first column into the index when
+    the data rows have one cell more than the header, and fills short rows with NaN.
+    """
     if sep is None:
-        first = text.split("\n", 1)[0]
-        counts = {s: first.count(s) for s in (",", "\t", ";")}
-        sep = max(counts, key=counts.get) if max(counts.values()) > 0 else ","
-    reader = csv.reader(io.StringIO(text), delimiter=sep)
+        sep = _sniff_separator(text)
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    # strict: an unbalanced quote raises instead of swallowing the rest of the file into one cell
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
+    rows: list[list[str]] = []
     try:
-        header = next(reader)
-    except StopIteration:
-        raise PUAuditError(f"{name}: the file is empty.") from None
+        header = next(reader, None)
+        if header is None:
+            raise PUAuditError(f"{name}: the file is empty.")
+        if header and header[0].startswith("\ufeff"):
+            header[0] = header[0][1:]
+        blank = [i + 1 for i, h in enumerate(header) if h.strip() == ""]
+        if blank:
+            raise PUAuditError(
+                f"{name}: header cell(s) at column position {blank} are empty. Give every column a "
+                "name (an unnamed first column is usually a saved row index: re-save without it).")
+        _check_header(header, name)
+        width = len(header)
+        for rec in reader:
+            if not rec:  # a blank line
+                continue
+            if len(rec) < width:
+                rec.extend([""] * (width - len(rec)))
+            elif len(rec) > width:
+                if any(c != "" for c in rec[width:]):
+                    raise PUAuditError(
+                        f"{name}: row {len(rows) + 1} (line {reader.line_num}) has {len(rec)} cells "
+                        f"but the header names {width} columns. Put double quotes around any cell "
+                        "that contains the separator, or add a header name for the extra column.",
+                        row=len(rows) + 1)
+                del rec[width:]
+            rows.append(rec)
     except csv.Error as exc:
-        raise PUAuditError(f"{name}: the header line is not valid CSV ({exc}).") from None
-    header = [h.strip() for h in header]
-    if header and header[0].startswith("\ufeff"):
-        header[0] = header[0][1:]
-    if any(h == "" for h in header):
-        pos = [i + 1 for i, h in enumerate(header) if h == ""]
-        raise PUAuditError(f"{name}: header cell(s) at column position {pos} are empty. "
-                           "Give every column a name.")
-    _check_header(header, name)
-    try:
-        df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
-                         na_filter=False, engine="python" if len(sep) != 1 else "c",
-                         skip_blank_lines=True)
-    except pd.errors.ParserError as exc:
-        raise PUAuditError(f"{name}: malformed CSV ({exc}). Check quoting around that line: a cell "
-                           "containing the separator or a newline must be in double quotes.") from None
-    except csv.Error as exc:
-        raise PUAuditError(f"{name}: malformed CSV ({exc}).") from None
-    df.columns = header if len(header) == len(df.columns) else [str(c).strip() for c in df.columns]
-    return df
+        raise PUAuditError(
+            f"{name}: malformed CSV at line {reader.line_num}, row {len(rows) + 1} ({exc}). Check the "
+            "quoting there: a cell containing the separator, a quote or a newline must be enclosed "
+            "in double quotes, with any quote inside it doubled (\"\").", row=len(rows) + 1) from None
+    columns = list(zip(*rows)) if rows else [()] * width
+    return pd.DataFrame({h: pd.array(list(col), dtype="str") for h, col in zip(header, columns)},
+                        columns=header)
 
 
 def _read_jsonl(text: str, name: str) -> pd.DataFrame:
-    import json
-
     stripped = text.lstrip()
     records: list[dict] = []
     if stripped.startswith("["):
@@ -235,6 +302,9 @@ def _read_jsonl(text: str, name: str) -> pd.DataFrame:
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise PUAuditError(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+        except (ValueError, RecursionError) as exc:  # e.g. a 5000-digit number, deep nesting
+            raise PUAuditError(f"{name}: JSON that cannot be read safely ({type(exc).__name__}: "
+                               f"{str(exc)[:120]}).") from None
         if not isinstance(obj, list):
             raise PUAuditError(f"{name}: expected a list of objects.")
         records = obj
@@ -243,7 +313,10 @@ def _read_jsonl(text: str, name: str) -> pd.DataFrame:
             raise PUAuditError(f"{name}: item {bad + 1} is not an object; each item must be one "
                                "comparison with named fields.", row=bad + 1)
     else:
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        # split on "\n" only: str.splitlines() also breaks at U+2028, U+0085, form feeds...,
+        # which JSON strings may hold unescaped
+        for lineno, line in enumerate(text.split("\n"), start=1):
+            line = line.removesuffix("\r")
             if not line.strip():
                 continue
             try:
@@ -251,12 +324,18 @@ def _read_jsonl(text: str, name: str) -> pd.DataFrame:
             except json.JSONDecodeError as exc:
                 raise PUAuditError(f"{name}: line {lineno} is not valid JSON ({exc.msg}). Each line "
                                    "must be one JSON object.", row=lineno) from None
+            except (ValueError, RecursionError) as exc:
+                raise PUAuditError(f"{name}: line {lineno} cannot be read safely "
+                                   f"({type(exc).__name__}: {str(exc)[:120]}).", row=lineno) from None
             if not isinstance(rec, dict):
                 raise PUAuditError(f"{name}: line {lineno} is not a JSON object.", row=lineno)
             records.append(rec)
     if not records:
         raise PUAuditError(f"{name}: no records found.")
-    df = pd.DataFrame.from_records(records)
+    try:
+        df = pd.DataFrame.from_records(records)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise PUAuditError(f"{name}: the records cannot form a table ({exc}).") from None
     df.columns = [str(c) for c in df.columns]
     return df
 
@@ -274,14 +353,87 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, *, fmt: str | None = 
 
 
 def table_to_bytes(df: pd.DataFrame, fmt: str) -> bytes:
-    """Serialise a table to bytes (used by the CLI and by dashboard downloads)."""
+    """Serialise a table to bytes (used by the CLI and by dashboard downloads).
+
+    Lossless for what each format can hold: :func:`read_table` of the result gives back every
+    row, every column name and every value (CSV: as text; JSONL: floats to the last digit;
+    Parquet: with their types). Cells are written as they are, formulas included; see
+    :func:`puaudit.safety.spreadsheet_safe` for a copy meant for spreadsheets.
+    """
     if fmt in ("csv", "tsv"):
-        return df.to_csv(index=False, sep="\t" if fmt == "tsv" else ",",
-                         lineterminator="\n").encode("utf-8")
+        sep = "\t" if fmt == "tsv" else ","
+        # The csv writer quotes "\n" but not a lone "\r" when the line ends in "\n"; an unquoted
+        # "\r" would split the row on reading, so such tables get every cell quoted.
+        quoting = csv.QUOTE_ALL if _has_cr(df) else csv.QUOTE_MINIMAL
+        return df.to_csv(index=False, sep=sep, lineterminator="\n",
+                         quoting=quoting).encode("utf-8")
     if fmt == "parquet":
         buf = io.BytesIO()
-        df.to_parquet(buf, index=False)
+        try:
+            df.to_parquet(buf, index=False)
+        except Exception as exc:  # pyarrow: ArrowInvalid / ArrowTypeError / NotImplemented
+            raise PUAuditError(f"Cannot write Parquet ({type(exc).__name__}: {str(exc)[:200]}); a "
+                               "column probably mixes types (numbers and text). Export as JSONL "
+                               "or CSV instead.") from None
         return buf.getvalue()
     if fmt == "jsonl":
-        return df.to_json(orient="records", lines=True, force_ascii=False).encode("utf-8")
+        return _to_jsonl(df)
     raise PUAuditError(f"Unknown output format '{fmt}': use csv, parquet or jsonl.")
+
+
+def _has_cr(df: pd.DataFrame) -> bool:
+    if any("\r" in str(c) for c in df.columns):
+        return True
+    for _, col in df.items():
+        if pd.api.types.is_string_dtype(col.dtype) and col.dtype != object:
+            if col.str.contains("\r", regex=False, na=False).any():
+                return True
+        elif col.dtype == object and any(isinstance(v, str) and "\r" in v for v in col.tolist()):
+            return True
+    return False
+
+
+def _json_value(v):
+    if isinstance(v, float):
+        return None if math.isnan(v) else v
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, (np.floating,)):
+        return None if np.isnan(v) else float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, np.ndarray):
+        return [_json_value(x) for x in v.tolist()]
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, (pd.Timestamp,)):
+        return v.isoformat()
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="backslashreplace")
+    return v
+
+
+def _json_column(col: pd.Series) -> list:
+    values = col.tolist()
+    if pd.api.types.is_string_dtype(col.dtype) and col.dtype != object:
+        return [v if isinstance(v, str) else None for v in values]
+    if pd.api.types.is_integer_dtype(col.dtype) and not col.hasnans:
+        return values  # already Python ints
+    if pd.api.types.is_float_dtype(col.dtype) and col.dtype.kind == "f":
+        return [None if v != v else v for v in values]
+    return [_json_value(v) for v in values]
+
+
+def _to_jsonl(df: pd.DataFrame) -> bytes:
+    """One JSON object per row; Python's float repr keeps every digit (pandas' to_json keeps 10)."""
+    names = [str(c) for c in df.columns]
+    if len(set(names)) != len(names):
+        raise PUAuditError("Cannot write JSONL: column names repeat; rename them first.")
+    cols = [_json_column(col) for _, col in df.items()]
+    encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str).encode
+    lines = [encode(dict(zip(names, row))) for row in zip(*cols)]
+    return ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8")

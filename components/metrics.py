@@ -1,0 +1,111 @@
+"""Tables and numbers for the Audit and Export pages (pure functions, no Streamlit)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text",
+           "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy"]
+
+FORMULA_PREFIXES = ("=", "+", "-", "@")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
+
+
+def headline_metrics(result) -> list[dict]:
+    """Cons_orig, Cons_adj (with the change as delta), reversals and validation size.
+
+    Each entry: ``label``, ``value`` (text), ``delta`` (text or None), ``help``.
+    """
+    m = result.metrics
+    delta = m["delta"]
+    delta_txt = None if delta is None or math.isnan(delta) else f"{100 * delta:+.1f} pts"
+    lo, hi = m["cons_orig_ci"]
+    lo2, hi2 = m["cons_adj_ci"]
+    return [
+        {"label": "Cons_orig", "value": _pct(m["cons_orig"]), "delta": None,
+         "help": f"Judge agrees with people on validation rows (95% CI {_pct(lo)}–{_pct(hi)})."},
+        {"label": "Cons_adj", "value": _pct(m["cons_adj"]), "delta": delta_txt,
+         "help": f"After the audit's reversals (95% CI {_pct(lo2)}–{_pct(hi2)})."},
+        {"label": "Reversed", "value": f"{m['n_reversed']} of {m['n']}", "delta": None,
+         "help": "Validation rows whose verdict the audit reversed."},
+        {"label": "Reversal precision", "value": _pct(m["reversal_precision"]), "delta": None,
+         "help": "Share of reversed validation rows where the judge was in fact wrong."},
+    ]
+
+
+def per_type_table(result) -> pd.DataFrame:
+    """Per question type: validation rows, Cons_orig, Cons_adj, change (points), reversals."""
+    df = result.per_type_frame()
+    if df.empty:
+        return pd.DataFrame(columns=["question_type", "n_validation", "cons_orig", "cons_adj",
+                                     "delta_pts", "n_reversed", "reversal_precision"])
+    df = df.copy()
+    df["delta_pts"] = 100 * df.pop("delta")
+    cols = ["question_type", "n_validation", "cons_orig", "cons_adj", "delta_pts", "n_reversed",
+            "reversal_precision"]
+    return df[cols].reset_index(drop=True)
+
+
+def audit_note(result) -> str | None:
+    """A plain-language note when the audit reverses nothing or lowers consistency."""
+    m = result.metrics
+    n_rev_all = int(np.sum(result.group == "negative"))
+    if m["n"] == 0:
+        return ("There are no validation rows, so the audit's effect cannot be measured: lower "
+                "p_ratio so some annotated items are kept for validation.")
+    if n_rev_all == 0:
+        return ("The audit reversed no verdicts: no audited row looked clearly worse than the "
+                "verified human preferences at these settings. The judge's verdicts stand; "
+                "try a lower m or the 'paper' rule to see which rows are closest to reversal.")
+    if m["delta"] < 0:
+        return (f"The audit lowered consistency by {abs(100 * m['delta']):.1f} points on the "
+                "validation rows: its reversals were more often wrong than right here. Keep the "
+                "judge's verdicts, or raise m / the margin so fewer rows are reversed.")
+    return None
+
+
+def expected_text(result) -> str:
+    """The expected consistency on all audited rows, with the 95% interval of the change."""
+    e = result.expected
+    orig, adj = e.get("expected_cons_orig"), e.get("expected_cons_adj")
+    if orig is None or (isinstance(orig, float) and math.isnan(orig)):
+        return "Expected consistency: not available (too few verified positives to calibrate)."
+    lo, hi = e.get("expected_delta_ci", (float("nan"), float("nan")))
+    return (f"Expected consistency on all audited rows: {_pct(orig)} → {_pct(adj)} "
+            f"(change {100 * e['expected_delta']:+.1f} pts, 95% CI {100 * lo:+.1f} to "
+            f"{100 * hi:+.1f}).")
+
+
+def formula_cells(df: pd.DataFrame) -> dict[str, int]:
+    """Column -> number of text cells a spreadsheet would run as a formula (start with = + - @).
+
+    Only columns with at least one such cell are returned.
+    """
+    out: dict[str, int] = {}
+    for col in df.columns:
+        s = df[col]
+        if s.dtype != object and not pd.api.types.is_string_dtype(s):
+            continue
+        text = s[s.map(lambda v: isinstance(v, str))]
+        if text.empty:
+            continue
+        n = int(text.str.startswith(FORMULA_PREFIXES).sum())
+        if n:
+            out[str(col)] = n
+    return out
+
+
+def spreadsheet_safe_copy(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy where each text cell starting with = + - @ gets a leading apostrophe (OWASP CSV
+    injection advice), so spreadsheets show it as text. Other cells are unchanged."""
+    out = df.copy()
+    for col in formula_cells(df):
+        out[col] = out[col].map(
+            lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_PREFIXES) else v)
+    return out

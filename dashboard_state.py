@@ -1,0 +1,335 @@
+"""Per-session state and cached computation for the Streamlit dashboard.
+
+State: everything a visitor loads or chooses lives in ``st.session_state`` (one per browser
+session); nothing user-specific is kept in module globals. Keys other pages may read:
+
+``table``          the :class:`~puaudit.schema.ComparisonTable` being audited
+``raw_frame``      the table as read (every row and column)
+``source_name``    file name or "demo data (generated)"
+``source_sha256``  sha256 of the uploaded bytes (None for the demo)
+``columns``        role -> column mapping in use
+``audit``          audit parameters (see :data:`AUDIT_DEFAULTS`); ``m`` None = the estimate
+
+Caching (shared by sessions, keyed by content, so two sessions only share entries when their
+data are identical): the encoder is a ``st.cache_resource`` keyed by its label; embeddings are
+``st.cache_data`` keyed by ``ComparisonTable.content_hash()`` + encoder label (the table itself is
+passed as an ``_underscore`` argument, so it is never hashed); audit results are ``st.cache_data``
+keyed by that hash, the encoder label and every parameter. A slider move therefore reruns only
+the audit, never the embedding.
+
+Test hook: with ``PUAUDIT_TEST_ENCODER=hashing`` the only encoder offered is
+:class:`HashingEncoder`, a deterministic bag-of-words hashing encoder (no model, instant), so
+AppTest tests run fast. ``PUAUDIT_UMAP_WARMUP=0`` skips the UMAP warm-up thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import threading
+import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+from puaudit.audit import PUAudit, PairEmbeddings, embed_table, prepare_split
+from puaudit.config import encoder_choices
+from puaudit.errors import PUAuditError
+from puaudit.schema import ComparisonTable, load_comparisons
+
+__all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "AUDIT_DEFAULTS", "SCORER_CHOICES", "RULE_CHOICES",
+           "HashingEncoder", "encoder_options", "load_encoder", "start_umap_warmup",
+           "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
+           "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit",
+           "export_bytes", "umap_job", "show_error", "sha256_bytes"]
+
+TEST_ENCODER_ENV = "PUAUDIT_TEST_ENCODER"
+DEMO_NAME = "demo data (generated)"
+SCORER_CHOICES = ("pot", "full-ot", "centroid", "probe", "knn")
+RULE_CHOICES = ("guarded", "paper")
+AUDIT_DEFAULTS = {"m": None, "p_ratio": 0.3, "alpha1": 0.7, "alpha2": 0.7, "encoder": None,
+                  "scorer": "pot", "rule": "guarded", "margin": 0.05, "seed": 0}
+_TOKEN = re.compile(r"\w+")
+
+
+class HashingEncoder:
+    """Deterministic test encoder: each word adds ±1 to one of ``dim`` slots chosen by CRC32.
+
+    .. math:: F(t)_k = \\frac{\\sum_{w \\in t,\\; h(w) = k} s(w)}{\\lVert \\cdot \\rVert}
+
+    with ``h`` and ``s`` read from the CRC32 of the lower-cased word. Same texts, same vectors,
+    in any process. For tests only (``PUAUDIT_TEST_ENCODER=hashing``).
+    """
+
+    name = "hashing-test"
+
+    def __init__(self, dim: int = 64):
+        self.dim = dim
+
+    def encode(self, texts, *, progress=None, show_progress: bool = False) -> np.ndarray:
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in _TOKEN.findall(str(t).lower()):
+                h = zlib.crc32(w.encode("utf-8"))
+                out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
+            if progress is not None and (i + 1) % 256 == 0:
+                progress(i + 1, len(texts))
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        if progress is not None:
+            progress(len(texts), len(texts))
+        return out
+
+
+def encoder_options() -> list[str]:
+    """Encoder labels a visitor may choose (never free text; paths come from the deployment)."""
+    if os.environ.get(TEST_ENCODER_ENV) == "hashing":
+        return [HashingEncoder.name]
+    return list(encoder_choices())
+
+
+@st.cache_resource(show_spinner="Loading the encoder…")
+def load_encoder(label: str):
+    """The encoder for ``label``, loaded once per server process."""
+    if label == HashingEncoder.name and os.environ.get(TEST_ENCODER_ENV) == "hashing":
+        return HashingEncoder()
+    choices = encoder_choices()
+    if label not in choices:
+        raise PUAuditError(f"Encoder '{label}' is not offered here; choose one of {list(choices)}.")
+    from puaudit.encoders import get_encoder
+
+    # trust_remote_code stays at its default (off): a dashboard never runs model-supplied code.
+    return get_encoder(choices[label])
+
+
+@st.cache_resource(show_spinner=False)
+def start_umap_warmup() -> threading.Thread | None:
+    """Compile UMAP in a background thread, once per server process."""
+    if os.environ.get("PUAUDIT_UMAP_WARMUP", "1") == "0":
+        return None
+    from puaudit.projection import warm_umap
+
+    th = threading.Thread(target=warm_umap, name="puaudit-umap-warmup", daemon=True)
+    th.start()
+    return th
+
+
+# --- data -------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=4)
+def _demo_frame(n_rows: int, random_state: int):
+    from puaudit.demo import generate_demo
+
+    return generate_demo(n_rows=n_rows, random_state=random_state)
+
+
+def set_source(frame, name: str, sha256: str | None) -> None:
+    """Make ``frame`` this session's data: detected column mapping, a fresh table, fresh widgets."""
+    from components.data_summary import mapping_defaults
+
+    ss = st.session_state
+    ss["raw_frame"] = frame
+    ss["source_name"] = name
+    ss["source_sha256"] = sha256
+    ss["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
+    ss["data_version"] = ss.get("data_version", 0) + 1
+    ss.pop("table", None)
+    # New data, default settings; the encoder choice is kept (it is the visitor's, not the data's).
+    ss["audit"] = {**AUDIT_DEFAULTS, "encoder": ss.get("audit", {}).get("encoder")}
+    build_table()
+
+
+def build_table() -> ComparisonTable | None:
+    """Build ``table`` from ``raw_frame`` and ``columns``; on bad input keep the message in
+    ``table_error`` and leave no table (pages then say what to fix)."""
+    ss = st.session_state
+    ss.pop("table", None)
+    ss.pop("table_error", None)
+    cols = dict(ss.get("columns", {}))
+    from puaudit.schema import ROLES
+
+    explicit = {r: cols.get(r) for r in ROLES}  # None = "no such column": no silent re-detection
+    try:
+        table = load_comparisons(ss["raw_frame"], columns=explicit, name=ss.get("source_name", ""))
+    except PUAuditError as exc:
+        ss["table_error"] = str(exc)
+        return None
+    ss["table"] = table
+    return table
+
+
+def ensure_data() -> None:
+    """Load the generated demo data on first open, so every page has content."""
+    if "raw_frame" not in st.session_state:
+        set_source(_demo_frame(600, 0), DEMO_NAME, None)
+
+
+def table_hash(table: ComparisonTable) -> str:
+    """``table.content_hash()``, computed once per table object."""
+    h = table.extra.get("content_hash")
+    if h is None:
+        h = table.content_hash()
+        table.extra["content_hash"] = h
+    return h
+
+
+# --- parameters -------------------------------------------------------------------------------
+def audit_params() -> dict:
+    """This session's audit parameters (defaults filled in; encoder defaults to the first offered)."""
+    ss = st.session_state
+    params = {**AUDIT_DEFAULTS, **ss.get("audit", {})}
+    if params["encoder"] not in encoder_options():
+        params["encoder"] = encoder_options()[0]
+    ss["audit"] = params
+    return params
+
+
+def _save(name: str) -> None:
+    st.session_state["audit"][name] = st.session_state[f"w_{name}"]
+
+
+def bind(name: str, value=None) -> dict:
+    """Widget keyword arguments that keep parameter ``name`` across pages.
+
+    Streamlit forgets a widget's value when its page is left; the value is kept in
+    ``session_state["audit"]`` and seeded back into the widget key on each run.
+    """
+    params = audit_params()
+    st.session_state[f"w_{name}"] = params[name] if value is None else value
+    return {"key": f"w_{name}", "on_change": _save, "args": (name,)}
+
+
+# --- computation ------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=8)
+def _embeddings(content_hash: str, encoder_label: str, _table, _encoder, _progress=None) -> PairEmbeddings:
+    return embed_table(_table, _encoder, progress=_progress)
+
+
+def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings:
+    """Embeddings of ``table`` (cached by content hash + encoder), with a progress bar while the
+    encoder runs. The cached function runs in a worker thread so that this script thread can
+    draw the bar: Streamlit replays elements drawn *inside* a cached function, which a progress
+    bar created outside it cannot be."""
+    encoder = load_encoder(encoder_label)
+    key = table_hash(table)
+    counts = {"done": 0, "total": 0}
+    box: dict = {}
+
+    def work():
+        try:
+            box["emb"] = _embeddings(key, encoder_label, table, encoder,
+                                     lambda d, t: counts.update(done=d, total=t))
+        except BaseException as exc:  # re-raised in the script thread
+            box["error"] = exc
+
+    th = threading.Thread(target=work, name="puaudit-embed", daemon=True)
+    add_script_run_ctx(th, get_script_run_ctx())
+    th.start()
+    th.join(0.3)
+    if th.is_alive():
+        bar = st.progress(0.0, text=f"Embedding with {encoder_label}…")
+        while th.is_alive():
+            th.join(0.25)
+            d, t = counts["done"], counts["total"]
+            bar.progress(min(d / t, 1.0) if t else 0.0,
+                         text=f"Embedding with {encoder_label}: {d:,} of {t:,} distinct texts")
+        bar.empty()
+    if "error" in box:
+        raise box["error"]
+    return box["emb"]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _m_estimate(content_hash: str, encoder_label: str, p_ratio: float, seed: int, _table,
+                _emb) -> float:
+    return float(prepare_split(_table, _emb, p_ratio=p_ratio, random_state=seed).m_estimate)
+
+
+def m_estimate(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> float:
+    """The default m: judge–human agreement on P for this split."""
+    return _m_estimate(table_hash(table), params["encoder"], float(params["p_ratio"]),
+                       int(params["seed"]), table, emb)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _audit(content_hash: str, encoder_label: str, params: tuple, _table, _emb):
+    p = dict(params)
+    est = PUAudit(m=p["m"], p_ratio=p["p_ratio"], alpha1=p["alpha1"], alpha2=p["alpha2"],
+                  scorer=p["scorer"], rule=p["rule"], margin=p["margin"],
+                  random_state=p["seed"]).fit(_table, _emb)
+    # The table is the caller's: leave it out of the cached copy (cheaper to store and unpickle).
+    return dataclasses.replace(est.result_, table=None)
+
+
+def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
+    """The audit of ``table`` with ``params`` (cached by content hash + every parameter)."""
+    key = tuple(sorted((k, params[k]) for k in AUDIT_DEFAULTS if k != "encoder"))
+    res = _audit(table_hash(table), params["encoder"], key, table, emb)
+    return dataclasses.replace(res, table=table)
+
+
+def show_error(exc: BaseException) -> None:
+    st.error(str(exc))
+
+
+def current_audit():
+    """(table, embeddings, result) for this session, or an error box and a stopped page."""
+    ensure_data()
+    table = st.session_state.get("table")
+    if table is None:
+        st.error(st.session_state.get("table_error", "No table loaded.") +
+                 " Fix the column mapping on the Data page.")
+        st.stop()
+    params = audit_params()
+    try:
+        emb = get_embeddings(table, params["encoder"])
+        result = run_audit(table, emb, params)
+    except PUAuditError as exc:
+        show_error(exc)
+        st.stop()
+    return table, emb, result
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _export_bytes(content_hash: str, params_key: str, fmt: str, safe: bool, _result) -> bytes:
+    from components.metrics import spreadsheet_safe_copy
+    from puaudit.io import table_to_bytes
+
+    frame = _result.to_frame()
+    return table_to_bytes(spreadsheet_safe_copy(frame) if safe else frame, fmt)
+
+
+def export_bytes(result, params: dict, fmt: str, *, safe: bool = False) -> bytes:
+    """The audited table as ``fmt`` bytes (cached per result and format)."""
+    return _export_bytes(table_hash(result.table), repr(sorted(params.items())), fmt, safe, result)
+
+
+# --- UMAP in the background -------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _umap_pool() -> tuple[ThreadPoolExecutor, dict, threading.Lock]:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="puaudit-umap"), {}, threading.Lock()
+
+
+def umap_job(key: str, z: np.ndarray, seed: int) -> Future:
+    """A background UMAP projection of ``z`` (one per content key per server process)."""
+    from puaudit.projection import project_2d
+
+    pool, jobs, lock = _umap_pool()
+    with lock:
+        fut = jobs.get(key)
+        if fut is None or (fut.done() and fut.exception() is not None):
+            fut = pool.submit(project_2d, z, method="umap", random_state=seed)
+            jobs[key] = fut
+            while len(jobs) > 16:  # keep memory bounded: forget the oldest finished layouts
+                old = next(iter(jobs))
+                if not jobs[old].done():
+                    break
+                jobs.pop(old)
+    return fut
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,96 @@
+"""Audit: choose m, p_ratio and the advanced settings; see Cons_orig, Cons_adj and the change."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+
+import dashboard_state as state  # noqa: E402
+from components.metrics import (audit_note, expected_text, headline_metrics,  # noqa: E402
+                                per_type_table)
+from puaudit.errors import PUAuditError  # noqa: E402
+
+st.title("Audit")
+st.caption("Verified human preferences (P) are matched by partial optimal transport to the rows "
+           "the judge decided; rows that match poorly are candidates for reversal. Validation "
+           "rows (annotated, held out) measure whether the reversals help.")
+
+state.ensure_data()
+ss = st.session_state
+table = ss.get("table")
+if table is None:
+    st.error(ss.get("table_error", "No table loaded.") + " Fix the column mapping on the Data page.")
+    st.stop()
+params = state.audit_params()
+
+with st.expander("Advanced"):
+    a, b, c = st.columns(3)
+    with a:
+        st.slider("alpha1 (P-core keep ratio)", 0.1, 1.0, step=0.05, **state.bind("alpha1"),
+                  help="Share of verified positives kept nearest their type's core.")
+        st.slider("alpha2 (improvement-alignment keep ratio)", 0.1, 1.0, step=0.05,
+                  **state.bind("alpha2"))
+        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, **state.bind("seed"))
+    with b:
+        st.selectbox("Encoder", state.encoder_options(), **state.bind("encoder"),
+                     help="Frozen text encoders this server offers (set by its operator).")
+        st.selectbox("Scorer", state.SCORER_CHOICES, **state.bind("scorer"),
+                     help="pot: partial OT (the paper); full-ot: full transport; centroid, "
+                          "probe, knn: simpler baselines.")
+    with c:
+        st.selectbox("Relabel rule", state.RULE_CHOICES, **state.bind("rule"),
+                     help="guarded: reverse only where calibrated P(judge right) < 0.5 − margin. "
+                          "paper: keep the top ⌊m·|U|⌋ per type, reverse the rest.")
+        st.slider("Margin (guarded rule)", 0.0, 0.45, step=0.01, **state.bind("margin"))
+
+try:
+    emb = state.get_embeddings(table, params["encoder"])
+    est = state.m_estimate(table, emb, params)
+except PUAuditError as exc:
+    state.show_error(exc)
+    st.stop()
+
+left, right = st.columns(2)
+with left:
+    m_value = params["m"] if params["m"] is not None else round(est, 2)
+    st.slider("m — share of audited verdicts believed right", 0.05, 1.0, step=0.01,
+              **state.bind("m", min(max(m_value, 0.05), 1.0)))
+    st.caption(f"Estimate from P (judge–human agreement): **{est:.3f}**"
+               + (" (in use)" if params["m"] is None else ""))
+    if params["m"] is not None and st.button("Use the estimate"):
+        ss["audit"]["m"] = None
+        st.rerun()
+with right:
+    st.slider("p_ratio — share of annotated items used as P", 0.05, 0.95, step=0.05,
+              **state.bind("p_ratio"))
+    st.caption("The rest of the annotated items validate the audit.")
+
+try:
+    result = state.run_audit(table, emb, state.audit_params())
+except PUAuditError as exc:
+    state.show_error(exc)
+    st.stop()
+
+cols = st.columns(4)
+for col, m in zip(cols, headline_metrics(result)):
+    col.metric(m["label"], m["value"], delta=m["delta"], help=m["help"])
+st.caption(f"Measured on {result.metrics['n']:,} validation rows · m = {result.m:.3f} · "
+           f"{int((result.group == 'negative').sum()):,} audited rows reversed in all.")
+st.info(expected_text(result))
+note = audit_note(result)
+if note:
+    st.warning(note)
+
+st.subheader("By question type")
+st.dataframe(per_type_table(result), hide_index=True, width="stretch",
+             column_config={
+                 "cons_orig": st.column_config.NumberColumn("Cons_orig", format="percent"),
+                 "cons_adj": st.column_config.NumberColumn("Cons_adj", format="percent"),
+                 "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
+                 "reversal_precision": st.column_config.NumberColumn("reversal precision",
+                                                                     format="percent"),
+             })

@@ -1,0 +1,100 @@
+"""Data: upload a table or use the demo, map columns, see a summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+
+import dashboard_state as state  # noqa: E402
+from components.data_summary import (ROLE_LABELS, judge_candidates,  # noqa: E402
+                                     question_type_frame, summary_metrics)
+from puaudit.errors import PUAuditError  # noqa: E402
+from puaudit.io import read_table  # noqa: E402
+from puaudit.schema import REQUIRED_ROLES, ROLES  # noqa: E402
+
+NONE = "(none)"
+MAX_MB = int(st.get_option("server.maxUploadSize"))
+
+st.title("Data")
+st.caption("One row per pairwise comparison: a prompt, two responses, the LLM judge's verdict "
+           "and, on some rows, a person's verdict. Nothing leaves this server.")
+
+state.ensure_data()
+ss = st.session_state
+
+up_col, demo_col = st.columns([3, 1])
+with up_col:
+    upload = st.file_uploader(
+        "Upload a comparison table", type=["csv", "tsv", "parquet", "jsonl", "json", "gz"],
+        help=f"CSV, TSV, Parquet or JSONL (optionally gzip-compressed), up to {MAX_MB} MB. "
+             "Columns are detected from their names; you can change the mapping below.")
+with demo_col:
+    st.write("")
+    if st.button("Load demo data", help="600 generated comparisons with a biased judge, a "
+                 "padding-attacked copy of its verdicts and selective human labels."):
+        state.set_source(state._demo_frame(600, 0), state.DEMO_NAME, None)
+        ss["upload_id"] = upload.file_id if upload is not None else None
+
+if upload is not None and ss.get("upload_id") != upload.file_id:
+    ss["upload_id"] = upload.file_id
+    data = upload.getvalue()
+    try:
+        frame = read_table(data, name=upload.name)
+    except PUAuditError as exc:
+        ss["upload_error"] = str(exc)
+    else:
+        ss.pop("upload_error", None)
+        state.set_source(frame, upload.name, state.sha256_bytes(data))
+if upload is None:
+    ss.pop("upload_error", None)
+if ss.get("upload_error"):
+    st.error(ss["upload_error"])
+    st.caption(f"Still showing: {ss['source_name']}.")
+
+frame = ss["raw_frame"]
+st.subheader(f"{ss['source_name']} · {len(frame):,} rows × {len(frame.columns)} columns")
+
+with st.expander("Column mapping", expanded="table_error" in ss):
+    cols = [str(c) for c in frame.columns]
+    mapping = dict(ss["columns"])
+    candidates = judge_candidates(frame, mapping)
+    grid = st.columns(4)
+    for i, role in enumerate(ROLES):
+        options = [NONE] + cols
+        if role == "judge" and candidates:
+            options = candidates + [NONE] + [c for c in cols if c not in candidates]
+        current = mapping.get(role)
+        index = options.index(current) if current in options else 0
+        label = ROLE_LABELS[role] + (" *" if role in REQUIRED_ROLES else "")
+        with grid[i % 4]:
+            choice = st.selectbox(label, options, index=index,
+                                  key=f"map_{role}_{ss['data_version']}")
+        mapping[role] = None if choice == NONE else choice
+    if len(candidates) > 1:
+        st.caption(f"Several columns look like judge verdicts: {', '.join(candidates)}. The "
+                   "audit uses the one chosen above; the Question types page compares them.")
+    if mapping != {r: ss["columns"].get(r) for r in ROLES}:
+        ss["columns"] = {r: c for r, c in mapping.items() if c}
+        state.build_table()
+
+if "table_error" in ss:
+    st.error(ss["table_error"])
+    st.stop()
+
+table = ss["table"]
+summary = table.summary()
+metric_cols = st.columns(6)
+for col, (label, value) in zip(metric_cols, summary_metrics(summary)):
+    col.metric(label, value)
+
+left, right = st.columns([1, 2])
+with left:
+    st.markdown("**Rows per question type**")
+    st.dataframe(question_type_frame(summary), hide_index=True, width="stretch")
+with right:
+    st.markdown("**First rows**")
+    st.dataframe(frame.head(50), width="stretch", height=320)

@@ -1,0 +1,60 @@
+"""Embedding map: the judge-oriented difference embeddings in 2-D, coloured by score."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+
+import dashboard_state as state  # noqa: E402
+from components.embedding_map import embedding_scatter  # noqa: E402
+from puaudit.projection import oriented_differences, project_2d, umap_ready  # noqa: E402
+
+st.title("Embedding map")
+st.caption("Each point is one comparison: the difference between the embeddings of the two "
+           "responses, turned so the judge's choice points the same way. Stars are verified "
+           "positives (P), diamonds validation rows, dots unlabelled rows.")
+
+state.start_umap_warmup()
+table, emb, result = state.current_audit()
+params = state.audit_params()
+key = f"{state.table_hash(table)}|{params['encoder']}|{params['seed']}"
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _pca(content_key: str, _z):
+    return project_2d(_z, method="pca")
+
+
+z = oriented_differences(emb.e_a, emb.e_b, table.judge)
+method = st.radio("Layout", ["UMAP", "PCA"], horizontal=True,
+                  help="PCA is instant. UMAP shows local neighbourhoods better; it is computed in "
+                       "the background and replaces PCA when ready.")
+
+
+def _draw():
+    xy, shown = None, "pca"
+    if method == "UMAP":
+        if not umap_ready():
+            st.info("UMAP is still compiling in the background (once per server start); showing "
+                    "PCA meanwhile. This view updates by itself.")
+        else:
+            fut = state.umap_job(key, z, int(params["seed"]))
+            if fut.done() and fut.exception() is None:
+                xy, shown = fut.result(), "umap"
+            elif fut.done():
+                st.warning(f"UMAP failed ({fut.exception()}); showing PCA.")
+            else:
+                st.info("Computing the UMAP layout in the background; showing PCA meanwhile.")
+    if xy is None:
+        xy = _pca(key, z)
+    st.plotly_chart(embedding_scatter(xy, result, method=shown), width="stretch")
+    if shown == "umap" and pending:
+        st.rerun()  # the layout arrived during a timed fragment run: redraw once, stop polling
+
+
+pending = method == "UMAP" and not (umap_ready() and state.umap_job(key, z, int(params["seed"])).done())
+st.fragment(_draw, run_every=2.0 if pending else None)()

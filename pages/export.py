@@ -1,0 +1,56 @@
+"""Export: the audited table (every input row and column + puaudit_* columns) and a run manifest."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+
+import dashboard_state as state  # noqa: E402
+from components.metrics import formula_cells  # noqa: E402
+from puaudit.manifest import run_manifest  # noqa: E402
+
+st.title("Export")
+st.caption("Every input row and column, unchanged and in order, plus the puaudit_* columns "
+           "(split, score, P(judge right), group, adjusted verdict, reason).")
+
+table, emb, result = state.current_audit()
+ss = st.session_state
+params = state.audit_params()
+name = ss.get("source_name") or "table"
+stem = "demo" if name == state.DEMO_NAME else (Path(name).name.split(".")[0] or "table")
+
+frame = result.to_frame()
+st.write(f"{len(frame):,} rows × {len(frame.columns)} columns "
+         f"({len(table.frame.columns)} input + {len(frame.columns) - len(table.frame.columns)} "
+         "puaudit_*).")
+cols = st.columns(4)
+for col, (fmt, mime) in zip(cols, (("csv", "text/csv"), ("parquet", "application/octet-stream"),
+                                   ("jsonl", "application/x-ndjson"))):
+    col.download_button(f"Download {fmt.upper()}", state.export_bytes(result, params, fmt),
+                        file_name=f"{stem}_puaudit.{fmt}", mime=mime, key=f"dl_{fmt}", on_click="ignore")
+manifest = run_manifest(result, input_name=ss.get("source_name", ""),
+                        input_sha256=ss.get("source_sha256"))
+cols[3].download_button("Download run manifest (JSON)",
+                        json.dumps(manifest, indent=2, default=str).encode("utf-8"),
+                        file_name=f"{stem}_puaudit_manifest.json", mime="application/json",
+                        key="dl_manifest", on_click="ignore")
+
+risky = formula_cells(table.frame)
+if risky:
+    where = ", ".join(f"{c} ({n})" for c, n in risky.items())
+    st.warning(f"Some cells start with =, +, - or @ and a spreadsheet would run them as formulas: "
+               f"{where}. The downloads above are byte-faithful; for opening in Excel or Sheets "
+               "use the spreadsheet-safe copy (a leading apostrophe marks those cells as text).")
+    st.download_button("Download spreadsheet-safe CSV",
+                       state.export_bytes(result, params, "csv", safe=True),
+                       file_name=f"{stem}_puaudit_spreadsheet_safe.csv", mime="text/csv",
+                       key="dl_safe", on_click="ignore")
+
+with st.expander("Run manifest"):
+    st.json(manifest)
+st.dataframe(frame.head(100), width="stretch", height=300)

@@ -1,0 +1,178 @@
+"""The dashboard in a real browser (Debian's Chromium driven by Playwright): upload the MT-Bench
+file, move the m slider, see the metrics change, download the CSV export and check it; save a
+screenshot of each page under tests/artifacts/. Uses the real default encoder (the embedding
+cache makes reruns fast; a cold run embeds ~2,000 distinct texts)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+PAGES = ("Data", "Audit", "Scores", "Embedding map", "Question types", "Export")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("playwright")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PUAUDIT_TEST_ENCODER"}
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = open(ARTIFACTS / "streamlit.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def _idle(page, timeout_s: float = 900) -> None:
+    """Wait until the script run finished (the 'running' status widget is gone)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:  # a rerun may take a moment to start after an interaction
+        page.wait_for_selector('[data-testid="stStatusWidget"]', state="attached", timeout=3000)
+    except PlaywrightTimeout:
+        pass
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached",
+                           timeout=timeout_s * 1000)
+    # stale elements of the previous run are removed just after the run ends
+    page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
+                           timeout=30_000)
+    page.wait_for_timeout(300)
+
+
+def _metric(page, label: str) -> str:
+    box = page.locator('[data-testid="stMetric"]', has_text=label).first
+    return box.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def _go(page, title: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+    _idle(page)
+
+
+def test_upload_audit_slider_export(server, mtbench_path, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
+        page.set_default_timeout(900_000)
+        page.goto(server)
+        page.wait_for_selector('[data-testid="stMetric"]')
+        assert _metric(page, "Rows") == "600"  # demo data with no upload
+
+        page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(mtbench_path))
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=stMetricValue]')]"
+            ".some(e => e.innerText === '3,355')")
+        _idle(page)
+        page.screenshot(path=str(ARTIFACTS / "page_data.png"), full_page=True)
+
+        _go(page, "Audit")
+        page.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
+        # The paper rule keeps the top ⌊m·|U|⌋ per type, so m moves the metrics directly.
+        page.locator('[data-testid="stExpander"]', has_text="Advanced").first.click()
+        page.locator('[data-testid="stSelectbox"]', has_text="Relabel rule").first.locator(
+            "input").click()
+        page.locator('[role="option"]', has_text="paper").first.click()
+        _idle(page)
+        before = (_metric(page, "Cons_adj"), _metric(page, "Reversed"))
+        thumb = page.locator('[data-testid="stSlider"]', has_text="m —").locator(
+            'input[type="range"]').first
+        start = thumb.input_value()
+        thumb.focus()
+        for _ in range(10):
+            page.keyboard.press("ArrowLeft")
+        _idle(page)
+        deadline = time.time() + 180
+        while time.time() < deadline and (_metric(page, "Cons_adj"), _metric(page, "Reversed")) == before:
+            page.wait_for_timeout(500)
+        after = (_metric(page, "Cons_adj"), _metric(page, "Reversed"))
+        assert float(thumb.input_value()) == pytest.approx(float(start) - 0.10)
+        assert after != before, (before, after)
+        page.screenshot(path=str(ARTIFACTS / "page_audit.png"), full_page=True)
+
+        for title in PAGES[2:5]:
+            _go(page, title)
+            page.screenshot(path=str(ARTIFACTS / f"page_{title.lower().replace(' ', '_')}.png"),
+                            full_page=True)
+            assert page.locator('[data-testid="stException"]').count() == 0, title
+
+        _go(page, "Export")
+        with page.expect_download() as dl:
+            page.get_by_role("button", name="Download CSV").click()
+        path = tmp_path / "export.csv"
+        dl.value.save_as(path)
+        page.screenshot(path=str(ARTIFACTS / "page_export.png"), full_page=True)
+        browser.close()
+
+    out = pd.read_csv(path, dtype=str, keep_default_na=False)
+    src = pd.read_csv(mtbench_path, dtype=str, keep_default_na=False)
+    assert len(out) == 3355 == len(src)
+    assert list(out.columns[: len(src.columns)]) == list(src.columns)
+    assert {"puaudit_split", "puaudit_score", "puaudit_adjusted"} <= set(out.columns)
+    pd.testing.assert_frame_equal(out[src.columns], src)
+
+
+def test_two_browser_sessions_are_isolated(server, mtbench_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        one, two = browser.new_context(), browser.new_context()
+        p1, p2 = one.new_page(), two.new_page()
+        for p in (p1, p2):
+            p.set_default_timeout(600_000)
+            p.goto(server)
+            p.wait_for_selector('[data-testid="stMetric"]')
+        p1.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(mtbench_path))
+        p1.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=stMetricValue]')]"
+            ".some(e => e.innerText === '3,355')")
+        p2.reload()
+        p2.wait_for_selector('[data-testid="stMetric"]')
+        _idle(p2)
+        assert _metric(p2, "Rows") == "600"  # the other visitor still has the demo
+        assert p2.get_by_text("mtbench_human_vs_gpt4.csv").count() == 0
+        assert _metric(p1, "Rows") == "3,355"
+        browser.close()
