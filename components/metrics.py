@@ -10,7 +10,7 @@ import pandas as pd
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text",
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy"]
 
-FORMULA_PREFIXES = ("=", "+", "-", "@")
+from puaudit.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
 
 
 def _pct(x: float | None) -> str:
@@ -83,29 +83,21 @@ def expected_text(result) -> str:
 
 
 def formula_cells(df: pd.DataFrame) -> dict[str, int]:
-    """Column -> number of text cells a spreadsheet would run as a formula (start with = + - @).
+    """Column -> number of cells a spreadsheet would run as a formula (see
+    :func:`puaudit.safety.formula_cells`; plain signed numbers such as ``-3`` are not formulas).
 
-    Only columns with at least one such cell are returned.
+    Only columns with at least one such cell are returned; a formula-like column *name* counts
+    as one cell of that column.
     """
-    out: dict[str, int] = {}
-    for col in df.columns:
-        s = df[col]
-        if s.dtype != object and not pd.api.types.is_string_dtype(s):
-            continue
-        text = s[s.map(lambda v: isinstance(v, str))]
-        if text.empty:
-            continue
-        n = int(text.str.startswith(FORMULA_PREFIXES).sum())
-        if n:
-            out[str(col)] = n
-    return out
+    from puaudit.safety import formula_cells as cells
+
+    found = cells(df)
+    return {str(k): int(v) for k, v in found.groupby("column", sort=False).size().items()}
 
 
 def spreadsheet_safe_copy(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy where each text cell starting with = + - @ gets a leading apostrophe (OWASP CSV
-    injection advice), so spreadsheets show it as text. Other cells are unchanged."""
-    out = df.copy()
-    for col in formula_cells(df):
-        out[col] = out[col].map(
-            lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_PREFIXES) else v)
-    return out
+    """A copy with a leading apostrophe on every formula-like cell (OWASP CSV-injection advice),
+    so spreadsheets show it as text; see :func:`puaudit.safety.spreadsheet_safe`."""
+    from puaudit.safety import spreadsheet_safe
+
+    return spreadsheet_safe(df)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
@@ -140,3 +141,22 @@ for rec in dis.head(20).to_dict(orient="records"):
         right.code(rec["response_b"], language=None, wrap_lines=True)
 if len(dis) > 20:
     st.caption("Showing the first 20 in full; the table above lists them all.")
+
+st.subheader("Audit link")
+st.caption("How often the audit's adjusted verdict contradicts each person's votes on the rows it "
+           "audited (validation and unlabelled rows), with the Audit page's settings.")
+if hasattr(source, "frame") and st.checkbox("Compare with the audit", value=False,
+                                            help="Runs (or reuses) the audit of the loaded table."):
+    import dashboard_state as state
+    from puaudit.annotators import annotator_score_disagreement
+
+    _, _, result = state.current_audit()
+    audited = np.isin(result.split, ["validation", "unlabelled"])
+    score = np.where(audited, result.score, np.nan)
+    adjusted = np.array([v if v in ("A", "B") else None for v in result.adjusted], dtype=object)
+    try:
+        link = annotator_score_disagreement(table, score, adjusted)
+    except PUAuditError as exc:
+        st.error(str(exc))
+    else:
+        st.dataframe(link, hide_index=True)

@@ -123,6 +123,14 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, *, p_ratio: float
                                      identical=identical, log=True)
     n_ann = int(((split == SPLIT_P) | (split == SPLIT_VAL)).sum())
     if n_ann < MIN_ANNOTATED:
+        n_strict_j = int(sum(j in ("A", "B") for j in table.judge))
+        if n_strict_j == 0:
+            n_ties = int(sum(j == "tie" for j in table.judge))
+            raise PUAuditError(
+                f"Every judge verdict is a tie or empty ({n_ties} ties, {len(table) - n_ties} "
+                f"empty, in column '{table.judge_column}'): the audit needs judge verdicts A or B. "
+                "If another column holds the judge's verdicts, choose it (CLI: --judge-col NAME).",
+                column=table.judge_column)
         n_strict_h = int(sum(h in ("A", "B") for h in human))
         raise PUAuditError(
             f"The audit needs at least {MIN_ANNOTATED} annotated rows (a human verdict A or B on a "

@@ -146,7 +146,7 @@ def test_project_2d_edge_cases():
 
 def test_formula_cells_and_safe_copy():
     df = pd.DataFrame({"a": ["=1+1", "ok", "-3", "@x"], "b": [1, 2, 3, 4], "c": ["+x", "", "y", "z"]})
-    assert formula_cells(df) == {"a": 3, "c": 1}
+    assert formula_cells(df) == {"a": 2, "c": 1}  # "-3" is a number, not a formula
     safe = spreadsheet_safe_copy(df)
-    assert safe["a"].tolist() == ["'=1+1", "ok", "'-3", "'@x"] and safe["b"].tolist() == [1, 2, 3, 4]
+    assert safe["a"].tolist() == ["'=1+1", "ok", "-3", "'@x"] and safe["b"].tolist() == [1, 2, 3, 4]
     assert df["a"].tolist()[0] == "=1+1"  # the original is untouched

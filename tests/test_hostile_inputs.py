@@ -30,7 +30,7 @@ FAILS = {
     "unknown_labels": ("load", ["Column 'judge_winner', row 42", "'maybe'", "Accepted labels"],
                        "judge_winner", 42),
     "one_row": ("fit", ["at least 10 annotated rows", "this table has 1 "], None, None),
-    "all_ties": ("fit", ["at least 10 annotated rows", "this table has 0 "], None, None),
+    "all_ties": ("fit", ["Every judge verdict is a tie or empty", "--judge-col"], "judge_winner", None),
     "no_human_labels": ("fit", ["at least 10 annotated rows", "0 strict human verdicts",
                                 "Add human labels"], None, None),
 }
