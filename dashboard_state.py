@@ -29,6 +29,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -103,7 +104,18 @@ def load_encoder(label: str):
     from puaudit.encoders import get_encoder
 
     # trust_remote_code stays at its default (off): a dashboard never runs model-supplied code.
-    return get_encoder(choices[label])
+    encoder = get_encoder(choices[label])
+    _note_encoder_load(label)
+    return encoder
+
+
+def _note_encoder_load(label: str) -> None:
+    """Append a line to ``$PUAUDIT_ENCODER_LOG`` (if set) each time an encoder is loaded: lets an
+    operator (and the browser test) check that concurrent sessions share one encoder."""
+    path = os.environ.get("PUAUDIT_ENCODER_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{time.time():.3f}\t{os.getpid()}\t{label}\n")
 
 
 @st.cache_resource(show_spinner=False)

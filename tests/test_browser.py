@@ -22,6 +22,7 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+ENCODER_LOG = ARTIFACTS / "encoder_loads.log"
 PAGES = ("Data", "Audit", "Scores", "Embedding map", "Question types", "Export")
 
 
@@ -39,6 +40,8 @@ def server():
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "PUAUDIT_TEST_ENCODER"}
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    ENCODER_LOG.unlink(missing_ok=True)
+    env["PUAUDIT_ENCODER_LOG"] = str(ENCODER_LOG)
     log = open(ARTIFACTS / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
@@ -176,3 +179,28 @@ def test_two_browser_sessions_are_isolated(server, mtbench_path):
         assert p2.get_by_text("mtbench_human_vs_gpt4.csv").count() == 0
         assert _metric(p1, "Rows") == "3,355"
         browser.close()
+
+
+def test_five_concurrent_sessions_complete_with_one_encoder(server):
+    """Five visitors audit the demo data at the same time: every one gets its metrics, and the
+    server process loaded the encoder once (for the whole test module)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        pages = []
+        for _ in range(5):
+            p = browser.new_context().new_page()
+            p.set_default_timeout(900_000)
+            p.goto(server + "/audit")
+            pages.append(p)
+        values = []
+        for p in pages:  # all five are already running server-side; collect each result
+            p.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
+            _idle(p)
+            values.append((_metric(p, "Cons_orig"), _metric(p, "Cons_adj")))
+            assert p.locator('[data-testid="stException"]').count() == 0
+        browser.close()
+    assert len(values) == 5 and len(set(values)) == 1  # same demo data, same numbers
+    loads = [line for line in ENCODER_LOG.read_text().splitlines() if line.strip()]
+    assert len(loads) == 1, loads
