@@ -43,6 +43,13 @@ if upload is not None and ss.get("upload_id") != upload.file_id:
     ss["upload_id"] = upload.file_id
     data = upload.getvalue()
     try:
+        # the browser enforces the limit too; this check covers any client that does not
+        if len(data) > MAX_MB * 1024 * 1024:
+            raise PUAuditError(
+                f"{upload.name} is {len(data) / 2**20:,.1f} MB, over this server's {MAX_MB} MB "
+                "upload limit (server.maxUploadSize in .streamlit/config.toml). Audit it with the "
+                f"command line instead (puaudit audit {upload.name} -o out.csv), or ask the "
+                "operator to raise the limit.")
         frame = read_table(data, name=upload.name)
     except PUAuditError as exc:
         ss["upload_error"] = str(exc)
