@@ -80,12 +80,14 @@ def _response(rng, qtype: str, quality: float, pad: int) -> str:
     return " ".join(sents[i] for i in order)
 
 
-def generate_demo(n_rows: int = 600, *, annotated_share: float = 0.35, n_annotators: int = 8,
+def generate_demo(n_rows: int = 600, *, annotated_share: float = 0.5, n_annotators: int = 8,
                   random_state: int | None = 0) -> pd.DataFrame:
     """Generate a pairwise-comparison table with a biased judge and selective human labels.
 
-    Each question gets candidate answers of latent quality ``q``; the true winner of a pair is the
-    higher-quality answer (Bradley–Terry with a steep slope). The judge follows quality but also
+    Each question gets candidate answers of latent quality ``q ~ Beta(0.4, 0.4)`` (most answers
+    clearly good or clearly poor: each sentence comes from the question type's good pool with
+    probability ``q``, else from a pool of wrong or evasive sentences); the true winner of a pair
+    is the higher-quality answer (Bradley–Terry with a steep slope). The judge follows quality but also
     prefers longer answers (verbosity bias) and the first-shown one (position bias);
     ``judge_winner_padded`` is the same judge after a padding attack (filler added to the weaker
     answer). People label a selective subset (more in some question types), mostly correctly;
@@ -108,7 +110,7 @@ def generate_demo(n_rows: int = 600, *, annotated_share: float = 0.35, n_annotat
         topics, template = _TOPICS[qtype]
         prompt = template.format(t=topics[int(rng.integers(0, len(topics)))])
         models = rng.choice(_MODELS, size=3, replace=False)
-        quality = {mname: float(rng.beta(2, 2)) for mname in models}
+        quality = {mname: float(rng.beta(0.4, 0.4)) for mname in models}
         pads = {mname: int(rng.integers(0, 3)) for mname in models}
         texts = {mname: _response(rng, qtype, quality[mname], pads[mname]) for mname in models}
         for i in range(3):
@@ -118,10 +120,10 @@ def generate_demo(n_rows: int = 600, *, annotated_share: float = 0.35, n_annotat
                 ma, mb = (models[i], models[j]) if rng.random() < 0.5 else (models[j], models[i])
                 qa, qb = quality[ma], quality[mb]
                 ta, tb = texts[ma], texts[mb]
-                p_true_a = 1 / (1 + np.exp(-12 * (qa - qb)))
+                p_true_a = 1 / (1 + np.exp(-20 * (qa - qb)))
                 truth = "A" if rng.random() < p_true_a else "B"
-                len_bias = 0.004 * (len(ta) - len(tb))
-                logit = 5 * (qa - qb) + len_bias + 0.35
+                len_bias = 0.012 * (len(ta) - len(tb))
+                logit = 3 * (qa - qb) + len_bias + 0.35
                 u = rng.random()
                 judge = "tie" if u < 0.05 else ("A" if rng.random() < 1 / (1 + np.exp(-logit)) else "B")
                 # padding attack: filler appended to the weaker answer
@@ -137,7 +139,7 @@ def generate_demo(n_rows: int = 600, *, annotated_share: float = 0.35, n_annotat
                     elif rng.random() < 0.05:
                         human = "tie"
                     else:
-                        human = truth if rng.random() < 0.92 else ("B" if truth == "A" else "A")
+                        human = truth if rng.random() < 0.95 else ("B" if truth == "A" else "A")
                 rows.append({
                     "question_id": qid, "category": qtype, "turn": 1, "model_a": ma, "model_b": mb,
                     "prompt": prompt, "response_a": ta, "response_b": tb, "judge_winner": judge,
