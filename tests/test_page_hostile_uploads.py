@@ -1,0 +1,49 @@
+"""Issue 7, item 1, through the upload page: every hostile file either loads and audits, or the
+page shows our message (naming the place and the fix); never a traceback. Hashing test encoder."""
+
+import os
+
+import pytest
+
+os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
+os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tests.conftest import ROOT  # noqa: E402
+from tests.make_hostile_files import make_hostile_files  # noqa: E402
+from tests.test_hostile_inputs import FAILS, WORKS  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    return make_hostile_files(tmp_path_factory.mktemp("hostile_upload"))
+
+
+def _upload(path):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.file_uploader[0].upload(path.name, path.read_bytes(), "application/octet-stream").run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.parametrize("name", WORKS)
+def test_working_files_load_and_audit(hostile, name):
+    at = _upload(hostile[name])
+    assert at.session_state["source_name"] == hostile[name].name
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception, at.exception
+    labels = [m.label for m in at.metric]
+    assert "Cons_orig" in labels and "Cons_adj" in labels, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("name", sorted(FAILS))
+def test_failing_files_show_the_message(hostile, name):
+    stage, phrases, _, _ = FAILS[name]
+    at = _upload(hostile[name])
+    if stage == "fit":
+        at.switch_page("pages/audit.py").run()
+        assert not at.exception, at.exception
+    shown = " ".join(e.value for e in at.error)
+    assert phrases[0] in shown, shown
