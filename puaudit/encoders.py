@@ -558,6 +558,20 @@ class HFEncoder:
         import torch
 
         self.load()
+        with _RUN_LOCK:
+            # Another thread (a second dashboard session on the same data) may have embedded these
+            # texts while this one waited for the lock: take them from the cache instead.
+            if cache is not None:
+                vecs, found = cache.get([uniq_keys[i] for i in missing])
+                if found.any():
+                    out[missing[found]] = vecs[found]
+                    advance(int(found.sum()))
+                    missing = missing[~found]
+                if not len(missing):
+                    return
+            self._encode_locked(torch, missing, uniq_texts, uniq_keys, out, cache, advance)
+
+    def _encode_locked(self, torch, missing, uniq_texts, uniq_keys, out, cache, advance) -> None:
         todo = [uniq_texts[i] for i in missing]
         enc = self.tokenizer_(
             todo, add_special_tokens=True, truncation=True, max_length=self.max_length_, padding=False
@@ -568,47 +582,47 @@ class HFEncoder:
         done_here = 0
         bs = self.batch_size
         old_threads = torch.get_num_threads()
-        with _RUN_LOCK:
-            try:
-                if self.num_threads is not None:
-                    torch.set_num_threads(int(self.num_threads))
-                with torch.inference_mode():
-                    pos = 0
-                    while pos < len(order):
-                        sel = order[pos : pos + bs]
-                        try:
-                            vecs = self._forward([ids[j] for j in sel])
-                        except Exception as exc:
-                            if not _is_oom(exc):
-                                kept = (f"; the {done_here} embeddings computed before it are cached, "
-                                        "rerun to resume") if cache is not None and done_here else ""
-                                raise PUAuditError(
-                                    f"Encoder {self.name} ({self.model_dir_}) failed after {done_here} of "
-                                    f"{len(order)} texts: {type(exc).__name__}: {exc}{kept}."
-                                ) from exc
-                            if len(sel) == 1:
-                                raise PUAuditError(
-                                    f"Out of memory embedding a single text of {len(ids[sel[0]])} tokens "
-                                    f"on {self.device_}: lower max_length or use device='cpu'."
-                                ) from exc
-                            bs = max(1, len(sel) // 2)
-                            _log.warning("out of memory at batch size %d; retrying with %d", len(sel), bs)
-                            if torch.cuda.is_available():
-                                torch.cuda.empty_cache()
-                            continue
-                        rows = missing[sel]
-                        out[rows] = vecs
-                        if cache is not None:
-                            cache.put([uniq_keys[r] for r in rows], vecs)
-                        pos += len(sel)
-                        done_here += len(sel)
-                        advance(len(sel))
-            finally:
-                # Every exit path (error, Ctrl-C, a dashboard rerun) keeps what was computed.
-                if cache is not None:
-                    cache.flush()
-                if self.num_threads is not None:
-                    torch.set_num_threads(old_threads)
+        # runs under _RUN_LOCK, taken by the caller
+        try:
+            if self.num_threads is not None:
+                torch.set_num_threads(int(self.num_threads))
+            with torch.inference_mode():
+                pos = 0
+                while pos < len(order):
+                    sel = order[pos : pos + bs]
+                    try:
+                        vecs = self._forward([ids[j] for j in sel])
+                    except Exception as exc:
+                        if not _is_oom(exc):
+                            kept = (f"; the {done_here} embeddings computed before it are cached, "
+                                    "rerun to resume") if cache is not None and done_here else ""
+                            raise PUAuditError(
+                                f"Encoder {self.name} ({self.model_dir_}) failed after {done_here} of "
+                                f"{len(order)} texts: {type(exc).__name__}: {exc}{kept}."
+                            ) from exc
+                        if len(sel) == 1:
+                            raise PUAuditError(
+                                f"Out of memory embedding a single text of {len(ids[sel[0]])} tokens "
+                                f"on {self.device_}: lower max_length or use device='cpu'."
+                            ) from exc
+                        bs = max(1, len(sel) // 2)
+                        _log.warning("out of memory at batch size %d; retrying with %d", len(sel), bs)
+                        if torch.cuda.is_available():
+                            torch.cuda.empty_cache()
+                        continue
+                    rows = missing[sel]
+                    out[rows] = vecs
+                    if cache is not None:
+                        cache.put([uniq_keys[r] for r in rows], vecs)
+                    pos += len(sel)
+                    done_here += len(sel)
+                    advance(len(sel))
+        finally:
+            # Every exit path (error, Ctrl-C, a dashboard rerun) keeps what was computed.
+            if cache is not None:
+                cache.flush()
+            if self.num_threads is not None:
+                torch.set_num_threads(old_threads)
 
 
 def pool_hidden(hidden, attention_mask, pooling: str):

@@ -433,3 +433,17 @@ def test_default_model_matches_sentence_transformers(minilm):
     ref = model.encode(SENTENCES, convert_to_numpy=True)
     cos = np.sum(ours * ref, axis=1)
     assert cos.min() >= 0.999
+
+
+def test_concurrent_calls_on_the_same_texts_embed_them_once(tiny_bert, tmp_path):
+    """Two dashboard sessions asking for the same texts at once: the second waits for the first
+    and takes its vectors from the cache instead of running the model again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    enc = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu", batch_size=2)
+    calls = _count_forward(enc)
+    texts = [f"text number {i} about something" for i in range(12)]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda _: enc.encode(texts), range(3)))
+    assert sum(calls) == len(texts)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
