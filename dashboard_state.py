@@ -266,6 +266,25 @@ def m_estimate(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> flo
                        int(params["seed"]), table, emb)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _compare(content_hash: str, encoder_label: str, params: tuple, seeds: int, _table, _emb):
+    from puaudit.evaluate import evaluate
+    from puaudit.relabel import RULES
+    from puaudit.scorers import SCORERS
+
+    p = dict(params)
+    res = evaluate(_table, _emb, seeds=seeds, scorers=SCORERS, rules=RULES, p_ratio=p["p_ratio"],
+                   m=p["m"], alpha1=p["alpha1"], alpha2=p["alpha2"], margin=p["margin"])
+    return res["leaderboard"]
+
+
+def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
+                    seeds: int = 3) -> list[dict]:
+    """Leaderboard of every scorer × rule over ``seeds`` splits (cached like the audit)."""
+    key = tuple(sorted((k, v) for k, v in params.items() if k not in ("scorer", "rule", "seed")))
+    return _compare(table_hash(table), params["encoder"], key, int(seeds), table, emb)
+
+
 @st.cache_data(show_spinner=False, max_entries=128)
 def _audit(content_hash: str, encoder_label: str, params: tuple, _table, _emb):
     p = dict(params)

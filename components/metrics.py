@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text",
-           "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy"]
+           "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
 
@@ -101,3 +101,21 @@ def spreadsheet_safe_copy(df: pd.DataFrame) -> pd.DataFrame:
     from puaudit.safety import spreadsheet_safe
 
     return spreadsheet_safe(df)
+
+
+def leaderboard_table(leaderboard: list[dict]) -> pd.DataFrame:
+    """One row per scorer × rule: Cons_orig, Cons_adj, change (mean and sd over seeds, points),
+    share of validation rows reversed and the precision of those reversals; best change first."""
+    rows = []
+    for e in leaderboard:
+        rows.append({
+            "scorer": e["scorer"], "rule": e["rule"],
+            "cons_orig": e["cons_orig_mean"], "cons_adj": e["cons_adj_mean"],
+            "delta_pts": None if e["delta_mean"] is None else 100 * e["delta_mean"],
+            "delta_sd_pts": None if e["delta_sd"] is None else 100 * e["delta_sd"],
+            "reversed_share": e["reversed_share"], "reversal_precision": e["reversal_precision"],
+        })
+    df = pd.DataFrame(rows)
+    if len(df):
+        df = df.sort_values("delta_pts", ascending=False, kind="stable").reset_index(drop=True)
+    return df

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 
 import dashboard_state as state  # noqa: E402
 from components.metrics import (audit_note, expected_text, headline_metrics,  # noqa: E402
-                                per_type_table)
+                                leaderboard_table, per_type_table)
 from puaudit.errors import PUAuditError  # noqa: E402
 
 st.title("Audit")
@@ -94,3 +94,26 @@ st.dataframe(per_type_table(result), hide_index=True, width="stretch",
                  "reversal_precision": st.column_config.NumberColumn("reversal precision",
                                                                      format="percent"),
              })
+
+st.subheader("Compare scorers")
+st.caption("Every scorer and relabel rule on the same data and settings, averaged over three "
+           "seeded splits and measured on validation rows only — so you can see when PUAudit's "
+           "transport scorer does not beat simpler baselines, or the judge itself.")
+if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
+    with st.spinner("Auditing with every scorer…"):
+        try:
+            board = state.compare_scorers(table, emb, state.audit_params())
+        except PUAuditError as exc:
+            state.show_error(exc)
+            st.stop()
+    st.dataframe(leaderboard_table(board), hide_index=True, width="stretch",
+                 column_config={
+                     "cons_orig": st.column_config.NumberColumn("Cons_orig", format="percent"),
+                     "cons_adj": st.column_config.NumberColumn("Cons_adj", format="percent"),
+                     "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
+                     "delta_sd_pts": st.column_config.NumberColumn("sd (pts)", format="%.1f"),
+                     "reversed_share": st.column_config.NumberColumn("reversed",
+                                                                     format="percent"),
+                     "reversal_precision": st.column_config.NumberColumn("reversal precision",
+                                                                         format="percent"),
+                 })
