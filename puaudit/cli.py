@@ -192,7 +192,11 @@ def cmd_audit(args) -> int:
                   scorer=args.scorer, rule=args.rule, margin=args.margin, per_type=not args.pooled,
                   ot_method=args.ot_method, calibration=args.calibration,
                   human_source=args.human_source, random_state=args.seed)
+    t0 = time.perf_counter()
+    print(f"auditing {len(table):,} rows (scorer {args.scorer}, rule {args.rule}, "
+          f"{args.calibration} calibration with cross-fitting)...", file=sys.stderr, flush=True)
     est.fit(table, emb)
+    print(f"audited in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     res = est.result_
     out = res.to_frame()
     write_table(out, args.output)
