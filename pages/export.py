@@ -25,6 +25,19 @@ name = ss.get("source_name") or "table"
 stem = "demo" if name == state.DEMO_NAME else (Path(name).name.split(".")[0] or "table")
 
 frame = result.to_frame()
+m = result.metrics
+if m["n"]:
+    verdict = (f"On {m['n']:,} held-out validation rows the exported `puaudit_adjusted` verdicts "
+               f"agree with people {m['cons_adj']:.1%} of the time; the judge's own verdicts "
+               f"{m['cons_orig']:.1%}.")
+    if m["delta"] < 0:
+        st.error(verdict + " The relabelled verdicts are worse here: keep the judge's column, or "
+                 "switch the Audit page to the guarded rule (the default) before using them.")
+    else:
+        st.success(verdict)
+else:
+    st.info("No validation rows (p_ratio = 1 or no annotated rows left out): the effect of the "
+            "relabelling on agreement with people cannot be measured for this export.")
 st.write(f"{len(frame):,} rows × {len(frame.columns)} columns "
          f"({len(table.frame.columns)} input + {len(frame.columns) - len(table.frame.columns)} "
          "puaudit_*).")

@@ -201,6 +201,11 @@ def cmd_audit(args) -> int:
     out = res.to_frame()
     write_table(out, args.output)
     summary = res.summary()
+    if summary["delta"] is not None and summary["delta"] < 0:
+        print(f"warning: on {summary['n_validation']} validation rows the relabelled verdicts agree "
+              f"with people less than the judge's ({summary['cons_adj']:.3f} vs "
+              f"{summary['cons_orig']:.3f}); keep the judge's column or use --rule guarded.",
+              file=sys.stderr)
     if args.manifest:
         Path(args.manifest).write_text(json.dumps(_clean(run_manifest(res, input_name=args.input)),
                                                   indent=2, default=_json_default))

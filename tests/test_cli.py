@@ -135,3 +135,15 @@ def test_demo_command_and_module_entry_point(tmp_path):
     assert len(df) == 60 and "true_winner" in df.columns
     t = load_comparisons(df)
     assert t.columns["judge"] == "judge_winner" and t.columns["human"] == "human_winner"
+
+
+def test_audit_warns_when_relabelling_is_worse_on_validation(tmp_path, capsys):
+    df, e_a, e_b, _ = planted_set(n=600, signal=0.0, seed=5)  # scores are noise
+    df.to_csv(tmp_path / "in.csv", index=False)
+    np.savez(tmp_path / "e.npz", e_a=e_a, e_b=e_b)
+    rc = main(["audit", str(tmp_path / "in.csv"), "-o", str(tmp_path / "o.csv"), "--embeddings",
+               str(tmp_path / "e.npz"), "--rule", "paper", "--json"])
+    captured = capsys.readouterr()
+    js = _last_json(captured.out)
+    assert rc == 0 and js["delta"] < 0
+    assert "warning: on" in captured.err and "--rule guarded" in captured.err
