@@ -60,9 +60,13 @@ def audit_note(result) -> str | None:
         return ("There are no validation rows, so the audit's effect cannot be measured: lower "
                 "p_ratio so some annotated items are kept for validation.")
     if n_rev_all == 0:
-        return ("The audit reversed no verdicts: no audited row looked clearly worse than the "
-                "verified human preferences at these settings. The judge's verdicts stand; "
-                "try a lower m or the 'paper' rule to see which rows are closest to reversal.")
+        why = ("with the guarded rule, no row's calibrated probability that the judge erred "
+               "cleared 0.5 with confidence" if result.params.get("rule") == "guarded" else
+               "no audited row scored low enough at these settings")
+        return (f"The audit reversed no verdicts: {why}. The judge's verdicts stand. Compare "
+                "scorers below (a probe or kNN scorer sometimes finds errors the transport "
+                "scorer misses), or try the 'paper' rule with a lower m to see which rows are "
+                "closest to reversal.")
     if m["delta"] < 0:
         return (f"The audit lowered consistency by {abs(100 * m['delta']):.1f} points on the "
                 "validation rows: its reversals were more often wrong than right here. Keep the "
