@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.calibration import MonotoneCalibrator
-from puaudit.denoise import denoise_positives, normalize_rows
+from puaudit.denoise import denoise_positives
 from puaudit.errors import PUAuditError
 from puaudit.metrics import consistency, consistency_by_type
 from puaudit.relabel import (GROUP_NEG, RULES, adjust_verdicts, relabel_guarded, relabel_paper)

@@ -8,7 +8,6 @@ import pytest
 
 from puaudit.audit import PairEmbeddings, prepare_split, relabel_split, score_split
 from puaudit.cli import main
-from puaudit.evaluate import evaluate
 from puaudit.io import read_table
 from puaudit.schema import load_comparisons
 from tests.conftest import ROOT, planted_set
