@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from puaudit.errors import PUAuditError
-from puaudit.schema import ROLES, detect_columns, normalize_verdicts
+from puaudit.schema import ROLES, guess_columns, normalize_verdicts
 
 __all__ = ["ROLE_LABELS", "mapping_defaults", "judge_candidates", "summary_metrics",
            "question_type_frame"]
@@ -24,30 +24,8 @@ def mapping_defaults(df: pd.DataFrame) -> dict[str, str | None]:
     Unlike :func:`puaudit.schema.detect_columns` this never raises: a page shows the mapping
     widgets even when a required column is missing, so the user can pick it.
     """
-    try:
-        found = detect_columns(df)
-    except PUAuditError:
-        found = _alias_only(df)
+    found = guess_columns(df)
     return {role: found.get(role) for role in ROLES}
-
-
-def _alias_only(df: pd.DataFrame) -> dict[str, str]:
-    """Alias matching role by role, without the required-role check."""
-    from puaudit.schema import COLUMN_ALIASES, _norm_name
-
-    by_norm: dict[str, str] = {}
-    for c in df.columns:
-        by_norm.setdefault(_norm_name(c), c)
-    out: dict[str, str] = {}
-    used: set[str] = set()
-    for role in ROLES:
-        for alias in COLUMN_ALIASES[role]:
-            col = by_norm.get(alias)
-            if col is not None and col not in used:
-                out[role] = col
-                used.add(col)
-                break
-    return out
 
 
 def _is_verdict_column(df: pd.DataFrame, col: str, model_a: str | None, model_b: str | None) -> bool:

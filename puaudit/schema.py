@@ -24,6 +24,7 @@ __all__ = [
     "COLUMN_ALIASES",
     "ComparisonTable",
     "detect_columns",
+    "guess_columns",
     "normalize_verdicts",
     "load_comparisons",
     "apply_judge_rule",
@@ -72,6 +73,31 @@ def _norm_name(name: str) -> str:
     return str(name).strip().lower().replace(" ", "_").replace("-", "_")
 
 
+def guess_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Role -> column from explicit choices first, then the first alias present; never raises.
+
+    A role set explicitly to ``None`` or ``""`` stays unmapped; a column serves one role at most.
+    Used by :func:`detect_columns` (which then checks the required roles) and by the dashboard,
+    which shows the mapping even when a required column is missing.
+    """
+    columns = dict(columns or {})
+    by_norm: dict[str, str] = {}
+    for c in df.columns:
+        by_norm.setdefault(_norm_name(c), c)
+    mapping: dict[str, str] = {r: c for r, c in columns.items() if c}
+    used = set(mapping.values())
+    for role in ROLES:
+        if role in columns:  # explicitly set (possibly to None = absent)
+            continue
+        for alias in COLUMN_ALIASES[role]:
+            col = by_norm.get(alias)
+            if col is not None and col not in used:
+                mapping[role] = col
+                used.add(col)
+                break
+    return mapping
+
+
 def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -> dict[str, str]:
     """Map roles to column names, from explicit choices first and aliases second.
 
@@ -97,22 +123,7 @@ def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -
             raise PUAuditError(
                 f"Column '{col}' (chosen for {role}) is not in the file. Columns present: "
                 f"{present}.", column=col)
-    by_norm: dict[str, str] = {}
-    for c in present:
-        by_norm.setdefault(_norm_name(c), c)
-    mapping: dict[str, str] = {r: c for r, c in columns.items() if c}
-    used = set(mapping.values())
-    for role in ROLES:
-        if role in columns:  # explicitly set (possibly to None = absent)
-            continue
-        for alias in COLUMN_ALIASES[role]:
-            col = by_norm.get(alias)
-            if col is not None and col not in used:
-                mapping[role] = col
-                used.add(col)
-                break
-    # 'winner' alone is the judge's verdict only when no other judge column exists; when a judge
-    # column exists and 'winner' was taken as judge, prefer it as human (Arena convention).
+    mapping = guess_columns(df, columns)
     missing = [r for r in REQUIRED_ROLES if r not in mapping]
     if missing:
         hints = {r: ", ".join(COLUMN_ALIASES[r][:6]) for r in missing}
