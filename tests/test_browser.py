@@ -88,6 +88,35 @@ def _metric(page, label: str) -> str:
     return box.locator('[data-testid="stMetricValue"]').inner_text()
 
 
+def _choose(page, label: str, option: str, *, attempts: int = 5) -> None:
+    """Pick ``option`` in the selectbox labelled ``label`` (inside the Advanced expander).
+
+    A dropdown opened just as a rerun redraws the page can close before the option is clicked;
+    retry with short timeouts rather than waiting on a menu that is gone.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = page.locator('[data-testid="stSelectbox"]', has_text=label).first
+    shown = ""
+    for _ in range(attempts):
+        if not box.is_visible():
+            page.locator('[data-testid="stExpander"]', has_text="Advanced").first.click(
+                timeout=30_000)
+            _idle(page, 120)
+        try:
+            box.locator("input").click(timeout=30_000)
+            page.locator('[role="option"]', has_text=option).first.click(timeout=15_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            _idle(page, 120)
+            continue
+        _idle(page, 300)
+        shown = box.inner_text(timeout=30_000) + " " + box.locator("input").input_value()
+        if option in shown:
+            return
+    raise AssertionError(f"could not choose {option!r} in {label!r}: shows {shown!r}")
+
+
 def _go(page, title: str) -> None:
     page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
     _idle(page)
@@ -114,11 +143,7 @@ def test_upload_audit_slider_export(server, mtbench_path, tmp_path):
         _go(page, "Audit")
         page.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
         # The paper rule keeps the top ⌊m·|U|⌋ per type, so m moves the metrics directly.
-        page.locator('[data-testid="stExpander"]', has_text="Advanced").first.click()
-        page.locator('[data-testid="stSelectbox"]', has_text="Relabel rule").first.locator(
-            "input").click()
-        page.locator('[role="option"]', has_text="paper").first.click()
-        _idle(page)
+        _choose(page, "Relabel rule", "paper")
         before = (_metric(page, "Cons_adj"), _metric(page, "Reversed"))
         thumb = page.locator('[data-testid="stSlider"]', has_text="m —").locator(
             'input[type="range"]').first
