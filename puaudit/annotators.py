@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.errors import PUAuditError
+from puaudit.metrics import wilson_bounds as wilson_interval
 from puaudit.schema import COLUMN_ALIASES, ComparisonTable
 
 __all__ = [
@@ -47,33 +48,11 @@ __all__ = [
 
 TIE_KEY = "=tie"
 CI_METHODS = ("wilson", "jeffreys")
-_Z95 = 1.959963984540054
 
 
 # --------------------------------------------------------------------------------------------
 # intervals
 # --------------------------------------------------------------------------------------------
-
-def wilson_interval(k, n, *, z: float = _Z95) -> tuple[np.ndarray, np.ndarray]:
-    r"""Wilson score interval for a binomial share :math:`\hat p = k / n`.
-
-    .. math::
-        \frac{\hat p + \frac{z^2}{2n}}{1 + \frac{z^2}{n}} \pm
-        \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1-\hat p)}{n} + \frac{z^2}{4n^2}}
-
-    ``k`` may be fractional (a share times ``n``). Returns ``(lo, hi)``; NaN where ``n == 0``.
-    """
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = k / n
-        denom = 1.0 + z * z / n
-        centre = (p + z * z / (2 * n)) / denom
-        half = z / denom * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-        lo = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
-        hi = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
-    return lo, hi
-
 
 def share_interval(k, n, *, method: str = "wilson",
                    confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-__all__ = ["wilson_interval", "consistency", "consistency_by_type"]
+__all__ = ["wilson_bounds", "wilson_interval", "consistency", "consistency_by_type"]
 
 
-def wilson_interval(k: float, n: float, *, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval for a binomial share ``k/n`` (``(nan, nan)`` when ``n == 0``).
+def wilson_bounds(k, n, *, z: float = 1.959963984540054) -> tuple[np.ndarray, np.ndarray]:
+    r"""Wilson score interval for binomial shares :math:`\hat p = k / n`, elementwise.
 
-    .. math:: \\frac{\\hat p + z^2/2n \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/4n^2}}{1 + z^2/n}
+    .. math::
+        \frac{\hat p + \frac{z^2}{2n}}{1 + \frac{z^2}{n}} \pm
+        \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1-\hat p)}{n} + \frac{z^2}{4n^2}}
+
+    ``k`` may be fractional (a share times ``n``). Returns ``(lo, hi)`` clipped to [0, 1];
+    NaN where ``n <= 0``.
     """
-    if n <= 0:
-        return (float("nan"), float("nan"))
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        denom = 1.0 + z * z / n
+        centre = (p + z * z / (2 * n)) / denom
+        half = z / denom * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        lo = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
+        hi = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    return lo, hi
+
+
+def wilson_interval(k: float, n: float, *, z: float = 1.959963984540054) -> tuple[float, float]:
+    """:func:`wilson_bounds` for one share, as a pair of floats (``(nan, nan)`` when ``n == 0``)."""
+    lo, hi = wilson_bounds(k, n, z=z)
+    return (float(lo), float(hi))
 
 
 def consistency(human: np.ndarray, judge: np.ndarray, adjusted: np.ndarray) -> dict:
