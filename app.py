@@ -29,7 +29,8 @@ audit_pages = [
 # Pages written alongside this one: listed only when present, so the app starts without them.
 people_pages = [st.Page(f"pages/{name}.py", title=title, icon=icon)
                 for name, title, icon in (("consistency", "Consistency", ":material/sync_alt:"),
-                                          ("annotators", "Annotators", ":material/groups:"))
+                                          ("annotators", "Annotators", ":material/groups:"),
+                                          ("models", "Models", ":material/leaderboard:"))
                 if (ROOT / "pages" / f"{name}.py").is_file()]
 
 sections = {"PUAudit": audit_pages}

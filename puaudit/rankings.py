@@ -367,6 +367,27 @@ class ModelRankings:
         np.fill_diagonal(p, np.nan)
         return pd.DataFrame(p, index=order, columns=order)
 
+    def disagreements(self, *, against: str = "ppi", statistic: str = "winrate") -> pd.DataFrame:
+        """Models whose judge estimate lies outside the ``against`` interval.
+
+        One row per such model: ``model``, ``judge`` (the judge's estimate), ``estimate``, ``lo``,
+        ``hi`` (the ``against`` source's), ``direction`` (``"judge higher"`` / ``"judge lower"``);
+        in leaderboard order. Empty when the source is unavailable.
+        """
+        if against not in SOURCES or against == "judge":
+            raise PUAuditError(f"against must be one of {list(SOURCES[1:])}, got {against!r}.")
+        f = self.frame
+        col = f"{statistic}_{against}"
+        if col not in f.columns:
+            raise PUAuditError(f"No {statistic} columns here (length control off?).")
+        judge, est = f[f"{statistic}_judge"], f[col]
+        lo, hi = f[f"{col}_lo"], f[f"{col}_hi"]
+        out = pd.DataFrame({"model": f["model"], "judge": judge, "estimate": est, "lo": lo,
+                            "hi": hi})
+        out["direction"] = np.where(judge > hi, "judge higher",
+                                    np.where(judge < lo, "judge lower", ""))
+        return out[out["direction"] != ""].reset_index(drop=True)
+
     def to_dict(self) -> dict:
         """JSON-ready: ``models`` (one object per model, the frame's columns), ``params``,
         ``diagnostics``, ``notes``; NaN becomes None."""

@@ -1,0 +1,120 @@
+"""Models: the leaderboard four ways (judge, audited, human, prediction-powered) with intervals."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
+
+import dashboard_state as state  # noqa: E402
+from components.models import (SHORT_LABELS, STAT_LABELS, interval_figure,  # noqa: E402
+                               rank_figure, rank_table, style_rank_table, win_probability_figure)
+from puaudit.errors import PUAuditError  # noqa: E402
+from puaudit.io import table_to_bytes  # noqa: E402
+from puaudit.rankings import SOURCE_LABELS, table_models, table_rankings  # noqa: E402
+from puaudit.safety import spreadsheet_safe  # noqa: E402
+
+st.title("Models")
+st.caption("Would the judge's leaderboard survive a human check? Win rates against the field and "
+           "Bradley–Terry strengths with 95% intervals, from the judge's verdicts, the audited "
+           "verdicts, the human votes alone, and prediction-powered estimates (PPI++) that "
+           "correct the judge with the human votes.")
+
+state.ensure_data()
+table = st.session_state.get("table")
+if table is None:
+    st.error(st.session_state.get("table_error", "No table loaded.") +
+             " Fix the column mapping on the Data page.")
+    st.stop()
+try:
+    table_models(table)
+except PUAuditError as exc:
+    st.error(str(exc))
+    st.stop()
+
+with st.sidebar:
+    st.subheader("Leaderboard")
+    ties = st.radio("Ties", ["half", "exclude"], horizontal=True, key="models_ties",
+                    format_func=lambda t: {"half": "half a win", "exclude": "left out"}[t],
+                    help="A tie counts half a win for each side, or is not a comparison at all.")
+    length_control = st.checkbox("Length-controlled win rate", value=False, key="models_lc",
+                                 help="AlpacaEval-style: a Bradley–Terry model with the length "
+                                      "difference as a covariate, read at equal lengths.")
+    with_audit = st.checkbox("Include the audited verdicts", value=True, key="models_audited",
+                             help="Runs (or reuses) the audit with the Audit page's settings.")
+    n_resamples = st.select_slider("Bootstrap draws", [200, 500, 1000, 2000], value=500,
+                                   key="models_draws")
+    seed = st.number_input("Seed", min_value=0, value=0, step=1, key="models_seed")
+
+audited, audit_key = None, "none"
+if with_audit:
+    _, _, result = state.current_audit()
+    audited = result.adjusted
+    audit_key = hashlib.sha1("\x1f".join(map(str, audited)).encode()).hexdigest()
+
+key = (state.table_hash(table), audit_key, ties, length_control, int(n_resamples), int(seed))
+cached = st.session_state.get("_models_rankings")
+if cached is None or cached[0] != key:
+    with st.spinner("Fitting the four leaderboards…"):
+        try:
+            rankings = table_rankings(table, audited=audited, ties=ties,
+                                      length_control=length_control,
+                                      n_resamples=int(n_resamples), random_state=int(seed))
+        except PUAuditError as exc:
+            st.error(str(exc))
+            st.stop()
+    cached = (key, rankings)
+    st.session_state["_models_rankings"] = cached
+rankings = cached[1]
+diag = rankings.diagnostics
+
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Models", diag["n_models"])
+c2.metric("Comparisons", f"{diag['n_rows_used']:,}",
+          help=f"{diag['n_rows_dropped']} row(s) without two distinct model names left out")
+c3.metric("Items with human votes", f"{diag.get('n_units_labelled', 0):,}")
+c4.metric("Items with the judge only", f"{diag.get('n_units_unlabelled', 0):,}")
+for note in rankings.notes:
+    st.info(note)
+
+st.subheader("Rankings side by side")
+statistic = st.radio("Value shown", ["winrate", "bt"] + (["lc_winrate"] if length_control else []),
+                     format_func=STAT_LABELS.get, horizontal=True)
+st.dataframe(style_rank_table(rank_table(rankings, statistic=statistic)), hide_index=True)
+st.caption("Ranks by Bradley–Terry strength (1 = strongest). '… vs judge': places gained (+) or "
+           "lost (−) against the judge's ranking. 'Judge vs people': the judge's value lies "
+           "outside the prediction-powered interval.")
+dis = rankings.disagreements(statistic=statistic) if "ppi" in rankings.available() else None
+if dis is not None and len(dis):
+    st.write(f"Where the judge and people disagree ({len(dis)} model(s)):")
+    st.dataframe(dis.round(3), hide_index=True)
+
+st.plotly_chart(interval_figure(rankings, statistic=statistic))
+st.plotly_chart(rank_figure(rankings))
+
+st.subheader("Pairwise win probabilities")
+avail = rankings.available()
+source = st.selectbox("Source", avail, index=avail.index("ppi") if "ppi" in avail else 0,
+                      format_func=lambda s: SOURCE_LABELS[s])
+st.plotly_chart(win_probability_figure(rankings, source=source))
+
+st.download_button("Download the leaderboard (CSV)",
+                   table_to_bytes(spreadsheet_safe(rankings.frame), "csv"),
+                   file_name="model_rankings.csv", mime="text/csv")
+with st.expander("How these are computed"):
+    lam = {k[7:]: v for k, v in diag.items() if k.startswith("lambda_")}
+    st.text("\n".join([
+        "Win rate = (wins + 1/2 ties) / comparisons over the rows where the model appears "
+        "(ties left out on request); each human vote is one comparison.",
+        "Intervals: percentile bootstrap over items (votes on one item are drawn together); "
+        "PPI: the prediction-powered bootstrap (ppi-python's ppboot) with the PPI++ weight "
+        "lambda estimated from the data: " + (", ".join(f"{k} {v:.2f}" for k, v in lam.items())
+                                              or "n/a") + ".",
+        "PPI is valid whatever the judge's bias if the items people labelled are a uniform "
+        "random sample; a selective choice of items voids that guarantee.",
+        f"Sources: {', '.join(SHORT_LABELS[s] + ' = ' + SOURCE_LABELS[s] for s in avail)}.",
+    ]))

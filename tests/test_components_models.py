@@ -1,0 +1,102 @@
+"""components/models.py: tables and plotly figures of a ModelRankings, checked without a browser."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from components.models import (interval_figure, rank_figure, rank_table, style_rank_table,
+                               win_probability_figure)
+from puaudit.rankings import model_rankings, simulate_comparisons
+
+
+@pytest.fixture(scope="module")
+def rankings():
+    df, _ = simulate_comparisons(2500, n_models=6, label_share=0.3, length_bias=3.0,
+                                 random_state=0)
+    audited = np.where(df.human_winner.notna(), df.human_winner, df.judge_winner)
+    return model_rankings(df.model_a, df.model_b, df.judge_winner, df.human_winner, audited,
+                          length_a=df.length_a, length_b=df.length_b, length_control=True,
+                          n_resamples=80)
+
+
+@pytest.fixture(scope="module")
+def judge_only():
+    df, _ = simulate_comparisons(600, n_models=4, random_state=1)
+    return model_rankings(df.model_a, df.model_b, df.judge_winner, n_resamples=60)
+
+
+def test_rank_table_side_by_side(rankings):
+    f = rankings.frame
+    t = rank_table(rankings)
+    assert t["Model"].tolist() == f["model"].tolist()
+    for s in ("Judge", "Audited", "Human", "PPI"):
+        assert f"{s} rank" in t.columns and f"{s} 95% CI" in t.columns
+    np.testing.assert_array_equal(t["PPI vs judge"].to_numpy(int),
+                                  (f["rank_judge"] - f["rank_ppi"]).to_numpy(int))
+    # A judge with a strong length bias: some model moves, and the flags match disagreements().
+    assert (t["PPI vs judge"] != 0).any()
+    dis = rankings.disagreements()
+    assert len(dis) >= 1
+    flagged = t.loc[t["Judge vs people"] != "", "Model"].tolist()
+    assert sorted(flagged) == sorted(dis["model"].tolist())
+    assert set(dis["direction"]) <= {"judge higher", "judge lower"}
+    row = t.iloc[0]
+    lo, hi = f.loc[0, "winrate_ppi_lo"], f.loc[0, "winrate_ppi_hi"]
+    assert row["PPI 95% CI"] == f"[{lo:.3f}, {hi:.3f}]"
+    lc = rank_table(rankings, statistic="lc_winrate")
+    assert "PPI lc_winrate" in lc.columns
+
+
+def test_rank_table_without_people_or_audit(judge_only):
+    t = rank_table(judge_only)
+    assert "Judge rank" in t.columns
+    assert not any(c.startswith(("Audited", "Human ", "PPI")) for c in t.columns
+                   if c != "Human votes")
+    assert (t["Judge vs people"] == "").all()
+
+
+def test_style_highlights_shifts(rankings):
+    html = style_rank_table(rank_table(rankings)).to_html()
+    assert "background-color: #d9f0d3" in html or "background-color: #f8d7da" in html
+
+
+def test_interval_figure(rankings):
+    f = rankings.frame
+    fig = interval_figure(rankings, statistic="winrate")
+    assert [tr.name for tr in fig.data] == ["Judge (all rows)", "Audited verdicts",
+                                            "Human votes only",
+                                            "Prediction-powered (judge + humans)"]
+    ppi = fig.data[3]
+    np.testing.assert_allclose(ppi.x, f["winrate_ppi"])
+    np.testing.assert_allclose(np.asarray(ppi.x) - np.asarray(ppi.error_x.arrayminus),
+                               f["winrate_ppi_lo"])
+    np.testing.assert_allclose(np.asarray(ppi.x) + np.asarray(ppi.error_x.array),
+                               f["winrate_ppi_hi"])
+    assert list(fig.layout.yaxis.ticktext) == f["model"].tolist()
+    # The strongest model is drawn on top.
+    assert fig.layout.yaxis.tickvals[0] == max(fig.layout.yaxis.tickvals)
+    assert len(interval_figure(rankings, statistic="bt", sources=["judge", "ppi"]).data) == 2
+
+
+def test_rank_figure_marks_moves(rankings):
+    f = rankings.frame
+    fig = rank_figure(rankings)
+    assert len(fig.data) == len(f)
+    assert list(fig.data[0].x) == ["Judge", "Audited", "Human", "PPI"]
+    moved = {tr.name for tr in fig.data if tr.line.width > 2}
+    expected = {m for m, a, b, c, d in zip(f["model"], f["rank_judge"], f["rank_audited"],
+                                           f["rank_human"], f["rank_ppi"])
+                if len({a, b, c, d}) > 1}
+    assert moved == expected
+
+
+def test_win_probability_heatmap(rankings):
+    fig = win_probability_figure(rankings, source="human")
+    z = np.array(fig.data[0].z, dtype=float)
+    assert np.isnan(np.diag(z)).all()
+    off = ~np.eye(len(z), dtype=bool)
+    np.testing.assert_allclose((z + z.T)[off], 1.0)
+    assert list(fig.data[0].x) == rankings.frame["model"].tolist()
+    small = win_probability_figure(rankings, source="ppi", max_models=3)
+    assert np.array(small.data[0].z).shape == (3, 3)
