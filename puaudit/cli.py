@@ -1,4 +1,4 @@
-"""Command line: ``puaudit audit | evaluate | sweep | demo | trustjudge | annotators``.
+"""Command line: ``puaudit audit | evaluate | sweep | demo | trustjudge | annotators | models``.
 
 Bad input prints one clear message on stderr and exits with status 2 (never a traceback).
 With ``--json`` the last line printed is one JSON object.
@@ -316,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-_PLUGINS = {"trustjudge": "puaudit.trustjudge.cli", "annotators": "puaudit.annotators_cli"}
+_PLUGINS = {"trustjudge": "puaudit.trustjudge.cli", "annotators": "puaudit.annotators_cli",
+            "models": "puaudit.models_cli"}
 
 
 def _dispatch_plugin(args) -> int:

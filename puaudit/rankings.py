@@ -398,7 +398,12 @@ class ModelRankings:
                 return int(v)
             return v
 
-        records = [{k: clean(v) for k, v in r.items()} for r in self.frame.to_dict(orient="records")]
+        def cell(key, v):
+            v = clean(v)
+            return int(v) if key.startswith("rank_") and v is not None else v
+
+        records = [{k: cell(k, v) for k, v in r.items()}
+                   for r in self.frame.to_dict(orient="records")]
         return {"models": records, "params": dict(self.params),
                 "diagnostics": {k: clean(v) for k, v in self.diagnostics.items()},
                 "notes": list(self.notes)}

@@ -1,0 +1,176 @@
+"""``puaudit models INPUT``: the model leaderboard four ways (judge, audited, human, PPI).
+
+Prints one line per model (ranks, win rates with 95% intervals, Bradley–Terry strengths) and the
+models whose judge win rate lies outside the prediction-powered interval. With ``--json`` the last
+line of stdout is one JSON object: ``models`` (one object per model with ``model``, ``n``,
+``n_human`` and, for each source s in judge, audited, human, ppi: ``bt_s``, ``bt_s_lo``,
+``bt_s_hi``, ``winrate_s``, ``winrate_s_lo``, ``winrate_s_hi``, ``rank_s``), ``params``,
+``diagnostics`` and ``notes``. The audited verdicts come from ``puaudit_adjusted``: INPUT may be
+a ``puaudit audit`` export, or name the export with ``--audit-export``. Bad input prints the
+message on stderr and returns 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from puaudit.errors import PUAuditError
+
+__all__ = ["add_parser", "run", "main"]
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register the ``models`` sub-command on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "models", help="model win rates and Bradley-Terry rankings: judge, audited, human, PPI",
+        description=__doc__.splitlines()[0])
+    p.add_argument("input", metavar="INPUT", help="CSV / TSV / Parquet / JSONL comparison table")
+    p.add_argument("--audit-export", metavar="FILE", default=None,
+                   help="a `puaudit audit` export of INPUT (same rows): its puaudit_adjusted "
+                        "column gives the audited verdicts")
+    p.add_argument("--ties", choices=["half", "exclude"], default="half",
+                   help="a tie is half a win for each side (default) or not a comparison")
+    p.add_argument("--length-control", action="store_true",
+                   help="also report the length-controlled win rate (AlpacaEval-style)")
+    p.add_argument("--resamples", type=int, default=1000, metavar="N",
+                   help="bootstrap draws per interval (default 1000)")
+    p.add_argument("--alpha", type=float, default=0.05, help="1 - coverage (default 0.05)")
+    p.add_argument("--seed", type=int, default=0)
+    g = p.add_argument_group("columns (auto-detected when omitted)")
+    for role, flag in (("model_a", "--model-a-col"), ("model_b", "--model-b-col"),
+                       ("judge", "--judge-col"), ("human", "--human-col"),
+                       ("question_id", "--id-col")):
+        g.add_argument(flag, dest=f"col_{role}", metavar="COL", default=None,
+                       help=f"column holding the {role.replace('_', ' ')}")
+    p.add_argument("--judge-rule", choices=["longer", "shorter", "position-a"], default=None,
+                   help="replace the judge's verdicts by a deterministic rule (a weak judge)")
+    p.add_argument("-o", "--output", metavar="OUT.csv", default=None,
+                   help="write the per-model table (.csv, .parquet or .jsonl)")
+    p.add_argument("--json", action="store_true", help="end with one JSON line")
+    p.set_defaults(func=run, run=run)
+    return p
+
+
+def _audited(df, export_path, n_rows):
+    """Audited verdicts from the export's ``puaudit_adjusted`` column (None when absent)."""
+    from puaudit.io import read_table
+    from puaudit.schema import normalize_verdicts
+
+    source = df
+    if export_path:
+        source = read_table(export_path)
+        if len(source) != n_rows:
+            raise PUAuditError(f"{Path(export_path).name} has {len(source)} rows but INPUT has "
+                               f"{n_rows}; pass the export written by `puaudit audit` for this "
+                               "INPUT.")
+        if "puaudit_adjusted" not in source.columns:
+            raise PUAuditError(f"{Path(export_path).name} has no puaudit_adjusted column; pass "
+                               "a file written by `puaudit audit`.")
+    if "puaudit_adjusted" not in source.columns:
+        return None
+    return normalize_verdicts(source["puaudit_adjusted"].tolist(), column="puaudit_adjusted",
+                              allow_missing=True)
+
+
+def _f(x, nd=3) -> str:
+    return "  n/a" if x is None or x != x else f"{x:.{nd}f}"
+
+
+def _summary(res) -> str:
+    f = res.frame
+    avail = res.available()
+    short = {"judge": "judge", "audited": "audited", "human": "human", "ppi": "ppi"}
+    head = f"{'model':<24} {'n':>6} {'human':>6}  " + "  ".join(
+        f"{'rank ' + short[s]:>12}" for s in avail)
+    lines = [f"{res.diagnostics['n_models']} models, {res.diagnostics['n_rows_used']} comparisons "
+             f"({res.diagnostics['n_rows_dropped']} rows without two distinct models left out); "
+             f"{res.diagnostics.get('n_units_labelled', 0)} items with human votes, "
+             f"{res.diagnostics.get('n_units_unlabelled', 0)} with the judge only.", "", head]
+    for _, r in f.iterrows():
+        ranks = "  ".join(f"{('' if r[f'rank_{s}'] != r[f'rank_{s}'] else int(r[f'rank_{s}'])):>12}"
+                          for s in avail)
+        lines.append(f"{str(r['model'])[:24]:<24} {int(r['n']):>6} {int(r['n_human']):>6}  {ranks}")
+    lines += ["", "Win rate against the field [95% interval]:"]
+    for _, r in f.iterrows():
+        parts = [f"{s} {_f(r[f'winrate_{s}'])} [{_f(r[f'winrate_{s}_lo'])}, "
+                 f"{_f(r[f'winrate_{s}_hi'])}]" for s in avail]
+        lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
+    lines += ["", "Bradley-Terry strength (log-odds, mean 0) [95% interval]:"]
+    for _, r in f.iterrows():
+        parts = [f"{s} {_f(r[f'bt_{s}'], 2)} [{_f(r[f'bt_{s}_lo'], 2)}, {_f(r[f'bt_{s}_hi'], 2)}]"
+                 for s in avail]
+        lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
+    if "lc_winrate_judge" in f.columns:
+        lines += ["", "Length-controlled win rate [95% interval]:"]
+        for _, r in f.iterrows():
+            parts = [f"{s} {_f(r[f'lc_winrate_{s}'])} [{_f(r[f'lc_winrate_{s}_lo'])}, "
+                     f"{_f(r[f'lc_winrate_{s}_hi'])}]" for s in avail]
+            lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
+        g = {s: res.diagnostics.get(f"gamma_{s}") for s in ("judge", "audited", "human")}
+        lines.append("  length coefficient: " + ", ".join(f"{s} {_f(v, 2)}" for s, v in g.items()
+                                                         if v is not None))
+    if "ppi" in avail:
+        dis = res.disagreements()
+        lines.append("")
+        if len(dis):
+            lines.append("Judge vs people (the judge's win rate outside the prediction-powered "
+                         "interval):")
+            for _, r in dis.iterrows():
+                lines.append(f"  {str(r['model'])[:24]:<24} judge {_f(r['judge'])} vs "
+                             f"{_f(r['estimate'])} [{_f(r['lo'])}, {_f(r['hi'])}] "
+                             f"({r['direction']})")
+        else:
+            lines.append("Judge vs people: every judge win rate lies inside the "
+                         "prediction-powered interval.")
+    lam = {k[7:]: v for k, v in res.diagnostics.items() if k.startswith("lambda_")}
+    if lam:
+        lines.append("PPI++ weights: " + ", ".join(f"{k} {_f(v, 2)}" for k, v in lam.items()))
+    lines += [f"note: {n}" for n in res.notes]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
+    from puaudit.cli import dumps
+    from puaudit.io import read_table, write_table
+    from puaudit.rankings import table_rankings
+    from puaudit.schema import apply_judge_rule, load_comparisons
+
+    try:
+        df = read_table(args.input)
+        cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
+        table = load_comparisons(df, columns=cols, name=Path(args.input).name)
+        if args.judge_rule:
+            table = apply_judge_rule(table, args.judge_rule)
+        audited = _audited(df, args.audit_export, len(df))
+        res = table_rankings(table, audited=audited, ties=args.ties,
+                             length_control=args.length_control, n_resamples=args.resamples,
+                             alpha=args.alpha, random_state=args.seed)
+        if args.output:
+            write_table(res.frame, args.output)
+    except PUAuditError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(_summary(res))
+    if args.output:
+        print(f"wrote {len(res.frame)} models to {args.output}")
+    if args.json:
+        out = res.to_dict()
+        out["input"] = Path(args.input).name
+        out["judge"] = table.judge_column
+        print(dumps(out))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point: ``python -m puaudit.models_cli INPUT ...``."""
+    parser = argparse.ArgumentParser(prog="puaudit")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["models", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
