@@ -1,10 +1,14 @@
 """Tables and figures for the Models page: pure functions of a
 :class:`~puaudit.rankings.ModelRankings`.
 
-No Streamlit here: every function returns a DataFrame, a pandas Styler or a plotly figure.
+No Streamlit here: every function returns a DataFrame, a pandas Styler or a plotly figure. Model
+names come from the data: in figures they are HTML-escaped (Plotly renders a subset of HTML in
+labels, legends and hover text), so a name such as ``<a href=...>`` shows as typed.
 """
 
 from __future__ import annotations
+
+import html
 
 import numpy as np
 import pandas as pd
@@ -21,6 +25,11 @@ STAT_LABELS = {"bt": "Bradley–Terry strength (log-odds, mean 0)",
 SHORT_LABELS = {"judge": "Judge", "audited": "Audited", "human": "Human", "ppi": "PPI"}
 SOURCE_COLORS = {"judge": "#d62728", "audited": "#ff7f0e", "human": "#1f77b4", "ppi": "#2ca02c"}
 UP, DOWN = "#d9f0d3", "#f8d7da"
+
+
+def _text(value) -> str:
+    """A data-derived string for a Plotly label: ``&``, ``<`` and ``>`` as entities."""
+    return html.escape(str(value), quote=False)
 
 
 def _available(rankings: ModelRankings, sources) -> list[str]:
@@ -92,7 +101,7 @@ def interval_figure(rankings: ModelRankings, *, statistic: str = "bt",
     source with its 95% interval, sources offset vertically so the intervals stay readable."""
     f = rankings.frame
     avail = [s for s in _available(rankings, sources) if f"{statistic}_{s}" in f.columns]
-    models = f["model"].astype(str).tolist()
+    models = [_text(m) for m in f["model"]]
     y_base = np.arange(len(models))[::-1].astype(float)
     fig = go.Figure()
     offsets = np.linspace(0.24, -0.24, max(len(avail), 1)) if len(avail) > 1 else [0.0]
@@ -113,8 +122,9 @@ def interval_figure(rankings: ModelRankings, *, statistic: str = "bt",
     fig.update_layout(
         xaxis_title=STAT_LABELS.get(statistic, statistic),
         yaxis=dict(tickmode="array", tickvals=y_base, ticktext=models, range=[-0.6, len(models) - 0.4]),
-        height=max(280, 36 * len(models) + 120), legend=dict(orientation="h", y=-0.15),
-        margin=dict(l=10, r=10, t=30, b=10))
+        height=max(300, 36 * len(models) + 140),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
+        margin=dict(l=10, r=10, t=60, b=10))
     return fig
 
 
@@ -130,8 +140,8 @@ def rank_figure(rankings: ModelRankings, *, sources=None) -> go.Figure:
         ranks = [row[f"rank_{s}"] for s in avail]
         moved = "judge" in avail and any(r != row["rank_judge"] for r in ranks)
         fig.add_trace(go.Scatter(
-            x=x, y=ranks, mode="lines+markers", name=str(row["model"]),
-            text=[str(row["model"])] * len(x),
+            x=x, y=ranks, mode="lines+markers", name=_text(row["model"]),
+            text=[_text(row["model"])] * len(x),
             line=dict(width=3.5 if moved else 1.2), opacity=1.0 if moved else 0.45,
             hovertemplate="%{text}: rank %{y} (%{x})<extra></extra>"))
     fig.update_yaxes(autorange="reversed", title="Rank (1 = strongest)", dtick=1 if n_models <= 20 else None)
@@ -148,7 +158,7 @@ def win_probability_figure(rankings: ModelRankings, *, source: str = "ppi",
     p = rankings.win_probability(source)
     if len(p) > max_models:
         p = p.iloc[:max_models, :max_models]
-    labels = [str(m) for m in p.index]
+    labels = [_text(m) for m in p.index]
     z = p.to_numpy(float)
     text = np.where(np.isnan(z), "", np.vectorize(lambda v: f"{v:.2f}")(np.nan_to_num(z)))
     fig = go.Figure(go.Heatmap(

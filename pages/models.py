@@ -25,14 +25,15 @@ st.caption("Would the judge's leaderboard survive a human check? Win rates again
            "correct the judge with the human votes.")
 
 state.ensure_data()
+# Messages that may quote the data are shown with st.text (never as Markdown).
 table = st.session_state.get("table")
 if table is None:
-    st.error(st.session_state.get("table_error", "No table loaded.") +
-             " Fix the column mapping on the Data page.")
+    st.error("No table to rank: fix the column mapping on the Data page.")
+    st.text(st.session_state.get("table_error", "No table loaded."))
     st.stop()
 try:
     table_models(table)
-except PUAuditError as exc:
+except PUAuditError as exc:  # a fixed message (no data in it)
     st.error(str(exc))
     st.stop()
 
@@ -52,9 +53,15 @@ with st.sidebar:
 
 audited, audit_key = None, "none"
 if with_audit:
-    _, _, result = state.current_audit()
-    audited = result.adjusted
-    audit_key = hashlib.sha1("\x1f".join(map(str, audited)).encode()).hexdigest()
+    try:
+        params = state.audit_params()
+        emb = state.get_embeddings(table, params["encoder"])
+        audited = state.run_audit(table, emb, params).adjusted
+    except PUAuditError as exc:  # e.g. too few human labels: rank without the audited source
+        st.warning("The audit could not run on this table, so the audited columns stay empty:")
+        st.text(str(exc))
+    else:
+        audit_key = hashlib.sha1("\x1f".join(map(str, audited)).encode()).hexdigest()
 
 key = (state.table_hash(table), audit_key, ties, length_control, int(n_resamples), int(seed))
 cached = st.session_state.get("_models_rankings")
@@ -65,7 +72,8 @@ if cached is None or cached[0] != key:
                                       length_control=length_control,
                                       n_resamples=int(n_resamples), random_state=int(seed))
         except PUAuditError as exc:
-            st.error(str(exc))
+            st.error("The leaderboard could not be computed:")
+            st.text(str(exc))
             st.stop()
     cached = (key, rankings)
     st.session_state["_models_rankings"] = cached

@@ -100,3 +100,17 @@ def test_win_probability_heatmap(rankings):
     assert list(fig.data[0].x) == rankings.frame["model"].tolist()
     small = win_probability_figure(rankings, source="ppi", max_models=3)
     assert np.array(small.data[0].z).shape == (3, 3)
+
+
+def test_model_names_are_escaped_in_figures():
+    df, _ = simulate_comparisons(400, n_models=3, random_state=3)
+    hostile = {"model-00": "<a href='http://x'>m0</a>", "model-01": "a&b", "model-02": "<b>m2"}
+    df = df.replace({"model_a": hostile, "model_b": hostile})
+    res = model_rankings(df.model_a, df.model_b, df.judge_winner, df.human_winner,
+                         n_resamples=50)
+    fig = interval_figure(res)
+    assert all("<" not in t and ">" not in t for t in fig.layout.yaxis.ticktext)
+    assert "a&amp;b" in fig.layout.yaxis.ticktext
+    assert all("<" not in tr.name for tr in rank_figure(res).data)
+    assert all("<" not in x for x in win_probability_figure(res, source="judge").data[0].x)
+    assert rank_table(res)["Model"].tolist() == res.frame["model"].tolist()  # tables keep data

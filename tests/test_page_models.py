@@ -75,6 +75,25 @@ def test_missing_model_columns_message():
     assert not at.get("plotly_chart")
 
 
+def test_judge_only_table_ranks_without_audit():
+    from puaudit.rankings import simulate_comparisons
+
+    df, _ = simulate_comparisons(300, n_models=4, label_share=0.0, random_state=0)
+    frame = pd.DataFrame({"prompt": [f"q{i}" for i in range(len(df))],
+                          "response_a": ["a" * int(v) for v in df["length_a"]],
+                          "response_b": ["b" * int(v) for v in df["length_b"]],
+                          "model_a": df["model_a"], "model_b": df["model_b"],
+                          "judge_winner": df["judge_winner"]})
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    _load(at, frame, "judge-only.csv")
+    at.run()
+    assert not at.exception and not at.error
+    assert at.warning and "audit could not run" in at.warning[0].value
+    ranks = at.dataframe[0].value
+    assert "Judge rank" in ranks.columns and "PPI rank" not in ranks.columns
+    assert any("No human verdicts" in i.value for i in at.info)
+
+
 @pytest.mark.slow
 def test_mtbench_page(mtbench_path):
     from puaudit.io import read_table
