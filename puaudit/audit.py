@@ -10,6 +10,7 @@ Stages, each a plain function so the dashboard can rerun only what a widget chan
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from puaudit.calibration import MonotoneCalibrator
+from puaudit.calibration import MonotoneCalibrator, prior_shift
 from puaudit.denoise import denoise_positives
+from puaudit.audit_config import AuditConfig
 from puaudit.errors import PUAuditError
 from puaudit.metrics import consistency, consistency_by_type
 from puaudit.relabel import (GROUP_NEG, RULES, adjust_verdicts, relabel_guarded, relabel_paper)
@@ -29,6 +31,8 @@ from puaudit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPL
 
 __all__ = ["PairEmbeddings", "embed_table", "PreparedSplit", "prepare_split", "ScoredSplit",
            "score_split", "relabel_split", "AuditResult", "PUAudit", "EXPORT_COLUMNS",
+           "AuditConfig", "audit_table", "score_with_config", "relabel_with_config",
+           "reversals_vs_m", "human_labels", "AUTO_CANDIDATES",
            "GROUP_VERIFIED", "GROUP_EXCLUDED"]
 
 GROUP_VERIFIED = "verified"
@@ -118,6 +122,20 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, *, p_ratio: float
     diff = emb.e_a.astype(np.float64) - emb.e_b.astype(np.float64)
     norms = np.linalg.norm(diff, axis=1)
     identical = norms < 1e-6
+    # Say what is wrong with the embeddings themselves, rather than "too few annotated rows".
+    if not np.isfinite(norms).all():
+        bad = np.flatnonzero(~np.isfinite(norms))
+        raise PUAuditError(
+            f"The embeddings of row {bad[0] + 1} hold NaN or infinite values ({len(bad)} such "
+            "rows): the encoder failed on them. Embed the table again (or recompute those rows of "
+            "the --embeddings file).", row=int(bad[0]) + 1)
+    if len(norms) and identical.all():
+        what = ("are all zero" if not (emb.e_a.any() or emb.e_b.any()) else
+                "of response A and response B are identical on every row")
+        raise PUAuditError(
+            f"The embeddings {what} ({len(norms)} rows), so no response can be told from the "
+            "other and nothing can be audited. Check the encoder (or the --embeddings file: e_a "
+            "must embed response A, e_b response B) and that the two response columns differ.")
     split, reason, slog = split_rows(table.judge, human, table.question_type, table.item_id,
                                      p_ratio=p_ratio, random_state=random_state,
                                      identical=identical, log=True)
@@ -165,7 +183,13 @@ class ScoredSplit:
     calibrator: MonotoneCalibrator | None
     cv_scores: np.ndarray        # out-of-fold scores of P rows (judge orientation)
     cv_correct: np.ndarray       # judge == human on those rows
+    cv_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # their rows
+    cv_folds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # their folds
     diagnostics: dict = field(default_factory=dict)
+    #: upper confidence bound of ``p_judge_right`` (audited rows; NaN elsewhere)
+    p_upper: np.ndarray | None = None
+    base_rate: float = float("nan")       # P's agreement rate the calibrator was fitted at
+    prior_target: float | None = None     # the m the probabilities were shifted to (None: none)
 
 
 def _denoise_by_type(prep: PreparedSplit, rows: np.ndarray, *, alpha1: float, alpha2: float,
@@ -207,27 +231,47 @@ def _item_folds(items: np.ndarray, n_folds: int, rng: np.random.Generator) -> np
     return np.array([fold_of[i] for i in items])
 
 
-def score_split(prep: PreparedSplit, *, scorer: str = "pot", m: float | None = None,
+#: Scorers the automatic choice compares (``pot`` is left out: its 0/1 scores give the
+#: calibrated map nothing to grade, so it cannot win on log loss and only costs time).
+AUTO_CANDIDATES = ("prior-ot", "probe", "knn", "centroid")
+STACKED = "stacked"
+
+
+def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = None,
                 alpha1: float = 0.7, alpha2: float = 0.7, per_type: bool = True,
                 ot_method: str = "auto", reg: float | None = None, n_folds: int = 5,
                 calibration: str = "isotonic", calibrate: bool = True, n_neighbors: int = 15,
-                denoise: bool | None = None, random_state: int | None = 0) -> ScoredSplit:
-    """Denoise P, score audited rows, and cross-fit the score -> P(judge right) map on P.
+                denoise: bool | None = None, candidates: tuple[str, ...] = AUTO_CANDIDATES,
+                random_state: int | None = 0) -> ScoredSplit:
+    r"""Denoise P, score audited rows, and cross-fit the score -> P(judge right) map on P.
 
     Cross-fitting: P items are cut into ``n_folds`` folds; for each fold the scorer is fitted on
     the other folds' (denoised) P rows and scores the held-out fold's rows *in the judge's order*,
     together with the audited rows, so held-out scores live on the same scale as audited ones.
     A :class:`MonotoneCalibrator` is then fitted on (held-out score, judge == human).
 
+    ``m``: the share of audited verdicts believed right. ``None`` (default) uses P's agreement
+    rate and leaves the calibrated probabilities as fitted; a value moves them from P's base
+    rate :math:`\pi` to ``m`` by Bayes' prior shift (:func:`puaudit.calibration.prior_shift`),
+    for every scorer. ``prior-ot`` and ``pot`` also use it as their transported mass.
+
+    ``scorer="auto"``: every scorer in ``candidates`` is cross-fitted, and each one's
+    out-of-fold scores on P are calibrated again out of fold (the calibrator of fold k is fitted
+    on the other folds), so the log loss of ``judge == human`` on P compares them honestly,
+    without touching validation rows. The average of the candidates in logit space
+    (``stacked``) competes too. The lowest log loss wins; the comparison is in
+    ``diagnostics["auto"]``.
+
     ``denoise``: fit the scorer on the denoised P' (METHOD.md) or on all of P. Default ``None``:
-    P' for the transport scorers (``pot``, ``full-ot``, as the paper does), all of P for the
-    others (``centroid``, ``probe``, ``knn`` are estimators that average noise out themselves;
-    on MT-Bench with the "longer wins" judge, dropping half of P cost them about half their gain).
+    P' for the paper's transport scorers (``pot``, ``full-ot``), all of P for the others
+    (``prior-ot``, ``centroid``, ``probe``, ``knn`` average noise out themselves; on MT-Bench
+    with the "longer wins" judge, dropping half of P cost the probe about half its gain).
     """
-    if denoise is None:
-        denoise = scorer in ("pot", "full-ot")
-    if scorer not in SCORERS:
-        raise PUAuditError(f"Unknown scorer '{scorer}': choose one of {list(SCORERS)}.")
+    if scorer != "auto" and scorer not in SCORERS:
+        raise PUAuditError(f"Unknown scorer '{scorer}': choose 'auto' or one of {list(SCORERS)}.")
+    bad = [c for c in candidates if c not in SCORERS]
+    if bad or not candidates:
+        raise PUAuditError(f"Unknown candidate scorer(s) {bad}: choose from {list(SCORERS)}.")
     m_used = prep.m_estimate if m is None else float(m)
     if not (0 < m_used <= 1) or math.isnan(m_used):
         raise PUAuditError(f"m must be in (0, 1]; got {m_used}" + (
@@ -238,11 +282,120 @@ def score_split(prep: PreparedSplit, *, scorer: str = "pot", m: float | None = N
     from threadpoolctl import threadpool_limits
 
     small = len(prep.p_rows) * len(prep.u_rows) < 20_000_000
+    kw = dict(m_used=m_used, alpha1=alpha1, alpha2=alpha2, per_type=per_type,
+              ot_method=ot_method, reg=reg, n_folds=n_folds, calibration=calibration,
+              calibrate=calibrate, n_neighbors=n_neighbors, random_state=random_state)
     with threadpool_limits(limits=1 if small else None):
-        return _score_split(prep, scorer=scorer, m_used=m_used, alpha1=alpha1, alpha2=alpha2,
-                            per_type=per_type, ot_method=ot_method, reg=reg, n_folds=n_folds,
-                            calibration=calibration, calibrate=calibrate,
-                            n_neighbors=n_neighbors, denoise=denoise, random_state=random_state)
+        if scorer == "auto":
+            scored = _score_auto(prep, candidates=candidates, denoise=denoise, **kw)
+        else:
+            scored = _score_split(prep, scorer=scorer, denoise=_denoise_default(denoise, scorer),
+                                  **kw)
+    return _apply_prior(prep, scored, m)
+
+
+def _denoise_default(denoise: bool | None, scorer: str) -> bool:
+    return scorer in ("pot", "full-ot") if denoise is None else bool(denoise)
+
+
+def _apply_prior(prep: PreparedSplit, scored: ScoredSplit, m: float | None) -> ScoredSplit:
+    """Calibrated probabilities (and their upper bounds) moved from P's base rate to ``m``."""
+    u = prep.u_rows
+    upper = np.full(len(scored.score), np.nan)
+    cal = scored.calibrator
+    if cal is not None and len(u):
+        upper[u] = cal.predict_upper(scored.score[u])
+    base = cal.base_rate_ if cal is not None else float("nan")
+    scored.base_rate = base
+    scored.prior_target = None if m is None else float(m)
+    scored.p_judge_right = prior_shift(scored.p_judge_right, base_rate=base, target=m)
+    scored.p_upper = prior_shift(upper, base_rate=base, target=m)
+    return scored
+
+
+def _cross_fitted_log_loss(cv_scores: np.ndarray, correct: np.ndarray, folds: np.ndarray,
+                           groups: np.ndarray, method: str) -> np.ndarray:
+    """Out-of-fold calibrated probabilities of the out-of-fold scores (second level of folds)."""
+    q = np.full(len(cv_scores), np.nan)
+    for f in np.unique(folds):
+        held = folds == f
+        if held.all() or (~held).sum() < 2:
+            continue
+        cal = MonotoneCalibrator(method, bounds=False).fit(cv_scores[~held], correct[~held],
+                                                           groups=groups[~held])
+        q[held] = cal.predict(cv_scores[held])
+    base = float(np.mean(correct)) if len(correct) else 0.5
+    return np.where(np.isnan(q), base, q)
+
+
+def _log_loss(q: np.ndarray, y: np.ndarray) -> float:
+    q = np.clip(q, 1e-4, 1 - 1e-4)
+    return float(-np.mean(y * np.log(q) + (1 - y) * np.log1p(-q)))
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-4, 1 - 1e-4)
+    return np.log(p) - np.log1p(-p)
+
+
+def _score_auto(prep: PreparedSplit, *, candidates, denoise, **kw) -> ScoredSplit:
+    """Cross-fit every candidate, compare them by out-of-fold log loss on P, keep the best."""
+    fitted = {c: _score_split(prep, scorer=c, denoise=_denoise_default(denoise, c), **kw)
+              for c in candidates}
+    first = fitted[candidates[0]]
+    usable = [c for c in candidates if fitted[c].calibrator is not None
+              and len(fitted[c].cv_scores) == len(first.cv_scores)
+              and np.array_equal(fitted[c].cv_rows, first.cv_rows)]
+    if not usable:  # too few P items to cross-fit: nothing to compare, keep the first
+        first.diagnostics["auto"] = {"chosen": candidates[0], "reason": (
+            "too few annotated items to cross-fit, so no comparison was possible")}
+        return first
+    y = first.cv_correct.astype(float)
+    folds, groups = first.cv_folds, prep.item_id[first.cv_rows]
+    method = kw["calibration"]
+    q = {c: _cross_fitted_log_loss(fitted[c].cv_scores, y, folds, groups, method)
+         for c in usable}
+    if len(usable) > 1:
+        q[STACKED] = 1 / (1 + np.exp(-np.mean([_logit(q[c]) for c in usable], axis=0)))
+    losses = {c: _log_loss(v, y) for c, v in q.items()}
+    briers = {c: float(np.mean((v - y) ** 2)) for c, v in q.items()}
+    base_loss = _log_loss(np.full(len(y), y.mean()), y)
+    chosen = min(losses, key=losses.get)
+    ranked = sorted(losses, key=losses.get)
+    runner = ranked[1] if len(ranked) > 1 else None
+    reason = (f"lowest cross-fitted log loss on {len(y)} P rows ({losses[chosen]:.4f}"
+              + (f"; next {runner} {losses[runner]:.4f}" if runner else "")
+              + f"; base rate alone {base_loss:.4f})")
+    info = {"chosen": chosen, "candidates": list(usable), "log_loss": losses, "brier": briers,
+            "base_rate_log_loss": base_loss, "n_p_rows": int(len(y)), "reason": reason}
+    if chosen != STACKED:
+        out = fitted[chosen]
+        out.diagnostics["auto"] = info
+        return out
+    return _stack(prep, fitted, usable, info, method)
+
+
+def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict, method: str) -> ScoredSplit:
+    """The stacked scorer: mean logit of the candidates' calibrated probabilities, recalibrated."""
+    u = prep.u_rows
+    first = fitted[usable[0]]
+    cv_rows = first.cv_rows
+    score = np.full(len(first.score), np.nan)
+    score[u] = 1 / (1 + np.exp(-np.mean(
+        [_logit(fitted[c].calibrator.predict(fitted[c].score[u])) for c in usable], axis=0)))
+    cv = 1 / (1 + np.exp(-np.mean(
+        [_logit(fitted[c].calibrator.predict(fitted[c].cv_scores)) for c in usable], axis=0)))
+    y = first.cv_correct
+    cal = MonotoneCalibrator(method).fit(cv, y, groups=prep.item_id[cv_rows])
+    score[cv_rows] = cv
+    p_right = np.full(len(score), np.nan)
+    p_right[u] = cal.predict(score[u])
+    p_right[cv_rows] = cal.predict(cv)
+    diagnostics = {**first.diagnostics, "auto": info,
+                   "total_seconds": sum(fitted[c].diagnostics["total_seconds"] for c in usable)}
+    return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=first.in_p_prime,
+                       m=first.m, scorer=STACKED, calibrator=cal, cv_scores=cv, cv_correct=y,
+                       cv_rows=cv_rows, cv_folds=first.cv_folds, diagnostics=diagnostics)
 
 
 def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_type, ot_method, reg,
@@ -262,6 +415,8 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
     calibrator = None
     cv_scores = np.zeros(0)
     cv_correct = np.zeros(0, dtype=bool)
+    cv_rows = np.zeros(0, dtype=int)
+    cv_folds = np.zeros(0, dtype=int)
     p_right = np.full(n, np.nan)
     k = min(n_folds, len(set(prep.item_id[p_rows].tolist())))
     if calibrate and k >= 2:
@@ -280,6 +435,8 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
             cv[folds == f] = s[len(u_rows):]
         ok = np.isfinite(cv)
         cv_scores = cv[ok]
+        cv_rows = p_rows[ok]
+        cv_folds = folds[ok]
         cv_correct = (prep.judge[p_rows] == prep.human[p_rows])[ok]
         if ok.sum() >= 2:
             calibrator = MonotoneCalibrator(calibration).fit(
@@ -292,12 +449,14 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
                    "score_seconds": t_score, "total_seconds": time.perf_counter() - t0}
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=in_pp, m=m_used,
                        scorer=scorer, calibrator=calibrator, cv_scores=cv_scores,
-                       cv_correct=cv_correct, diagnostics=diagnostics)
+                       cv_correct=cv_correct, cv_rows=cv_rows, cv_folds=cv_folds,
+                       diagnostics=diagnostics)
 
 
 def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCalibrator | None,
                           scores: np.ndarray, cv_scores: np.ndarray, cv_correct: np.ndarray, *,
-                          n_boot: int = 100, random_state: int | None = 0) -> dict:
+                          n_boot: int = 100, random_state: int | None = 0,
+                          prior_target: float | None = None) -> dict:
     """Expected share of audited rows whose verdict matches a person, before and after relabelling.
 
     :math:`E_{orig} = \\mathrm{mean}_j\\, p_j`, :math:`E_{adj} = \\mathrm{mean}_j\\, (r_j(1-p_j) + (1-r_j)p_j)`
@@ -319,7 +478,7 @@ def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCal
     for _ in range(n_boot):
         idx = rng.integers(0, len(cv_scores), len(cv_scores))
         c = MonotoneCalibrator(cal.method, bounds=False).fit(cv_scores[idx], cv_correct[idx])
-        pb = c.predict(scores)
+        pb = prior_shift(c.predict(scores), base_rate=c.base_rate_, target=prior_target)
         deltas.append(adj(pb) - float(np.mean(pb)))
     lo, hi = (np.percentile(deltas, [2.5, 97.5]) if deltas else (np.nan, np.nan))
     return {"expected_cons_orig": e_orig, "expected_cons_adj": e_adj,
@@ -354,7 +513,9 @@ def relabel_split(prep: PreparedSplit, scored: ScoredSplit, *, rule: str = "guar
             if np.isnan(p).any():  # no calibration possible: never reverse without evidence
                 p = np.where(np.isnan(p), 1.0, p)
             upper = None
-            if confidence_guard and scored.calibrator is not None:
+            if confidence_guard and scored.p_upper is not None:
+                upper = scored.p_upper[u]
+            elif confidence_guard and scored.calibrator is not None:
                 upper = scored.calibrator.predict_upper(scored.score[u])
             g = relabel_guarded(p, margin=margin, p_upper=upper)
             thresholds = _guarded_thresholds(scored, margin)
@@ -369,7 +530,8 @@ def relabel_split(prep: PreparedSplit, scored: ScoredSplit, *, rule: str = "guar
                                    prep.question_type[val])
     expected = _expected_consistency(
         scored.p_judge_right[u], group[u] == GROUP_NEG, scored.calibrator, scored.score[u],
-        scored.cv_scores, scored.cv_correct, n_boot=n_boot, random_state=prep.random_state)
+        scored.cv_scores, scored.cv_correct, n_boot=n_boot, random_state=prep.random_state,
+        prior_target=scored.prior_target)
     return {"group": group, "adjusted": adjusted, "metrics": metrics, "per_type": per_type,
             "thresholds": thresholds, "expected": expected}
 
@@ -381,7 +543,7 @@ def _guarded_thresholds(scored: ScoredSplit, margin: float) -> dict:
         return {}
     grid = np.linspace(np.nanmin(scored.score) if np.isfinite(scored.score).any() else 0,
                        np.nanmax(scored.score) if np.isfinite(scored.score).any() else 1, 512)
-    pv = cal.predict(grid)
+    pv = prior_shift(cal.predict(grid), base_rate=cal.base_rate_, target=scored.prior_target)
     out = {}
     for name, level in (("reverse_below", 0.5 - margin), ("keep_above", 0.5 + margin)):
         above = np.flatnonzero(pv >= level) if name == "reverse_below" else np.flatnonzero(pv > level)
@@ -478,6 +640,9 @@ class AuditResult:
                 "n", "cons_orig", "cons_adj", "delta", "n_reversed", "reversal_precision")}
                 for t, m in self.per_type.items()},
             "params": self.params,
+            "scorer_used": self.params.get("scorer_used", self.params.get("scorer")),
+            # scorer="auto": each candidate's cross-fitted log loss / Brier score on P, the choice
+            "scorer_choice": (self.diagnostics or {}).get("auto"),
         })
 
 
@@ -486,114 +651,58 @@ class PUAudit:
 
     Parameters
     ----------
-    m : float in (0, 1], optional
-        Transported mass / share of audited rows believed right. ``None`` (default): the
-        judge–human agreement rate on P.
-    p_ratio : float in (0, 1], default 0.3
-        Share of annotated items used as verified positives P; the rest validate.
-    alpha1, alpha2 : float, default 0.7
-        P-core and improvement-alignment keep ratios of the denoising step.
-    scorer : {"pot", "full-ot", "centroid", "probe", "knn"}, default "pot"
-    rule : {"guarded", "paper"}, default "guarded"
-        ``guarded`` reverses only rows whose calibrated P(judge right) < 0.5 − ``margin``;
-        ``paper`` keeps the top ⌊m·|U|⌋ per type and reverses the rest.
-    margin : float, default 0.05
-    review_band : (lo, hi), optional
-        ``paper`` rule: scores in [lo, hi) are marked ``uncertain`` instead of reversed.
-    per_type : bool, default True
-        Transport per question type (else pooled). Denoising is always per type.
-    ot_method : {"auto", "exact", "entropic", "fast"}, default "auto"
-    reg : float, optional
-        Entropic regularisation (entropic / fast solvers).
-    n_folds : int, default 5
-        Cross-fitting folds for calibration.
-    calibration : {"isotonic", "platt"}, default "isotonic"
+    config : AuditConfig, optional
+        Every audit parameter with its default (see :class:`puaudit.audit_config.AuditConfig`).
     encoder : str or TextEncoder, optional
         Model name or local Hugging Face directory; default all-MiniLM-L6-v2.
-    human_source : {"votes", "consensus"}, default "votes"
-        ``consensus`` replaces each row's human verdict by its item's majority vote.
-    random_state : int or None, default 0
+    **params
+        Any :class:`AuditConfig` field, overriding ``config`` (``PUAudit(scorer="probe")``).
+
+    Attributes (after :meth:`fit`)
+    ------------------------------
+    config_ : AuditConfig
+        The configuration used.
+    result_ : AuditResult
+    split_, scores_, p_judge_right_, groups_, adjusted_, m_, m_estimate_, metrics_, per_type_,
+    embeddings_
+        Shortcuts into ``result_``.
     """
 
-    def __init__(self, m: float | None = None, p_ratio: float = 0.3, alpha1: float = 0.7,
-                 alpha2: float = 0.7, *, scorer: str = "pot", rule: str = "guarded",
-                 margin: float = 0.05, review_band: tuple[float, float] | None = None,
-                 per_type: bool = True, ot_method: str = "auto", reg: float | None = None,
-                 n_folds: int = 5, calibration: str = "isotonic", encoder=None,
-                 human_source: str = "votes", random_state: int | None = 0):
-        self.m = m
-        self.p_ratio = p_ratio
-        self.alpha1 = alpha1
-        self.alpha2 = alpha2
-        self.scorer = scorer
-        self.rule = rule
-        self.margin = margin
-        self.review_band = review_band
-        self.per_type = per_type
-        self.ot_method = ot_method
-        self.reg = reg
-        self.n_folds = n_folds
-        self.calibration = calibration
+    def __init__(self, config: AuditConfig | None = None, *, encoder=None, **params):
+        self.config = config
         self.encoder = encoder
-        self.human_source = human_source
-        self.random_state = random_state
+        self.params = params
+
+    def __getattr__(self, name):
+        # read access to the resolved parameters (``est.scorer``), as before the config existed
+        if name in AuditConfig.__dataclass_fields__:
+            return getattr(self.resolved_config(), name)
+        raise AttributeError(name)
+
+    def resolved_config(self) -> AuditConfig:
+        """``config`` (or the defaults) with ``params`` applied; validates."""
+        base = self.config if self.config is not None else AuditConfig()
+        return base.replace(**self.params) if self.params else base
 
     def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in (
-            "m", "p_ratio", "alpha1", "alpha2", "scorer", "rule", "margin", "review_band",
-            "per_type", "ot_method", "reg", "n_folds", "calibration", "human_source",
-            "random_state")}
-
-    def _validate(self) -> None:
-        if self.m is not None and not (0 < float(self.m) <= 1):
-            raise PUAuditError(f"m must be in (0, 1], got {self.m}.")
-        if not (0 < float(self.p_ratio) <= 1):
-            raise PUAuditError(f"p_ratio must be in (0, 1], got {self.p_ratio}.")
-        for name in ("alpha1", "alpha2"):
-            if not (0 < float(getattr(self, name)) <= 1):
-                raise PUAuditError(f"{name} must be in (0, 1], got {getattr(self, name)}.")
-        if self.scorer not in SCORERS:
-            raise PUAuditError(f"Unknown scorer '{self.scorer}': choose one of {list(SCORERS)}.")
-        if self.rule not in RULES:
-            raise PUAuditError(f"Unknown relabel rule '{self.rule}': choose one of {list(RULES)}.")
-        if self.human_source not in ("votes", "consensus"):
-            raise PUAuditError("human_source must be 'votes' or 'consensus'.")
+        return self.resolved_config().to_dict()
 
     def fit(self, table, embeddings: PairEmbeddings | None = None, *,
             progress: Callable | None = None, show_progress: bool = False) -> "PUAudit":
         """Run the audit on ``table`` (a DataFrame or :class:`ComparisonTable`).
 
-        Sets ``result_`` (:class:`AuditResult`) and the shortcuts ``split_``, ``scores_``,
-        ``p_judge_right_``, ``groups_``, ``adjusted_``, ``m_``, ``m_estimate_``, ``metrics_``,
-        ``per_type_``, ``embeddings_``.
+        Sets ``config_``, ``result_`` (:class:`AuditResult`) and the shortcuts ``split_``,
+        ``scores_``, ``p_judge_right_``, ``groups_``, ``adjusted_``, ``m_``, ``m_estimate_``,
+        ``metrics_``, ``per_type_``, ``embeddings_``.
         """
-        self._validate()
+        cfg = self.resolved_config()
         if isinstance(table, pd.DataFrame):
             table = load_comparisons(table)
         if embeddings is None:
             embeddings = embed_table(table, self.encoder, progress=progress,
                                      show_progress=show_progress)
-        human = None
-        if self.human_source == "consensus":
-            from puaudit.annotators import consensus_labels
-
-            human = consensus_labels(table)
-        prep = prepare_split(table, embeddings, p_ratio=self.p_ratio,
-                             random_state=self.random_state, human=human)
-        scored = score_split(prep, scorer=self.scorer, m=self.m, alpha1=self.alpha1,
-                             alpha2=self.alpha2, per_type=self.per_type, ot_method=self.ot_method,
-                             reg=self.reg, n_folds=self.n_folds, calibration=self.calibration,
-                             random_state=self.random_state)
-        rel = relabel_split(prep, scored, rule=self.rule, margin=self.margin,
-                            review_band=self.review_band, per_type=self.per_type)
-        params = {**self.get_params(), "m_used": scored.m, "encoder": embeddings.encoder}
-        self.result_ = AuditResult(
-            table=table, split=prep.split, reason=prep.reason, score=scored.score,
-            p_judge_right=scored.p_judge_right, group=rel["group"], adjusted=rel["adjusted"],
-            in_p_prime=scored.in_p_prime, m=scored.m, m_estimate=prep.m_estimate,
-            metrics=rel["metrics"], per_type=rel["per_type"], expected=rel["expected"],
-            thresholds=rel["thresholds"], params=params,
-            diagnostics={**scored.diagnostics, "split": prep.split_log})
+        self.config_ = cfg
+        self.result_ = audit_table(table, embeddings, cfg)
         r = self.result_
         self.embeddings_ = embeddings
         self.split_, self.scores_, self.p_judge_right_ = r.split, r.score, r.p_judge_right
@@ -601,3 +710,89 @@ class PUAudit:
         self.m_, self.m_estimate_ = r.m, r.m_estimate
         self.metrics_, self.per_type_ = r.metrics, r.per_type
         return self
+
+
+def human_labels(table: ComparisonTable, config: AuditConfig) -> np.ndarray | None:
+    """The human verdicts the audit uses: the table's votes, or item consensus."""
+    if config.human_source == "consensus":
+        from puaudit.annotators import consensus_labels
+
+        return consensus_labels(table)
+    return None
+
+
+def score_with_config(prep: PreparedSplit, config: AuditConfig) -> ScoredSplit:
+    """:func:`score_split` with the parameters of ``config``."""
+    return score_split(prep, scorer=config.scorer, m=config.m, alpha1=config.alpha1,
+                       alpha2=config.alpha2, per_type=config.per_type,
+                       ot_method=config.ot_method, reg=config.reg, n_folds=config.n_folds,
+                       calibration=config.calibration, random_state=config.random_state)
+
+
+def relabel_with_config(prep: PreparedSplit, scored: ScoredSplit, config: AuditConfig, *,
+                        n_boot: int = 100) -> dict:
+    """:func:`relabel_split` with the parameters of ``config``."""
+    return relabel_split(prep, scored, rule=config.rule, margin=config.margin,
+                         review_band=config.review_band, per_type=config.per_type, n_boot=n_boot)
+
+
+def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
+                prep: PreparedSplit | None = None) -> AuditResult:
+    """One audit: split, score, relabel and measure (the functional form of :class:`PUAudit`)."""
+    if prep is None:
+        prep = prepare_split(table, embeddings, p_ratio=config.p_ratio,
+                             random_state=config.random_state,
+                             human=human_labels(table, config))
+    scored = score_with_config(prep, config)
+    rel = relabel_with_config(prep, scored, config)
+    params = {**config.to_dict(), "m_used": scored.m, "scorer_used": scored.scorer,
+              "encoder": embeddings.encoder}
+    diagnostics = {**scored.diagnostics, "split": prep.split_log}
+    return AuditResult(
+        table=table, split=prep.split, reason=prep.reason, score=scored.score,
+        p_judge_right=scored.p_judge_right, group=rel["group"], adjusted=rel["adjusted"],
+        in_p_prime=scored.in_p_prime, m=scored.m, m_estimate=prep.m_estimate,
+        metrics=rel["metrics"], per_type=rel["per_type"], expected=rel["expected"],
+        thresholds=rel["thresholds"], params=params, diagnostics=diagnostics)
+
+
+def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
+                   scored: ScoredSplit | None = None) -> list[dict]:
+    """Guarded reversals and expected consistency on the audited rows for each ``m``.
+
+    For scorers whose scores do not depend on ``m`` (all but ``prior-ot`` and ``pot``, and
+    ``auto`` when it chose one of them), the scores and calibration of ``scored`` are reused
+    and only the prior shift changes; otherwise each ``m`` is scored again.
+    """
+    if scored is None:
+        scored = score_with_config(prep, config)
+    reuse = scored.scorer not in ("prior-ot", "pot")
+    out = []
+    u = prep.u_rows
+    for mv in m_values:
+        cfg = config.replace(m=float(mv))
+        if reuse:
+            s = dataclasses.replace(scored)
+            s.p_judge_right = _unshifted(scored, scored.p_judge_right)
+            s.p_upper = None if scored.p_upper is None else _unshifted(scored, scored.p_upper)
+            s.p_judge_right = prior_shift(s.p_judge_right, base_rate=scored.base_rate,
+                                          target=cfg.m)
+            if s.p_upper is not None:
+                s.p_upper = prior_shift(s.p_upper, base_rate=scored.base_rate, target=cfg.m)
+            s.prior_target = cfg.m
+        else:
+            s = score_with_config(prep, cfg.replace(scorer=scored.scorer)
+                                  if scored.scorer in SCORERS else cfg)
+        rel = relabel_with_config(prep, s, cfg, n_boot=0)
+        out.append({"m": float(mv), "n_reversed": int((rel["group"][u] == GROUP_NEG).sum()),
+                    "n_audited": int(len(u)),
+                    "expected_cons_orig": rel["expected"]["expected_cons_orig"],
+                    "expected_cons_adj": rel["expected"]["expected_cons_adj"]})
+    return out
+
+
+def _unshifted(scored: ScoredSplit, p: np.ndarray) -> np.ndarray:
+    """Undo the prior shift of ``scored`` (back to P's base rate)."""
+    if scored.prior_target is None:
+        return p
+    return prior_shift(p, base_rate=scored.prior_target, target=scored.base_rate)

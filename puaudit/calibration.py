@@ -10,7 +10,7 @@ import numpy as np
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["MonotoneCalibrator", "CALIBRATIONS"]
+__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift"]
 
 
 def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
@@ -151,3 +151,27 @@ class MonotoneCalibrator:
         if len(self.bin_centres_) == 1:
             return np.full(s.shape, self.bin_values_[0])
         return np.interp(s, self.bin_centres_, self.bin_values_)
+
+
+def prior_shift(p, *, base_rate: float, target: float | None) -> np.ndarray:
+    r"""Move calibrated probabilities from the base rate they were fitted at to a new prior.
+
+    Bayes' prior shift (Saerens et al., 2002): the odds are multiplied by
+
+    .. math:: \frac{m\,(1-\pi)}{\pi\,(1-m)}
+
+    with :math:`\pi` the base rate of the calibration rows (P's judge–human agreement) and
+    :math:`m` the share of audited verdicts believed right. ``target=None`` or a target equal to
+    the base rate leaves ``p`` unchanged; ``target=1`` makes every probability 1.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    if target is None or not np.isfinite(base_rate) or abs(float(target) - base_rate) < 1e-12:
+        return p
+    eps = 1e-9
+    pi = min(max(float(base_rate), eps), 1 - eps)
+    m = min(max(float(target), eps), 1 - eps)
+    log_ratio = np.log(m) - np.log1p(-m) - np.log(pi) + np.log1p(-pi)
+    with np.errstate(divide="ignore"):
+        logit = np.log(np.clip(p, eps, 1 - eps)) - np.log1p(-np.clip(p, eps, 1 - eps))
+    out = 1.0 / (1.0 + np.exp(-(logit + log_ratio)))
+    return np.where(np.isnan(p), np.nan, out)

@@ -8,11 +8,12 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from puaudit.audit import PairEmbeddings, prepare_split, relabel_split, score_split
+from puaudit.audit import (PairEmbeddings, human_labels, prepare_split, relabel_with_config,
+                           score_with_config)
+from puaudit.audit_config import SCORER_CHOICES, AuditConfig
 from puaudit.errors import PUAuditError
 from puaudit.relabel import RULES
 from puaudit.schema import ComparisonTable
-from puaudit.scorers import SCORERS
 
 __all__ = ["evaluate", "sweep", "leaderboard_from_runs"]
 
@@ -20,24 +21,20 @@ _METRICS = ("cons_orig", "cons_adj", "delta", "reversed_share", "reversal_precis
 
 
 def _runs(table: ComparisonTable, emb: PairEmbeddings, *, seeds: Sequence[int],
-          scorers: Sequence[str], rules: Sequence[str], p_ratio: float, m: float | None,
-          alpha1: float, alpha2: float, margin: float, per_type: bool, ot_method: str,
-          n_folds: int, calibration: str, human: np.ndarray | None = None,
-          extra: dict | None = None, progress=None) -> list[dict]:
+          scorers: Sequence[str], rules: Sequence[str], config: AuditConfig,
+          human: np.ndarray | None = None, extra: dict | None = None, progress=None) -> list[dict]:
     rows = []
     total = len(seeds) * len(scorers)
     done = 0
     for seed in seeds:
-        prep = prepare_split(table, emb, p_ratio=p_ratio, random_state=int(seed), human=human)
+        prep = prepare_split(table, emb, p_ratio=config.p_ratio, random_state=int(seed),
+                             human=human)
         for scorer in scorers:
-            scored = score_split(prep, scorer=scorer, m=m, alpha1=alpha1, alpha2=alpha2,
-                                 per_type=per_type, ot_method=ot_method, n_folds=n_folds,
-                                 calibration=calibration, random_state=int(seed))
+            scored = score_with_config(prep, config.replace(scorer=scorer, random_state=int(seed)))
             for rule in rules:
-                rel = relabel_split(prep, scored, rule=rule, margin=margin, per_type=per_type,
-                                    n_boot=0)
+                rel = relabel_with_config(prep, scored, config.replace(rule=rule), n_boot=0)
                 base = {"seed": int(seed), "scorer": scorer, "rule": rule, "m": scored.m,
-                        **(extra or {})}
+                        "scorer_used": scored.scorer, **(extra or {})}
                 rows.append({**base, "question_type": "__all__",
                              **{k: rel["metrics"][k] for k in _METRICS}, "n": rel["metrics"]["n"],
                              "n_reversed": rel["metrics"]["n_reversed"]})
@@ -83,6 +80,9 @@ def leaderboard_from_runs(runs: pd.DataFrame) -> list[dict]:
 
         overall = g[g["question_type"] == "__all__"]
         entry = {"scorer": scorer, "rule": rule, "m_mean": _clean(overall["m"].mean()), **agg(overall)}
+        if "scorer_used" in overall:
+            entry["chosen"] = {str(k): int(v) for k, v in
+                               overall["scorer_used"].value_counts().items()}
         entry["per_type"] = {t: agg(gt) for t, gt in g[g["question_type"] != "__all__"].groupby(
             "question_type", sort=True)}
         out.append(entry)
@@ -90,54 +90,59 @@ def leaderboard_from_runs(runs: pd.DataFrame) -> list[dict]:
 
 
 def evaluate(table: ComparisonTable, embeddings: PairEmbeddings, *, seeds: int | Iterable[int] = 10,
-             scorers: Sequence[str] = ("pot",), rules: Sequence[str] = ("guarded",),
-             p_ratio: float = 0.3, m: float | None = None, alpha1: float = 0.7, alpha2: float = 0.7,
-             margin: float = 0.05, per_type: bool = True, ot_method: str = "auto",
-             n_folds: int = 5, calibration: str = "isotonic", human: np.ndarray | None = None,
-             progress=None) -> dict:
+             scorers: Sequence[str] | None = None, rules: Sequence[str] | None = None,
+             config: AuditConfig | None = None, human: np.ndarray | None = None,
+             progress=None, **params) -> dict:
     """Audit over repeated seeded splits and aggregate.
+
+    ``config`` (default :class:`AuditConfig`) with ``params`` applied gives every parameter;
+    ``scorers`` and ``rules`` (default: the config's one scorer and rule) span the leaderboard.
 
     Returns
     -------
     dict with ``runs`` (DataFrame, one row per seed × scorer × rule × type, ``__all__`` = overall)
     and ``leaderboard`` (list of dicts with ``scorer``, ``rule``, ``cons_orig_mean``,
     ``cons_orig_sd``, ``cons_adj_mean``, ``cons_adj_sd``, ``delta_mean``, ``delta_sd``,
-    ``reversed_share``, ``reversal_precision`` and ``per_type``).
+    ``reversed_share``, ``reversal_precision``, ``chosen`` (what ``auto`` picked, per seed)
+    and ``per_type``).
     """
+    config = (config or AuditConfig()).replace(**params) if params else (config or AuditConfig())
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seeds:
         raise PUAuditError("evaluate needs at least one seed.")
-    bad = [s for s in scorers if s not in SCORERS]
+    scorers = [config.scorer] if scorers is None else list(scorers)
+    rules = [config.rule] if rules is None else list(rules)
+    bad = [s for s in scorers if s not in SCORER_CHOICES]
     if bad:
-        raise PUAuditError(f"Unknown scorer(s) {bad}: choose from {list(SCORERS)} or 'all'.")
+        raise PUAuditError(f"Unknown scorer(s) {bad}: choose from {list(SCORER_CHOICES)} or 'all'.")
     bad = [r for r in rules if r not in RULES]
     if bad:
         raise PUAuditError(f"Unknown rule(s) {bad}: choose from {list(RULES)} or 'all'.")
-    if p_ratio >= 1:
+    if config.p_ratio >= 1:
         raise PUAuditError("evaluate measures on validation rows: p_ratio must be below 1.")
-    rows = _runs(table, embeddings, seeds=seeds, scorers=scorers, rules=rules, p_ratio=p_ratio,
-                 m=m, alpha1=alpha1, alpha2=alpha2, margin=margin, per_type=per_type,
-                 ot_method=ot_method, n_folds=n_folds, calibration=calibration, human=human,
-                 progress=progress)
+    if human is None:
+        human = human_labels(table, config)
+    rows = _runs(table, embeddings, seeds=seeds, scorers=scorers, rules=rules, config=config,
+                 human=human, progress=progress)
     runs = pd.DataFrame(rows)
     return {"runs": runs, "leaderboard": leaderboard_from_runs(runs)}
 
 
 def sweep(table: ComparisonTable, embeddings: PairEmbeddings, *, param: str, values: Sequence[float],
-          seeds: int | Iterable[int] = 5, scorer: str = "pot", rule: str = "paper",
-          p_ratio: float = 0.3, m: float | None = None, **kwargs) -> pd.DataFrame:
+          seeds: int | Iterable[int] = 5, config: AuditConfig | None = None,
+          human: np.ndarray | None = None, **params) -> pd.DataFrame:
     """Cons_adj (mean, sd over seeds) over a grid of ``m`` or ``p_ratio`` (paper Tables 6–7)."""
     if param not in ("m", "p_ratio"):
         raise PUAuditError(f"--param must be 'm' or 'p_ratio', got '{param}'.")
+    config = (config or AuditConfig()).replace(**params) if params else (config or AuditConfig())
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     out = []
     for v in values:
         v = float(v)
         if not (0 < v <= 1) or (param == "p_ratio" and v >= 1):
             raise PUAuditError(f"{param} values must be in (0, 1){']' if param == 'm' else ')'}; got {v}.")
-        kw = {"p_ratio": p_ratio, "m": m, **kwargs}
-        kw[param] = v
-        res = evaluate(table, embeddings, seeds=seeds, scorers=(scorer,), rules=(rule,), **kw)
+        res = evaluate(table, embeddings, seeds=seeds, config=config.replace(**{param: v}),
+                       human=human)
         e = res["leaderboard"][0]
         out.append({"param": param, "value": v, "cons_orig_mean": e["cons_orig_mean"],
                     "cons_adj_mean": e["cons_adj_mean"], "cons_adj_sd": e["cons_adj_sd"],

@@ -29,6 +29,8 @@ def run_manifest(result, *, input_name: str = "", input_sha256: str | None = Non
                                       "n_validation", "n_p", "n_p_prime", "n_unlabelled",
                                       "n_excluded", "m", "m_estimate", "groups", "expected")},
         "per_type": s["per_type"],
+        "scorer_used": s.get("scorer_used"),
+        "scorer_choice": s.get("scorer_choice"),
         "environment": {"python": platform.python_version(), "numpy": numpy.__version__,
                         "pandas": pandas.__version__},
         "reproduce": ("puaudit audit INPUT -o OUTPUT --seed {seed} --p-ratio {p} --alpha1 {a1} "

@@ -6,6 +6,8 @@ returns one score per audited row; higher means "the judge's decision looks huma
 
 =========== ===================================================================================
 ``pot``     partial optimal transport (METHOD.md 1): ``s_j = (Γᵀ1)_j / b_j`` with total mass ``m``
+``prior-ot`` prior-aware two-sided unbalanced transport (graded): P' with mass ``m``, reversed P'
+            with ``1 - m``; score = share of row j's received mass that comes from P'
 ``full-ot`` balanced OT: minus the expected cost of the positives matched to row j
 ``centroid`` ``cos(z_j, d)`` with ``d = normalise(mean z_P')``
 ``probe``   logistic Bradley–Terry probe fitted on P' (label 1) and their reversals (label 0)
@@ -22,7 +24,7 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["SCORERS", "score_targets"]
 
-SCORERS = ("pot", "full-ot", "centroid", "probe", "knn")
+SCORERS = ("prior-ot", "pot", "full-ot", "centroid", "probe", "knn")
 
 
 def score_targets(scorer: str, zp: np.ndarray, zu: np.ndarray, *, m: float = 0.8,
@@ -63,6 +65,15 @@ def score_targets(scorer: str, zp: np.ndarray, zu: np.ndarray, *, m: float = 0.8
         from puaudit.transport import partial_ot_scores
 
         res = partial_ot_scores(zp, zu, m, method=ot_method, reg=reg, log=log)
+        if log:
+            scores, info["transport"] = res
+        else:
+            scores = res
+    elif scorer == "prior-ot":
+        from puaudit.prior_transport import prior_ot_scores
+
+        kw = {} if reg is None else {"reg": reg}
+        res = prior_ot_scores(zp, zu, m, random_state=random_state, log=log, **kw)
         if log:
             scores, info["transport"] = res
         else:

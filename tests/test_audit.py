@@ -163,3 +163,45 @@ def test_consistency_by_hand():
     assert m["n_reversed"] == 2 and m["reversal_precision"] == 0.5
     lo, hi = wilson_interval(8, 10)
     assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
+
+
+def test_prior_shift_moves_probabilities_to_m_and_is_the_identity_at_the_base_rate():
+    from puaudit.calibration import prior_shift
+
+    p = np.array([0.1, 0.5, 0.8, np.nan])
+    np.testing.assert_allclose(prior_shift(p, base_rate=0.7, target=None), p)
+    np.testing.assert_allclose(prior_shift(p, base_rate=0.7, target=0.7), p)
+    # odds x m(1-pi)/(pi(1-m)): base 0.5 -> target 0.8 multiplies the odds by 4
+    np.testing.assert_allclose(prior_shift(p, base_rate=0.5, target=0.8)[:3],
+                               [4 / 13, 0.8, 16 / 17])
+    assert np.isnan(prior_shift(p, base_rate=0.5, target=0.8)[3])
+
+
+def test_m_moves_every_scorers_reversals(planted):
+    df, e_a, e_b, _ = planted
+    table = load_comparisons(df)
+    counts = {}
+    for scorer in ("centroid", "prior-ot"):
+        counts[scorer] = [int((PUAudit(scorer=scorer, m=m).fit(
+            table, PairEmbeddings(e_a, e_b)).groups_ == "negative").sum()) for m in (0.4, 0.7, 0.95)]
+        assert counts[scorer][0] > counts[scorer][1] > counts[scorer][2], counts
+
+
+def test_auto_chooses_from_p_only_and_reports_the_comparison(planted):
+    df, e_a, e_b, _ = planted
+    table = load_comparisons(df)
+    res = PUAudit().fit(table, PairEmbeddings(e_a, e_b)).result_
+    info = res.diagnostics["auto"]
+    assert info["chosen"] in (*info["candidates"], "stacked")
+    assert info["log_loss"][info["chosen"]] == min(info["log_loss"].values())
+    assert res.params["scorer"] == "auto" and res.params["scorer_used"] == info["chosen"]
+    assert res.summary()["scorer_choice"]["chosen"] == info["chosen"]
+    # validation labels are never seen: scrambling them changes neither choice nor scores
+    val = res.split == "validation"
+    df2 = df.copy()
+    flip = {"A": "B", "B": "A"}
+    df2.loc[val, "human_winner"] = df2.loc[val, "human_winner"].map(flip)
+    res2 = PUAudit().fit(load_comparisons(df2), PairEmbeddings(e_a, e_b)).result_
+    assert res2.diagnostics["auto"]["log_loss"] == pytest.approx(info["log_loss"])
+    np.testing.assert_array_equal(res2.group, res.group)
+    assert res2.metrics["cons_orig"] != res.metrics["cons_orig"]

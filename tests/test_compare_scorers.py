@@ -32,7 +32,11 @@ def test_audit_page_compares_every_scorer_and_rule():
     box.check().run()
     assert not at.exception, at.exception
     shown = at.dataframe[-1].value
-    assert len(shown) == 10 and set(shown["rule"]) == {"guarded", "paper"}
+    from puaudit.audit_config import SCORER_CHOICES
+
+    # every scorer (auto included) x both rules
+    assert len(shown) == 2 * len(SCORER_CHOICES) and set(shown["rule"]) == {"guarded", "paper"}
+    assert set(shown["scorer"]) == set(SCORER_CHOICES)
     import dashboard_state as state
 
     table = at.session_state["table"]

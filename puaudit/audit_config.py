@@ -1,0 +1,179 @@
+"""One audit configuration: every parameter of the audit, its default and its validation, once.
+
+:class:`AuditConfig` is what :class:`puaudit.audit.PUAudit`, :func:`puaudit.evaluate.evaluate`,
+the command line (its options are generated from the fields here) and the dashboard (which keeps
+one in its session and uses it as its cache key) all take. It is frozen and hashable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from puaudit.errors import PUAuditError
+from puaudit.relabel import RULES
+from puaudit.scorers import SCORERS
+
+__all__ = ["AuditConfig", "SCORER_CHOICES", "RULES", "OT_METHODS", "CALIBRATION_CHOICES",
+           "HUMAN_SOURCES", "add_config_arguments", "config_from_args"]
+
+#: Every scorer a user may name: ``auto`` (the default) chooses among the others from P.
+SCORER_CHOICES = ("auto", *SCORERS)
+OT_METHODS = ("auto", "exact", "entropic", "fast")
+CALIBRATION_CHOICES = ("isotonic", "platt")
+HUMAN_SOURCES = ("votes", "consensus")
+
+
+def _cli(flag: str | None, help: str, **kw) -> dict:
+    return {"flag": flag, "help": help, **kw}
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """Parameters of one audit (METHOD.md 1), with their defaults.
+
+    Parameters
+    ----------
+    m : float in (0, 1], optional
+        Share of audited verdicts believed right. ``None`` (default): the judge–human agreement
+        rate on P, and the calibrated probabilities stay as fitted. A value moves every scorer's
+        calibrated P(judge right) from P's base rate to ``m`` (Bayes' prior shift) and is the
+        transported mass of ``prior-ot`` and ``pot``.
+    p_ratio : float in (0, 1], default 0.3
+        Share of annotated items used as verified positives P; the rest validate.
+    alpha1, alpha2 : float in (0, 1], default 0.7
+        P-core and improvement-alignment keep ratios of the denoising step.
+    scorer : str, default "auto"
+        ``auto`` compares ``prior-ot``, ``probe``, ``knn``, ``centroid`` and their stack by
+        cross-fitted log loss on P and keeps the best; or name one of :data:`SCORER_CHOICES`.
+        ``pot`` is the paper's partial transport (0/1 scores).
+    rule : {"guarded", "paper"}, default "guarded"
+        ``guarded`` reverses only rows whose calibrated P(judge right) < 0.5 − ``margin`` (and
+        whose upper bound is below 0.5); ``paper`` keeps the top ⌊m·|U|⌋ per type.
+    margin : float in [0, 0.5), default 0.05
+    review_band : (lo, hi), optional
+        ``paper`` rule: scores in [lo, hi) are marked ``uncertain`` instead of reversed.
+    per_type : bool, default True
+        Score per question type (else pooled). Denoising is always per type.
+    ot_method : {"auto", "exact", "entropic", "fast"}, default "auto"
+        Solver of the ``pot`` scorer.
+    reg : float, optional
+        Entropic regularisation of the transport scorers (default: each solver's own).
+    n_folds : int >= 2, default 5
+        Cross-fitting folds for calibration and for the automatic choice.
+    calibration : {"isotonic", "platt"}, default "isotonic"
+    human_source : {"votes", "consensus"}, default "votes"
+        ``consensus`` replaces each row's human verdict by its item's majority vote.
+    random_state : int or None, default 0
+        Seeds the split, the folds and any sampling.
+    """
+
+    m: float | None = field(default=None, metadata=_cli(
+        "--m", "share of audited verdicts believed right (default: judge-human agreement on P)"))
+    p_ratio: float = field(default=0.3, metadata=_cli(
+        "--p-ratio", "share of annotated items used as P"))
+    alpha1: float = field(default=0.7, metadata=_cli("--alpha1", "P-core keep ratio"))
+    alpha2: float = field(default=0.7, metadata=_cli("--alpha2", "improvement-alignment keep ratio"))
+    scorer: str = field(default="auto", metadata=_cli(
+        "--scorer", "scorer ('auto' chooses from P by cross-fitted log loss)",
+        choices=SCORER_CHOICES))
+    rule: str = field(default="guarded", metadata=_cli("--rule", "relabel rule", choices=RULES))
+    margin: float = field(default=0.05, metadata=_cli("--margin", "guarded rule margin around 0.5"))
+    review_band: tuple[float, float] | None = field(default=None, metadata=_cli(
+        "--review-band", "paper rule: scores in [LO, HI) are flagged for review", nargs=2,
+        metavar=("LO", "HI")))
+    per_type: bool = field(default=True, metadata=_cli(
+        "--pooled", "score pooled over question types instead of per type", invert=True))
+    ot_method: str = field(default="auto", metadata=_cli(
+        "--ot-method", "solver of the pot scorer", choices=OT_METHODS))
+    reg: float | None = field(default=None, metadata=_cli(
+        "--reg", "entropic regularisation of the transport scorers"))
+    n_folds: int = field(default=5, metadata=_cli("--folds", "cross-fitting folds"))
+    calibration: str = field(default="isotonic", metadata=_cli(
+        "--calibration", "score -> P(judge right) map", choices=CALIBRATION_CHOICES))
+    human_source: str = field(default="votes", metadata=_cli(
+        "--human-source", "build P from single votes or item-level consensus",
+        choices=HUMAN_SOURCES))
+    random_state: int | None = field(default=0, metadata=_cli("--seed", "random seed"))
+
+    def __post_init__(self):
+        def unit(name, lo_open=True, hi=1.0):
+            v = getattr(self, name)
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise PUAuditError(f"{name} must be a number, got {v!r}.") from None
+            if math.isnan(v) or not ((0 < v) if lo_open else (0 <= v)) or v > hi:
+                raise PUAuditError(f"{name} must be in {'(' if lo_open else '['}0, {hi}], got {v}.")
+            object.__setattr__(self, name, v)
+
+        if self.m is not None:
+            unit("m")
+        for name in ("p_ratio", "alpha1", "alpha2"):
+            unit(name)
+        if not (0 <= float(self.margin) < 0.5):
+            raise PUAuditError(f"margin must be in [0, 0.5), got {self.margin}.")
+        for name, allowed in (("scorer", SCORER_CHOICES), ("rule", RULES),
+                              ("ot_method", OT_METHODS), ("calibration", CALIBRATION_CHOICES),
+                              ("human_source", HUMAN_SOURCES)):
+            if getattr(self, name) not in allowed:
+                raise PUAuditError(f"Unknown {name.replace('_', ' ')} '{getattr(self, name)}': "
+                                   f"choose one of {list(allowed)}.")
+        if self.reg is not None and not (float(self.reg) > 0):
+            raise PUAuditError(f"reg must be positive, got {self.reg}.")
+        if int(self.n_folds) < 2:
+            raise PUAuditError(f"n_folds must be at least 2, got {self.n_folds}.")
+        object.__setattr__(self, "n_folds", int(self.n_folds))
+        if self.review_band is not None:
+            lo, hi = (float(v) for v in self.review_band)
+            if not lo < hi:
+                raise PUAuditError(f"review_band needs lo < hi, got {self.review_band}.")
+            object.__setattr__(self, "review_band", (lo, hi))
+        object.__setattr__(self, "per_type", bool(self.per_type))
+
+    def replace(self, **changes) -> "AuditConfig":
+        """A copy with some fields changed (validated again)."""
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise PUAuditError(f"Unknown audit parameter(s) {unknown}.")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """Every parameter's default (what the CLI, the dashboard and PUAudit report)."""
+        return cls().to_dict()
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()
+                         ) -> None:
+    """Add one command-line option per :class:`AuditConfig` field (defaults from the class)."""
+    g = parser.add_argument_group("audit parameters")
+    for f in dataclasses.fields(AuditConfig):
+        if f.name in exclude:
+            continue
+        meta = dict(f.metadata)
+        flag, help_ = meta.pop("flag"), meta.pop("help")
+        dest = f"cfg_{f.name}"
+        if meta.pop("invert", False):
+            g.add_argument(flag, dest=dest, action="store_false", default=f.default, help=help_)
+            continue
+        kind = {"float": float, "int": int}.get(
+            str(f.type).replace(" | None", "").strip(), None)
+        if f.name == "random_state":
+            kind = int
+        if f.name == "review_band":
+            kind = float
+        default_txt = "auto" if f.default is None else f.default
+        g.add_argument(flag, dest=dest, default=f.default, type=kind,
+                       help=f"{help_} (default {default_txt})", **meta)
+
+
+def config_from_args(args: argparse.Namespace, **overrides) -> AuditConfig:
+    """The :class:`AuditConfig` named by parsed command-line options."""
+    values = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_")}
+    return AuditConfig(**{**values, **overrides})
