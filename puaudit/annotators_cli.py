@@ -14,7 +14,7 @@ import sys
 
 from puaudit.annotators import annotator_report
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table, write_table
+from puaudit.io import check_output_path, read_table, write_table
 from puaudit.schema import load_comparisons
 
 __all__ = ["add_parser", "run", "main", "COMMANDS"]
@@ -100,6 +100,8 @@ def _f(x) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
     try:
+        if args.output:  # before any work: never overwrite the input, fail early on a bad path
+            check_output_path(args.output, inputs=[args.input], what="output (-o)")
         df = read_table(args.input)
         columns = {}
         if args.annotator_col:

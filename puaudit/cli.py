@@ -144,16 +144,11 @@ def _embeddings(args, table):
     from puaudit.audit import PairEmbeddings, embed_table
 
     if args.embeddings:
-        try:
-            with np.load(args.embeddings, allow_pickle=False) as z:
-                emb = PairEmbeddings(np.asarray(z["e_a"], np.float32), np.asarray(z["e_b"], np.float32),
-                                     encoder=f"file:{Path(args.embeddings).name}")
-        except (OSError, KeyError, ValueError) as exc:
-            raise PUAuditError(f"Could not read embeddings from {args.embeddings} ({exc}); it must be "
-                               "an .npz file with arrays 'e_a' and 'e_b' of shape (rows, dim).") from None
-        if len(emb.e_a) != len(table):
-            raise PUAuditError(f"{args.embeddings} holds {len(emb.e_a)} rows but the table has {len(table)}.")
-        return emb
+        from puaudit.io import read_embeddings_npz
+
+        # member headers are checked (shape, dtype, size) before anything is loaded
+        e_a, e_b = read_embeddings_npz(args.embeddings, n_rows=len(table))
+        return PairEmbeddings(e_a, e_b, encoder=f"file:{Path(args.embeddings).name}")
     from puaudit.encoders import get_encoder
 
     kwargs = {"device": args.device}
@@ -183,9 +178,16 @@ def _fmt(x, nd=3):
 
 def cmd_audit(args) -> int:
     from puaudit.audit import PUAudit
-    from puaudit.io import write_table
+    from puaudit.io import check_output_path, write_bytes_atomic, write_table
     from puaudit.manifest import run_manifest
 
+    # Before any work: an output that is an input (or a folder, or unwritable) is refused now,
+    # not after a long audit, and never overwrites the data.
+    inputs = [args.input, args.embeddings]
+    check_output_path(args.output, inputs=inputs, what="output (-o)")
+    if args.manifest:
+        check_output_path(args.manifest, inputs=inputs, outputs=[args.output],
+                          what="manifest (--manifest)", table=False)
     table = _load(args)
     emb = _embeddings(args, table)
     est = PUAudit(m=args.m, p_ratio=args.p_ratio, alpha1=args.alpha1, alpha2=args.alpha2,
@@ -207,8 +209,9 @@ def cmd_audit(args) -> int:
               f"{summary['cons_orig']:.3f}); keep the judge's column or use --rule guarded.",
               file=sys.stderr)
     if args.manifest:
-        Path(args.manifest).write_text(json.dumps(_clean(run_manifest(res, input_name=args.input)),
-                                                  indent=2, default=_json_default))
+        text = json.dumps(_clean(run_manifest(res, input_name=args.input)), indent=2,
+                          default=_json_default)
+        write_bytes_atomic(args.manifest, text.encode("utf-8"))
     print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}")
     print(f"m = {_fmt(res.m)} (estimate from P: {_fmt(res.m_estimate)}); scorer {args.scorer}, rule {args.rule}")
@@ -280,10 +283,11 @@ def cmd_sweep(args) -> int:
 
 def cmd_demo(args) -> int:
     from puaudit.demo import generate_demo
-    from puaudit.io import write_table
+    from puaudit.io import check_output_path, write_table
 
     if args.rows < 20:
         raise PUAuditError("--rows must be at least 20 for a useful demo.")
+    check_output_path(args.output, what="output (-o)")
     df = generate_demo(n_rows=args.rows, random_state=args.seed)
     write_table(df, args.output)
     print(f"wrote {len(df)} generated comparisons to {args.output}")
@@ -305,9 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        print("error: out of memory. Try a smaller file, --pooled off, or precomputed embeddings.",
-              file=sys.stderr)
-        return 1
+        # the advice names only options that exist (see puaudit.audit_config)
+        print("error: out of memory. Try a smaller file (e.g. one question type at a time), "
+              "--scorer centroid (the lightest scorer; the default auto fits several), "
+              "--device cpu (if a GPU ran out), or precomputed embeddings "
+              "(--embeddings FILE.npz).", file=sys.stderr)
+        return 2
     except Exception as exc:  # an unexpected bug: say so plainly, trace only on request
         if args.debug:
             raise

@@ -236,6 +236,10 @@ def _make_ops(backend: str, device):
 # --------------------------------------------------------------------------------------------
 
 
+# What each validated argument holds, for messages ("row 3 of zu (the rows to score)").
+_ROLES = {"zp": "(the verified positives P')", "zu": "(the rows to score, U)"}
+
+
 def _check_matrix(z, name: str, block: int = 65536) -> tuple[int, int]:
     shape = tuple(z.shape)
     if len(shape) != 2:
@@ -257,7 +261,8 @@ def _check_matrix(z, name: str, block: int = 65536) -> tuple[int, int]:
         if bad.any():
             row = start + int(np.flatnonzero(bad)[0])
             raise PUAuditError(
-                f"{name} row {row} contains NaN or infinite values; drop or re-embed that row.",
+                f"Row {row + 1} (1-based) of {name} {_ROLES.get(name, '')} contains NaN or "
+                "infinite values; drop or re-embed that row.",
                 row=row + 1,
             )
         norms = np.sqrt(np.einsum("ij,ij->i", blk, blk, dtype=np.float64))
@@ -265,7 +270,8 @@ def _check_matrix(z, name: str, block: int = 65536) -> tuple[int, int]:
         if off.any():
             row = start + int(np.flatnonzero(off)[0])
             raise PUAuditError(
-                f"{name} row {row} has L2 norm {norms[off][0]:.4g}, but rows must be unit vectors "
+                f"Row {row + 1} (1-based) of {name} {_ROLES.get(name, '')} has L2 norm "
+                f"{norms[off][0]:.4g}, but rows must be unit vectors "
                 "(cost is 1 - cosine); normalise with z / ||z|| (a zero row cannot be scored).",
                 row=row + 1,
             )

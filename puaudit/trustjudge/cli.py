@@ -7,7 +7,7 @@ import json
 import sys
 
 from puaudit.errors import PUAuditError
-from puaudit.io import write_table
+from puaudit.io import check_output_path, write_table
 from puaudit.trustjudge.relations import METHODS
 from puaudit.trustjudge.report import TrustJudgeReport, analyse
 from puaudit.trustjudge.scores import SCORE_METHODS
@@ -60,6 +60,9 @@ def summary_lines(report: TrustJudgeReport) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status (2 on bad input)."""
     try:
+        if args.violations_out:  # before any work: never overwrite an input
+            check_output_path(args.violations_out, inputs=[args.pairwise, args.scores],
+                              what="--violations-out file")
         report = analyse(args.pairwise, args.scores, method=args.method, delta=args.delta,
                          k=tuple(args.k), random_state=getattr(args, "seed", 0),
                          score_method=getattr(args, "score_method", None),
