@@ -121,7 +121,8 @@ def interval_figure(rankings: ModelRankings, *, statistic: str = "bt",
                            "%{customdata[3]:.0f}<extra></extra>")))
     fig.update_layout(
         xaxis_title=STAT_LABELS.get(statistic, statistic),
-        yaxis=dict(tickmode="array", tickvals=y_base, ticktext=models, range=[-0.6, len(models) - 0.4]),
+        yaxis=dict(tickmode="array", tickvals=y_base, ticktext=models,
+                   range=[-0.6, len(models) - 0.4]),
         height=max(300, 36 * len(models) + 140),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
         margin=dict(l=10, r=10, t=60, b=10))
@@ -144,7 +145,8 @@ def rank_figure(rankings: ModelRankings, *, sources=None) -> go.Figure:
             text=[_text(row["model"])] * len(x),
             line=dict(width=3.5 if moved else 1.2), opacity=1.0 if moved else 0.45,
             hovertemplate="%{text}: rank %{y} (%{x})<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", title="Rank (1 = strongest)", dtick=1 if n_models <= 20 else None)
+    fig.update_yaxes(autorange="reversed", title="Rank (1 = strongest)",
+                     dtick=1 if n_models <= 20 else None)
     fig.update_layout(height=max(300, 22 * n_models + 140), showlegend=n_models <= 25,
                       margin=dict(l=10, r=10, t=30, b=10))
     return fig
@@ -163,7 +165,8 @@ def win_probability_figure(rankings: ModelRankings, *, source: str = "ppi",
     text = np.where(np.isnan(z), "", np.vectorize(lambda v: f"{v:.2f}")(np.nan_to_num(z)))
     fig = go.Figure(go.Heatmap(
         z=z, x=labels, y=labels, zmin=0, zmax=1, colorscale="RdBu", reversescale=False,
-        text=text if len(labels) <= 15 else None, texttemplate="%{text}" if len(labels) <= 15 else None,
+        text=text if len(labels) <= 15 else None,
+        texttemplate="%{text}" if len(labels) <= 15 else None,
         colorbar=dict(title="P(row wins)"),
         hovertemplate="%{y} beats %{x}: %{z:.3f}<extra></extra>"))
     fig.update_layout(title=f"{SOURCE_LABELS[source]}: P(row beats column)",

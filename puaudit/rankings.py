@@ -296,9 +296,9 @@ def _estimators(n_models: int, prior: float, length_control: bool,
 
 def _power_tuning(est, y, yhat, yhat_u, *, n_resamples: int, rng) -> float:
     r"""PPI++ weight :math:`\lambda = \sum_k \mathrm{Cov}(\hat\theta_k(Y), \hat\theta_k(\hat Y)) /
-    \sum_k [\mathrm{Var}\,\hat\theta_k(\hat Y) + \mathrm{Var}\,\hat\theta_k(\hat Y^u)]` over bootstrap
-    draws (the rule of ``ppi_py.ppboot``), clipped to [0, 1]; coordinates undefined in a draw are
-    left out of that draw."""
+    \sum_k [\mathrm{Var}\,\hat\theta_k(\hat Y) + \mathrm{Var}\,\hat\theta_k(\hat Y^u)]` over
+    bootstrap draws (the rule of ``ppi_py.ppboot``), clipped to [0, 1]; coordinates undefined in a
+    draw are left out of that draw."""
     a, b, c = [], [], []
     n, m = len(y), len(yhat_u)
     for _ in range(n_resamples):
@@ -357,7 +357,7 @@ class ModelRankings:
 
     def win_probability(self, source: str = "ppi") -> pd.DataFrame:
         r"""Bradley–Terry win probabilities :math:`P(\text{row beats column}) =
-        \sigma(\theta_r - \theta_c)` for one source (a tie counts half), models in leaderboard order."""
+        \sigma(\theta_r - \theta_c)` for one source (a tie counts half), in leaderboard order."""
         if source not in SOURCES:
             raise PUAuditError(f"source must be one of {list(SOURCES)}, got {source!r}.")
         order = self.frame["model"].tolist()
@@ -507,7 +507,8 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
                            f"model_b; found {k}. " + MODEL_COLUMNS_HINT)
     rows = np.flatnonzero(valid)
     lo, hi = np.minimum(ia[rows], ib[rows]), np.maximum(ia[rows], ib[rows])
-    flip = ia[rows] > ib[rows]  # score of the lower-index model = 1 − score of A when A is the higher
+    # Units are oriented from the lower model index: its score is 1 − A's when A is the higher.
+    flip = ia[rows] > ib[rows]
 
     x_row = np.zeros(len(rows))
     if length_control:
