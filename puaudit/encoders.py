@@ -25,8 +25,19 @@ the difference of two embeddings anyway).
 Speed and reruns
 ----------------
 Each distinct text is embedded once (texts are deduplicated by sha256). Texts are tokenised
-once, sorted by token length and cut into batches padded only to their own longest member, so
-little compute is spent on padding. Vectors are cached on disk, keyed by the encoder identity
+in groups of :data:`TOKENISE_GROUP`, longest first, sorted by token length and cut into batches
+padded only to their own longest member, so little compute is spent on padding.
+
+Long texts
+----------
+A tokenizer's memory grows with the text it is given, not with ``max_length``: a 5 MB cell
+tokenised whole costs gigabytes before it is cut to 512 tokens. Every text is therefore cut
+*before* tokenising, to ``max_length * CHARS_PER_TOKEN`` characters (at a space where one is
+near). No tokenizer we know puts more than a few characters of ordinary text into one token, so
+the cut text still yields more than ``max_length`` tokens and the tokens the model sees are the
+same as for the whole text. When a cut text yields too few tokens (long runs of spaces or
+symbols that tokenise to little), it is cut again ``4x`` longer, up to
+``max_length * MAX_CHARS_PER_TOKEN`` characters; beyond that the rest is not looked at. Vectors are cached on disk, keyed by the encoder identity
 (model fingerprint, pooling, max length, normalisation) and the sha256 of each text: a rerun over
 the same data does not load the model at all. See :mod:`puaudit.embedding_cache`.
 """
@@ -68,6 +79,17 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {"default", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _CACHE_FORMAT = 1
 _FALLBACK_MAX_LENGTH = 512
+#: texts are cut to ``max_length * CHARS_PER_TOKEN`` characters before tokenising
+CHARS_PER_TOKEN = 32
+#: ... and, when that gives too few tokens, at most ``max_length * MAX_CHARS_PER_TOKEN``
+MAX_CHARS_PER_TOKEN = 1024
+#: distinct texts tokenised together (their ids are the only per-text state kept at once)
+TOKENISE_GROUP = 2048
+# Characters per tokenizer call: a fast tokenizer keeps ~16 bytes of alignment per character.
+_TOKENISE_CHARS = 4_000_000
+# Extra tokens a cut text must yield beyond max_length: the word at the cut may tokenise
+# differently from the same word uncut.
+_CUT_MARGIN = 16
 # config.architectures suffixes whose final hidden state is read at the last token by their head.
 _LAST_TOKEN_SUFFIXES = (
     "ForSequenceClassification",
@@ -112,7 +134,8 @@ def format_text(prompt: str, response: str) -> str:
     """The text embedded for one prompt-response pair (METHOD.md 1, Features).
 
     ``"Question: {prompt}\\nAnswer: {response}"``; truncation to the model limit happens at
-    tokenisation, so the end of a long answer is what is cut.
+    tokenisation (after a generous cut by characters: see *Long texts* in the module notes), so the end of a
+    long answer is what is cut.
     """
     return f"Question: {prompt}\nAnswer: {response}"
 
@@ -571,14 +594,47 @@ class HFEncoder:
                     return
             self._encode_locked(torch, missing, uniq_texts, uniq_keys, out, cache, advance)
 
+    def _tokenise(self, texts: list[str], **kwargs) -> list[list[int]]:
+        """``tokenizer_(texts, **kwargs)["input_ids"]``, in calls of at most
+        :data:`_TOKENISE_CHARS` characters so that the tokenizer's own memory stays bounded."""
+        ids: list[list[int]] = []
+        start = 0
+        while start < len(texts):
+            stop, chars = start, 0
+            while stop < len(texts) and (stop == start or chars + len(texts[stop]) <= _TOKENISE_CHARS):
+                chars += len(texts[stop])
+                stop += 1
+            ids.extend(self.tokenizer_(texts[start:stop], padding=False, **kwargs)["input_ids"])
+            start = stop
+        return ids
+
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text, truncated to ``max_length_``, tokenising only a bounded prefix.
+
+        Each text is first cut to ``max_length_ * CHARS_PER_TOKEN`` characters. A cut text that
+        yields fewer than ``max_length_ + _CUT_MARGIN`` tokens might have lost tokens the model
+        would have seen: it is cut again 4x longer, up to ``max_length_ * MAX_CHARS_PER_TOKEN``.
+        """
+        limit = self.max_length_ * CHARS_PER_TOKEN
+        cap = self.max_length_ * MAX_CHARS_PER_TOKEN
+        cut = [_cut_text(t, limit) for t in texts]
+        unsure = [i for i, t in enumerate(texts) if len(cut[i]) < len(t)]
+        need = self.max_length_ + _CUT_MARGIN
+        while unsure and limit < cap:
+            counts = self._tokenise([cut[i] for i in unsure], add_special_tokens=False,
+                                    truncation=True, max_length=need)
+            short = [i for i, c in zip(unsure, counts) if len(c) < need]
+            limit = min(limit * 4, cap)
+            for i in short:
+                cut[i] = _cut_text(texts[i], limit)
+            unsure = [i for i in short if len(cut[i]) < len(texts[i])]
+        return self._tokenise(cut, add_special_tokens=True, truncation=True,
+                              max_length=self.max_length_)
+
     def _encode_locked(self, torch, missing, uniq_texts, uniq_keys, out, cache, advance) -> None:
-        todo = [uniq_texts[i] for i in missing]
-        enc = self.tokenizer_(
-            todo, add_special_tokens=True, truncation=True, max_length=self.max_length_, padding=False
-        )
-        ids = enc["input_ids"]
         # Longest first: an out-of-memory error shows up on the first batch, not at the end.
-        order = np.argsort([-len(x) for x in ids], kind="stable")
+        # Texts are tokenised a group at a time (see _token_ids), so only one group's ids exist.
+        order = missing[np.argsort([-len(uniq_texts[i]) for i in missing], kind="stable")]
         done_here = 0
         bs = self.batch_size
         old_threads = torch.get_num_threads()
@@ -587,42 +643,56 @@ class HFEncoder:
             if self.num_threads is not None:
                 torch.set_num_threads(int(self.num_threads))
             with torch.inference_mode():
-                pos = 0
-                while pos < len(order):
-                    sel = order[pos : pos + bs]
-                    try:
-                        vecs = self._forward([ids[j] for j in sel])
-                    except Exception as exc:
-                        if not _is_oom(exc):
-                            kept = (f"; the {done_here} embeddings computed before it are cached, "
-                                    "rerun to resume") if cache is not None and done_here else ""
-                            raise PUAuditError(
-                                f"Encoder {self.name} ({self.model_dir_}) failed after {done_here} of "
-                                f"{len(order)} texts: {type(exc).__name__}: {exc}{kept}."
-                            ) from exc
-                        if len(sel) == 1:
-                            raise PUAuditError(
-                                f"Out of memory embedding a single text of {len(ids[sel[0]])} tokens "
-                                f"on {self.device_}: lower max_length or use device='cpu'."
-                            ) from exc
-                        bs = max(1, len(sel) // 2)
-                        _log.warning("out of memory at batch size %d; retrying with %d", len(sel), bs)
-                        if torch.cuda.is_available():
-                            torch.cuda.empty_cache()
-                        continue
-                    rows = missing[sel]
-                    out[rows] = vecs
-                    if cache is not None:
-                        cache.put([uniq_keys[r] for r in rows], vecs)
-                    pos += len(sel)
-                    done_here += len(sel)
-                    advance(len(sel))
+                for g in range(0, len(order), TOKENISE_GROUP):
+                    group = order[g : g + TOKENISE_GROUP]
+                    ids = self._token_ids([uniq_texts[i] for i in group])
+                    by_len = np.argsort([-len(x) for x in ids], kind="stable")
+                    pos = 0
+                    while pos < len(by_len):
+                        sel = by_len[pos : pos + bs]
+                        try:
+                            vecs = self._forward([ids[j] for j in sel])
+                        except Exception as exc:
+                            if not _is_oom(exc):
+                                kept = (f"; the {done_here} embeddings computed before it are "
+                                        "cached, rerun to resume") if cache is not None and done_here else ""
+                                raise PUAuditError(
+                                    f"Encoder {self.name} ({self.model_dir_}) failed after {done_here} "
+                                    f"of {len(order)} texts: {type(exc).__name__}: {exc}{kept}."
+                                ) from exc
+                            if len(sel) == 1:
+                                raise PUAuditError(
+                                    f"Out of memory embedding a single text of {len(ids[sel[0]])} "
+                                    f"tokens on {self.device_}: lower max_length or use device='cpu'."
+                                ) from exc
+                            bs = max(1, len(sel) // 2)
+                            _log.warning("out of memory at batch size %d; retrying with %d", len(sel), bs)
+                            if torch.cuda.is_available():
+                                torch.cuda.empty_cache()
+                            continue
+                        rows = group[sel]
+                        out[rows] = vecs
+                        if cache is not None:
+                            cache.put([uniq_keys[r] for r in rows], vecs)
+                        pos += len(sel)
+                        done_here += len(sel)
+                        advance(len(sel))
         finally:
             # Every exit path (error, Ctrl-C, a dashboard rerun) keeps what was computed.
             if cache is not None:
                 cache.flush()
             if self.num_threads is not None:
                 torch.set_num_threads(old_threads)
+
+
+def _cut_text(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at the last space or newline of the final
+    tenth when there is one (so that no word is split where the tokens are kept)."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    at = max(head.rfind(" ", limit - limit // 10), head.rfind("\n", limit - limit // 10))
+    return head[:at] if at > 0 else head
 
 
 def pool_hidden(hidden, attention_mask, pooling: str):

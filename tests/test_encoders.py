@@ -447,3 +447,90 @@ def test_concurrent_calls_on_the_same_texts_embed_them_once(tiny_bert, tmp_path)
         results = list(pool.map(lambda _: enc.encode(texts), range(3)))
     assert sum(calls) == len(texts)
     assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+# -- issue 12: long texts are cut before tokenising -------------------------------------------
+def _spy_tokenizer(enc: HFEncoder) -> list[int]:
+    """Wrap the tokenizer; returns the list of the longest text length of each call."""
+    enc.load()
+    seen: list[int] = []
+    inner = enc.tokenizer_
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(inner, name)
+
+        def __call__(self, texts, **kwargs):
+            seen.append(max(len(t) for t in texts))
+            return inner(texts, **kwargs)
+
+    enc.tokenizer_ = Spy()
+    return seen
+
+
+def _reference(enc: HFEncoder, text: str) -> np.ndarray:
+    """The embedding of ``text`` tokenised whole (the old behaviour), for comparison."""
+    tok = enc.tokenizer_
+    ids = tok([text], truncation=True, max_length=enc.max_length_)["input_ids"]
+    with torch.inference_mode():
+        return enc._forward(ids)[0]
+
+
+def test_long_texts_are_cut_before_tokenising_and_embed_the_same(tiny_bert):
+    from puaudit.encoders import CHARS_PER_TOKEN
+
+    enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu")
+    long = " ".join(WORDS[i % len(WORDS)] for i in range(400_000))  # ~1.8 MB, 400,000 words
+    ref = _reference(enc.load(), long)
+    seen = _spy_tokenizer(enc)
+    out = enc.encode([long, "good"])
+    assert max(seen) <= enc.max_length_ * CHARS_PER_TOKEN < len(long) / 100
+    np.testing.assert_allclose(out[0], ref, atol=1e-5)
+
+
+def test_texts_that_tokenise_to_little_are_cut_again_longer(tiny_bert):
+    """Runs of spaces give no tokens: the first cut holds too few words, so the text is cut
+    again 4x longer until the model sees what it would have seen for the whole text."""
+    from puaudit.encoders import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
+
+    enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu")
+    sparse = "".join(f"{WORDS[i % len(WORDS)]}{' ' * 500}" for i in range(80))  # ~40,000 chars
+    assert enc.load().max_length_ * CHARS_PER_TOKEN < len(sparse)
+    ref = _reference(enc, sparse)
+    seen = _spy_tokenizer(enc)
+    np.testing.assert_allclose(enc.encode([sparse])[0], ref, atol=1e-5)
+    assert len(seen) >= 3 and max(seen) <= enc.max_length_ * MAX_CHARS_PER_TOKEN
+
+
+@pytest.mark.slow
+def test_default_encoder_memory_stays_flat_on_5_mb_cells():
+    """Before issue 12, four 5 MB texts took the default encoder's tokenizer 2.3 GB and 54 s
+    past its baseline (and 50 such rows more than 22 GB); now they cost little more than the
+    texts themselves."""
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent("""
+        import json, time
+        from puaudit.encoders import get_encoder
+        def status(key):
+            with open("/proc/self/status") as fh:
+                return next(int(l.split()[1]) / 1024 for l in fh if l.startswith(key))
+        enc = get_encoder(None, cache_dir=None, device="cpu").load()
+        words = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do ".split()
+        texts = [f"text {i} " + " ".join(words[(i + k) % len(words)] for k in range(900_000))
+                 for i in range(4)]
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        base, t = status("VmRSS:"), time.perf_counter()
+        v = enc.encode(texts)
+        print(json.dumps({"mb": sum(map(len, texts)) / 2**20, "grew": status("VmHWM:") - base,
+                          "s": time.perf_counter() - t, "shape": list(v.shape)}))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    res = json.loads(done.stdout.strip().splitlines()[-1])
+    assert res["shape"] == [4, 384] and res["mb"] > 19
+    assert res["grew"] < 400 and res["s"] < 60, res
+    print(res)
