@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
-__all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text",
+__all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
+           "auto_comparison_table",
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
@@ -64,9 +65,8 @@ def audit_note(result) -> str | None:
                "cleared 0.5 with confidence" if result.params.get("rule") == "guarded" else
                "no audited row scored low enough at these settings")
         return (f"The audit reversed no verdicts: {why}. The judge's verdicts stand. Compare "
-                "scorers below (a probe or kNN scorer sometimes finds errors the transport "
-                "scorer misses), or try the 'paper' rule with a lower m to see which rows are "
-                "closest to reversal.")
+                "scorers below to see whether any scorer finds errors on this data, or lower m "
+                "(the curve above shows how many rows each m would reverse).")
     if m["delta"] < 0:
         return (f"The audit lowered consistency by {abs(100 * m['delta']):.1f} points on the "
                 "validation rows: its reversals were more often wrong than right here. Keep the "
@@ -84,6 +84,27 @@ def expected_text(result) -> str:
     return (f"Expected consistency on all audited rows: {_pct(orig)} → {_pct(adj)} "
             f"(change {100 * e['expected_delta']:+.1f} pts, 95% CI {100 * lo:+.1f} to "
             f"{100 * hi:+.1f}).")
+
+
+def auto_choice_text(result) -> str | None:
+    """"auto chose X because …" for an audit whose scorer was chosen automatically."""
+    info = (result.diagnostics or {}).get("auto")
+    if result.params.get("scorer") != "auto" or not info:
+        return None
+    return f"auto chose {info['chosen']}: {info['reason']}."
+
+
+def auto_comparison_table(result) -> pd.DataFrame:
+    """The automatic choice's comparison: cross-fitted log loss and Brier score on P per scorer."""
+    info = (result.diagnostics or {}).get("auto") or {}
+    losses = info.get("log_loss", {})
+    if not losses:
+        return pd.DataFrame(columns=["scorer", "log_loss", "brier", "chosen"])
+    briers = info.get("brier", {})
+    df = pd.DataFrame({"scorer": list(losses), "log_loss": list(losses.values()),
+                       "brier": [briers.get(k, float("nan")) for k in losses]})
+    df["chosen"] = df["scorer"] == info.get("chosen")
+    return df.sort_values("log_loss", kind="stable").reset_index(drop=True)
 
 
 def formula_cells(df: pd.DataFrame) -> dict[str, int]:

@@ -10,20 +10,24 @@ import streamlit as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 import dashboard_state as state  # noqa: E402
-from components.metrics import (audit_note, expected_text, headline_metrics,  # noqa: E402
+from components.m_curve import m_curve_figure  # noqa: E402
+from components.metrics import (audit_note, auto_choice_text,  # noqa: E402
+                                auto_comparison_table, expected_text, headline_metrics,
                                 leaderboard_table, per_type_table)
 from puaudit.errors import PUAuditError  # noqa: E402
 
 st.title("Audit")
-st.caption("Verified human preferences (P) are matched by partial optimal transport to the rows "
-           "the judge decided; rows that match poorly are candidates for reversal. Validation "
-           "rows (annotated, held out) measure whether the reversals help.")
+st.caption("Verified human preferences (P) and their reversals are matched by transport to the "
+           "rows the judge decided, with m as the prior share of right verdicts; rows that match "
+           "the reversed side are candidates for reversal. The scorer is chosen from P alone "
+           "(auto). Validation rows (annotated, held out) measure whether the reversals help.")
 
 state.ensure_data()
 ss = st.session_state
 table = ss.get("table")
 if table is None:
-    st.error(ss.get("table_error", "No table loaded.") + " Fix the column mapping on the Data page.")
+    state.show_error(ss.get("table_error", "No table loaded.") +
+                     " Fix the column mapping on the Data page.")  # shown as text, not Markdown
     st.stop()
 params = state.audit_params()
 
@@ -39,7 +43,10 @@ with st.expander("Advanced"):
         st.selectbox("Encoder", state.encoder_options(), **state.bind("encoder"),
                      help="Frozen text encoders this server offers (set by its operator).")
         st.selectbox("Scorer", state.SCORER_CHOICES, **state.bind("scorer"),
-                     help="pot: partial OT (the paper); full-ot: full transport; centroid, "
+                     help="auto: the scorer with the lowest cross-fitted log loss on P "
+                          "(prior-ot, probe, knn, centroid or their stack). prior-ot: "
+                          "two-sided transport with m as the prior (graded scores); pot: the "
+                          "paper's partial OT (0/1 scores); full-ot: full transport; centroid, "
                           "probe, knn: simpler baselines.")
     with c:
         st.selectbox("Relabel rule", state.RULE_CHOICES, **state.bind("rule"),
@@ -64,6 +71,15 @@ with left:
     if params["m"] is not None and st.button("Use the estimate"):
         ss["audit"]["m"] = None
         st.rerun()
+    try:
+        curve = state.m_curve(table, emb, params)
+    except PUAuditError:
+        curve = None
+    if curve:
+        st.plotly_chart(m_curve_figure(curve, current_m=params["m"] if params["m"] is not None
+                                       else est), width="stretch", key="m_curve")
+        st.caption("Rows the guarded rule would reverse at each m (higher m: more trust in "
+                   "the judge, fewer reversals).")
 with right:
     st.slider("p_ratio — share of annotated items used as P", 0.05, 0.95, step=0.05,
               **state.bind("p_ratio"))
@@ -81,6 +97,11 @@ for col, m in zip(cols, headline_metrics(result)):
 st.caption(f"Measured on {result.metrics['n']:,} validation rows · m = {result.m:.3f} · "
            f"{int((result.group == 'negative').sum()):,} audited rows reversed in all.")
 st.info(expected_text(result))
+choice = auto_choice_text(result)
+if choice:
+    st.text(choice)
+    with st.expander("How auto chose the scorer (cross-fitted on P only)"):
+        st.dataframe(auto_comparison_table(result), hide_index=True, width="stretch")
 note = audit_note(result)
 if note:
     st.warning(note)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from puaudit.audit_config import config_from_args
 from puaudit.errors import PUAuditError
 
 __all__ = ["main", "build_parser"]
@@ -59,17 +60,10 @@ def _add_table_args(p: argparse.ArgumentParser) -> None:
                    help="replace the judge's verdicts by a deterministic rule (a reproducible weak judge)")
 
 
-def _add_audit_args(p: argparse.ArgumentParser, *, seeds: bool = False) -> None:
-    p.add_argument("--m", type=float, default=None, help="transported mass (default: judge-human agreement on P)")
-    p.add_argument("--p-ratio", type=float, default=0.3, help="share of annotated items used as P (default 0.3)")
-    p.add_argument("--alpha1", type=float, default=0.7)
-    p.add_argument("--alpha2", type=float, default=0.7)
-    p.add_argument("--margin", type=float, default=0.05, help="guarded rule margin around 0.5")
-    p.add_argument("--pooled", action="store_true", help="transport pooled over question types")
-    p.add_argument("--ot-method", choices=["auto", "exact", "entropic", "fast"], default="auto")
-    p.add_argument("--calibration", choices=["isotonic", "platt"], default="isotonic")
-    p.add_argument("--human-source", choices=["votes", "consensus"], default="votes",
-                   help="build P from single votes or item-level consensus")
+def _add_audit_args(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()) -> None:
+    from puaudit.audit_config import add_config_arguments
+
+    add_config_arguments(p, exclude=exclude)
     p.add_argument("--encoder", default=None, metavar="NAME|PATH",
                    help="default all-MiniLM-L6-v2 (offline); or a local Hugging Face model folder")
     p.add_argument("--embeddings", default=None, metavar="NPZ",
@@ -91,28 +85,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="output file (.csv, .parquet or .jsonl)")
     _add_table_args(p)
     _add_audit_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--scorer", default="pot", choices=["pot", "full-ot", "centroid", "probe", "knn"])
-    p.add_argument("--rule", default="guarded", choices=["guarded", "paper"])
     p.add_argument("--manifest", default=None, help="also write a JSON run manifest here")
 
     p = sub.add_parser("evaluate", help="repeated seeded audits: mean (sd) of consistency")
     p.add_argument("input")
     _add_table_args(p)
-    _add_audit_args(p)
+    _add_audit_args(p, exclude=("scorer", "rule", "random_state"))
     p.add_argument("--seeds", type=int, default=10)
-    p.add_argument("--scorers", default="pot", help="comma-separated scorers or 'all'")
-    p.add_argument("--rules", default="guarded", help="comma-separated rules (guarded, paper) or 'all'")
+    p.add_argument("--scorers", default=None,
+                   help="comma-separated scorers or 'all' (default: the audit's default, auto)")
+    p.add_argument("--rules", default=None,
+                   help="comma-separated rules (guarded, paper) or 'all' (default guarded)")
 
     p = sub.add_parser("sweep", help="Cons_adj over a grid of m or p_ratio")
     p.add_argument("input")
     _add_table_args(p)
-    _add_audit_args(p)
+    _add_audit_args(p, exclude=("random_state",))
     p.add_argument("--param", required=True, choices=["m", "p_ratio"])
     p.add_argument("--values", required=True, nargs="+", type=float)
     p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--scorer", default="pot", choices=["pot", "full-ot", "centroid", "probe", "knn"])
-    p.add_argument("--rule", default="paper", choices=["guarded", "paper"])
 
     p = sub.add_parser("demo", help="write a generated demo dataset")
     p.add_argument("-o", "--output", required=True)
@@ -164,14 +155,6 @@ def _embeddings(args, table):
     return emb
 
 
-def _human(args, table):
-    if getattr(args, "human_source", "votes") == "consensus":
-        from puaudit.annotators import consensus_labels
-
-        return consensus_labels(table)
-    return None
-
-
 def _fmt(x, nd=3):
     return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{nd}f}"
 
@@ -190,13 +173,11 @@ def cmd_audit(args) -> int:
                           what="manifest (--manifest)", table=False)
     table = _load(args)
     emb = _embeddings(args, table)
-    est = PUAudit(m=args.m, p_ratio=args.p_ratio, alpha1=args.alpha1, alpha2=args.alpha2,
-                  scorer=args.scorer, rule=args.rule, margin=args.margin, per_type=not args.pooled,
-                  ot_method=args.ot_method, calibration=args.calibration,
-                  human_source=args.human_source, random_state=args.seed)
+    cfg = config_from_args(args)
+    est = PUAudit(cfg)
     t0 = time.perf_counter()
-    print(f"auditing {len(table):,} rows (scorer {args.scorer}, rule {args.rule}, "
-          f"{args.calibration} calibration with cross-fitting)...", file=sys.stderr, flush=True)
+    print(f"auditing {len(table):,} rows (scorer {cfg.scorer}, rule {cfg.rule}, "
+          f"{cfg.calibration} calibration with cross-fitting)...", file=sys.stderr, flush=True)
     est.fit(table, emb)
     print(f"audited in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     res = est.result_
@@ -214,7 +195,11 @@ def cmd_audit(args) -> int:
         write_bytes_atomic(args.manifest, text.encode("utf-8"))
     print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}")
-    print(f"m = {_fmt(res.m)} (estimate from P: {_fmt(res.m_estimate)}); scorer {args.scorer}, rule {args.rule}")
+    print(f"m = {_fmt(res.m)} (estimate from P: {_fmt(res.m_estimate)}); scorer {cfg.scorer}"
+          + (f" -> {res.params['scorer_used']}" if cfg.scorer == "auto" else "")
+          + f", rule {cfg.rule}")
+    if cfg.scorer == "auto" and "auto" in res.diagnostics:
+        print(f"auto chose {res.diagnostics['auto']['chosen']}: {res.diagnostics['auto']['reason']}")
     print(f"Cons_orig {_fmt(summary['cons_orig'])}  Cons_adj {_fmt(summary['cons_adj'])}  change "
           f"{_fmt(summary['delta'])}  (validation rows: {summary['n_validation']})")
     print(f"groups: {summary['groups']}; wrote {len(out)} rows x {out.shape[1]} columns to {args.output}")
@@ -223,29 +208,29 @@ def cmd_audit(args) -> int:
     return 0
 
 
-def _split_list(s: str, allowed) -> list[str]:
+def _split_list(s: str | None, allowed) -> list[str] | None:
+    if s is None:
+        return None
     if s == "all":
         return list(allowed)
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
 def cmd_evaluate(args) -> int:
+    from puaudit.audit_config import SCORER_CHOICES
     from puaudit.evaluate import evaluate
     from puaudit.relabel import RULES
-    from puaudit.scorers import SCORERS
 
     table = _load(args)
     emb = _embeddings(args, table)
-    scorers = _split_list(args.scorers, SCORERS)
+    scorers = _split_list(args.scorers, SCORER_CHOICES)
     rules = _split_list(args.rules, RULES)
     t0 = time.perf_counter()
-    res = evaluate(table, emb, seeds=args.seeds, scorers=scorers, rules=rules,
-                   p_ratio=args.p_ratio, m=args.m, alpha1=args.alpha1, alpha2=args.alpha2,
-                   margin=args.margin, per_type=not args.pooled, ot_method=args.ot_method,
-                   calibration=args.calibration, human=_human(args, table))
+    cfg = config_from_args(args)
+    res = evaluate(table, emb, seeds=args.seeds, scorers=scorers, rules=rules, config=cfg)
     lb = res["leaderboard"]
     judge = table.judge_column
-    print(f"{args.seeds} seeds, p_ratio {args.p_ratio}, judge '{judge}', "
+    print(f"{args.seeds} seeds, p_ratio {cfg.p_ratio}, judge '{judge}', "
           f"{time.perf_counter() - t0:.1f}s")
     print(f"{'scorer':<9} {'rule':<8} {'Cons_orig':>15} {'Cons_adj':>15} {'change':>16} {'reversed':>9} {'precision':>9}")
     for e in lb:
@@ -254,8 +239,9 @@ def cmd_evaluate(args) -> int:
               f"({_fmt(e['delta_sd'], 4)}) {_fmt(e['reversed_share'])} {_fmt(e['reversal_precision'])}")
     if args.json:
         first = lb[0]
-        out = {"n_rows": len(table), "judge": judge, "seeds": args.seeds, "p_ratio": args.p_ratio,
-               "m": args.m if args.m is not None else first["m_mean"],
+        out = {"n_rows": len(table), "judge": judge, "seeds": args.seeds, "p_ratio": cfg.p_ratio,
+               "m": cfg.m if cfg.m is not None else first["m_mean"],
+               "scorer": first["scorer"], "rule": first["rule"], "chosen": first.get("chosen"),
                "encoder": emb.encoder, "n_validation": first["n_validation_mean"],
                **{k: first[k] for k in ("cons_orig_mean", "cons_orig_sd", "cons_adj_mean",
                                         "cons_adj_sd", "delta_mean", "delta_sd")},
@@ -271,12 +257,10 @@ def cmd_sweep(args) -> int:
     table = _load(args)
     emb = _embeddings(args, table)
     df = sweep(table, emb, param=args.param, values=args.values, seeds=args.seeds,
-               scorer=args.scorer, rule=args.rule, p_ratio=args.p_ratio, m=args.m,
-               alpha1=args.alpha1, alpha2=args.alpha2, margin=args.margin,
-               per_type=not args.pooled, ot_method=args.ot_method, human=_human(args, table))
+               config=config_from_args(args))
     print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     if args.json:
-        print(dumps({"param": args.param, "scorer": args.scorer, "rule": args.rule,
+        print(dumps({"param": args.param, "scorer": args.cfg_scorer, "rule": args.cfg_rule,
                      "results": df.to_dict(orient="records")}))
     return 0
 

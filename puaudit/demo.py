@@ -80,7 +80,7 @@ def _response(rng, qtype: str, quality: float, pad: int) -> str:
     return " ".join(sents[i] for i in order)
 
 
-def generate_demo(n_rows: int = 600, *, annotated_share: float = 0.5, n_annotators: int = 8,
+def generate_demo(n_rows: int = 600, *, annotated_share: float = 0.8, n_annotators: int = 8,
                   random_state: int | None = 0) -> pd.DataFrame:
     """Generate a pairwise-comparison table with a biased judge and selective human labels.
 
@@ -90,7 +90,10 @@ def generate_demo(n_rows: int = 600, *, annotated_share: float = 0.5, n_annotato
     is the higher-quality answer (Bradley–Terry with a steep slope). The judge follows quality but also
     prefers longer answers (verbosity bias) and the first-shown one (position bias);
     ``judge_winner_padded`` is the same judge after a padding attack (filler added to the weaker
-    answer). People label a selective subset (more in some question types), mostly correctly;
+    answer). People label a selective subset (``annotated_share`` scaled per question type, so
+    some types are labelled far more than others), mostly correctly; the default 0.8 leaves P
+    large enough (about 120 rows at p_ratio 0.3) that the default audit's calibrated reversals
+    are confident on 600 rows (at 0.5 it reversed none);
     one of the ``n_annotators`` prefers the first-shown answer.
 
     Returns

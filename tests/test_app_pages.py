@@ -170,7 +170,7 @@ def test_export_has_every_row_and_column(downloads):
     js = pd.read_json(io.BytesIO(downloads["mine_puaudit.jsonl"]), lines=True)
     assert len(js) == 180
     manifest = json.loads(downloads["mine_puaudit_manifest.json"])
-    assert manifest["input"]["n_rows"] == 180 and manifest["params"]["scorer"] == "pot"
+    assert manifest["input"]["n_rows"] == 180 and manifest["params"]["scorer"] == "auto"
     assert manifest["input"]["sha256"] == at.session_state["source_sha256"]
     # formula-looking cells: a warning and a spreadsheet-safe copy
     assert any("prompt (1)" in w.value for w in at.warning)

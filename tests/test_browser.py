@@ -229,3 +229,46 @@ def test_five_concurrent_sessions_complete_with_one_encoder(server):
     assert len(values) == 5 and len(set(values)) == 1  # same demo data, same numbers
     loads = [line for line in ENCODER_LOG.read_text().splitlines() if line.strip()]
     assert len(loads) == 1, loads
+
+
+def test_default_audit_reverses_a_weak_judge(server, mtbench_path, tmp_path):
+    """Issue 11: upload a file whose judge is weak ('longer answer wins' on MT-Bench), keep every
+    default (auto scorer, guarded rule): the Audit page shows reversals and Cons_adj > Cons_orig;
+    the Audit and Scores pages are saved as screenshots."""
+    from playwright.sync_api import sync_playwright
+
+    df = pd.read_csv(mtbench_path, dtype=str, keep_default_na=False)
+    la, lb = df["response_a"].str.len(), df["response_b"].str.len()
+    df["judge_winner"] = ["model_a" if a > b else "model_b" if b > a else "tie"
+                          for a, b in zip(la, lb)]
+    weak = tmp_path / "mtbench_longer_judge.csv"
+    df.to_csv(weak, index=False)
+
+    def pct(text: str) -> float:
+        return float(text.strip().rstrip("%"))
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 2200})
+        page.set_default_timeout(900_000)
+        page.goto(server)
+        page.wait_for_selector('[data-testid="stMetric"]')
+        page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(weak))
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=stMetricValue]')]"
+            ".some(e => e.innerText === '3,355')")
+        _idle(page)
+        _go(page, "Audit")
+        page.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
+        _idle(page)
+        orig, adj = pct(_metric(page, "Cons_orig")), pct(_metric(page, "Cons_adj"))
+        reversed_ = int(_metric(page, "Reversed").split(" of ")[0].replace(",", ""))
+        assert page.get_by_text("auto chose").count() >= 1
+        page.screenshot(path=str(ARTIFACTS / "page_audit_default_weak_judge.png"),
+                        full_page=True)
+        assert reversed_ > 0 and adj > orig, (orig, adj, reversed_)
+        _go(page, "Scores")
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "page_scores_default_weak_judge.png"),
+                        full_page=True)
+        browser.close()
