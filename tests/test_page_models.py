@@ -128,3 +128,15 @@ def test_llmfao_page_many_models():
     ranks = at.dataframe[0].value
     assert ranks[["Judge rank", "Audited rank", "Human rank", "PPI rank"]].notna().all().all()
     assert (ranks["Human vs judge"].abs() >= 10).any()  # GPT-4 and the crowd disagree a lot
+
+
+def test_reachable_from_the_app():
+    app = str(Path(PAGE).parents[1] / "app.py")
+    at = AppTest.from_file(app, default_timeout=300)
+    at.run()
+    assert not at.exception
+    at.session_state["models_audited"] = False
+    at.switch_page("pages/models.py").run()
+    assert not at.exception and not at.error
+    assert at.title[0].value == "Models"
+    assert "PPI rank" in at.dataframe[0].value.columns
