@@ -1,4 +1,7 @@
-"""``puaudit trustjudge``: Conflict Ratio and NTR_k of a pairwise table from the command line."""
+"""``puaudit trustjudge``: Conflict Ratio and NTR_k of a pairwise table from the command line.
+
+The judge runner that produces such tables is ``puaudit judge`` (:mod:`puaudit.trustjudge.judge_cli`).
+"""
 
 from __future__ import annotations
 
@@ -29,6 +32,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, nargs="+", default=[3, 4, 5], help="subset sizes for NTR_k")
     p.add_argument("--score-method", choices=SCORE_METHODS, default=None,
                    help="score rule (default: baseline with --method baseline, else distribution)")
+    p.add_argument("--gamma", type=float, default=1.0,
+                   help="γ of the confidence weights exp(−γ·PPL) of --method weighted (default 1)")
+    p.add_argument("--rescale", type=float, nargs=2, metavar=("LOW", "HIGH"), default=None,
+                   help="distribution scores: map the fine scale linearly onto LOW..HIGH "
+                        "(e.g. 1 5 for scores asked on 1-100); --tol is then in those units")
+    p.add_argument("--score-scale", type=float, nargs=2, metavar=("A", "B"), default=None,
+                   help="ends of the fine scale for --rescale (default: the smallest and largest "
+                        "score token of the scores table)")
     p.add_argument("--tol", type=float, default=0.0, help="score tolerance of the Conflict Ratio")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte-Carlo NTR estimate")
     p.add_argument("--json", action="store_true", help="end with one JSON line")
@@ -42,10 +53,18 @@ def _pct(x: float | None) -> str:
 def summary_lines(report: TrustJudgeReport) -> list[str]:
     """Human-readable summary of a report."""
     ks = report.k
-    lines = [f"TrustJudge: method={report.method}, delta={report.delta:g}, "
-             f"{report.log.get('n_units', 0)} judge×question units, "
-             f"{sum(report.log.get('counts', {}).values())} pairs "
-             f"({', '.join(f'{r} {n}' for r, n in report.log.get('counts', {}).items())})"]
+    head = f"TrustJudge: method={report.method}, delta={report.delta:g}, "
+    if report.log.get("gamma") is not None:
+        head += f"gamma={report.log['gamma']:g}, "
+    if report.score_method:
+        rescale = report.log.get("rescale_to")
+        head += f"score={report.score_method}" + (
+            f" rescaled to {rescale[0]:g}-{rescale[1]:g}" if rescale else "") + ", "
+    if report.log.get("ppl_from_logprobs"):
+        head += "perplexity from token log-probabilities, "
+    counts = report.log.get("counts", {})
+    lines = [head + f"{report.log.get('n_units', 0)} judge×question units, "
+             f"{sum(counts.values())} pairs ({', '.join(f'{r} {n}' for r, n in counts.items())})"]
     ntr = ", ".join(f"NTR_{k} {_pct(report.ntr[k])}" + ("" if report.ntr_exact[k] or report.ntr_ci[k] is None
                     else f" [{_pct(report.ntr_ci[k][0])}, {_pct(report.ntr_ci[k][1])}]") for k in ks)
     lines.append(f"Overall: CR {_pct(report.cr)}; {ntr}")
@@ -57,6 +76,10 @@ def summary_lines(report: TrustJudgeReport) -> list[str]:
     return lines
 
 
+def _pair(values) -> tuple[float, float] | None:
+    return None if values is None else (float(values[0]), float(values[1]))
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status (2 on bad input)."""
     try:
@@ -66,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
         report = analyse(args.pairwise, args.scores, method=args.method, delta=args.delta,
                          k=tuple(args.k), random_state=getattr(args, "seed", 0),
                          score_method=getattr(args, "score_method", None),
-                         tol=getattr(args, "tol", 0.0))
+                         tol=getattr(args, "tol", 0.0), gamma=getattr(args, "gamma", 1.0),
+                         rescale_to=_pair(getattr(args, "rescale", None)),
+                         score_scale=_pair(getattr(args, "score_scale", None)))
         if args.violations_out:
             write_table(report.violations, args.violations_out)
     except PUAuditError as exc:

@@ -13,7 +13,8 @@ candidate_a, model_1) · ``candidate_j`` (model_b, candidate_b, model_2) · ``ve
 ``verdict_2`` (verdict_swapped, winner_2: the verdict with candidate_j shown first, so **A =
 candidate_j**; optional) · probabilities ``p1_A p1_B p1_tie p2_A p2_B p2_tie`` (also
 ``prob_1_a``, ``p_A_1``, ...; letters as the judge saw them in that order; optional) · perplexities
-``ppl_1 ppl_2`` (perplexity_1, ...; optional) · rationales ``rationale_1 rationale_2``
+``ppl_1 ppl_2`` (perplexity_1, ...; optional; where absent, computed from JSON lists of the
+judgment's token log-probabilities ``token_logprobs_1 token_logprobs_2``) · rationales ``rationale_1 rationale_2``
 (explanation_1, reasoning_1, judgment_1; optional).
 
 Verdicts are read case-insensitively: ``A``, ``model_a``, ``1``, ``[[A]]``, ``assistant 1`` mean
@@ -88,6 +89,7 @@ _PROB_RE = (
     re.compile(r"^p(?:rob(?:ability)?)?_?(?P<letter>a|b|tie)_?(?P<order>[12])$", re.I),
 )
 _PPL_RE = re.compile(r"^(?:ppl|perplexity)_?(?P<order>[12])$", re.I)
+_LOGPROBS_RE = re.compile(r"^(?:token_)?logprobs_?(?P<order>[12])$", re.I)
 _DIST_RE = re.compile(r"^p_?(?P<token>-?\d+(?:\.\d+)?)$", re.I)
 
 
@@ -212,7 +214,11 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
 
     prob_cols: dict[str, str] = {}
     ppl_cols: dict[str, str] = {}
+    logprob_cols: dict[str, str] = {}
     for col in columns:
+        m = _LOGPROBS_RE.match(col.strip())
+        if m:
+            logprob_cols.setdefault(f"ppl_{m['order']}", col)
         for rx in _PROB_RE:
             m = rx.match(col.strip())
             if m:
@@ -266,8 +272,16 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
                                "[0, 1]. Give probabilities, not logits or percentages.",
                                column=col, row=r)
         out[canon] = vals
+    from_logprobs = []
     for canon in ("ppl_1", "ppl_2"):
         col = ppl_cols.get(canon)
+        if col is None and canon in logprob_cols:
+            col = logprob_cols[canon]
+            vals = np.array([_ppl_cell(v, column=col, row=r, label=label)
+                             for v, r in zip(raw[col], rows)], dtype=float)
+            from_logprobs.append(canon)
+            out[canon] = vals
+            continue
         vals = (np.array([_number(v, column=col, row=r, label=label) for v, r in zip(raw[col], rows)])
                 if col else np.full(n, np.nan))
         bad = np.flatnonzero(vals <= 0)
@@ -296,9 +310,21 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
             "answer orders of a pair in one row (verdict_1, verdict_2), and list each pair once.",
             row=r)
     out.attrs["has_probabilities"] = bool(prob_cols)
-    out.attrs["has_perplexity"] = bool(ppl_cols)
+    out.attrs["has_perplexity"] = bool(ppl_cols) or bool(from_logprobs)
+    out.attrs["ppl_from_logprobs"] = from_logprobs
     out.attrs["name"] = label
     return out
+
+
+def _ppl_cell(value: Any, *, column: str, row: int, label: str) -> float:
+    """Perplexity from a cell of token log-probabilities (NaN when empty)."""
+    from puaudit.trustjudge.likelihood import parse_token_logprobs, perplexity
+
+    try:
+        return perplexity(parse_token_logprobs(value))
+    except PUAuditError as exc:
+        raise PUAuditError(f"{label}: column '{column}' at row {row}: {exc}", column=column,
+                           row=row) from None
 
 
 def read_scores(source: Any, *, mapping: dict[str, str] | None = None,

@@ -22,11 +22,13 @@ __all__ = [
     "aggregate_probabilities",
     "relation_bidirectional",
     "relation_ppl",
+    "relation_weighted",
+    "weighted_distribution",
     "pair_distribution",
     "pair_relations",
 ]
 
-METHODS = ("baseline", "bidirectional", "ppl")
+METHODS = ("baseline", "bidirectional", "ppl", "weighted")
 
 # verdict in order 1 / order 2 -> outcome index in the (i wins, j wins, tie) frame
 _ORDER1 = {"A": 0, "B": 1, "tie": 2}
@@ -136,6 +138,91 @@ def relation_ppl(verdict_1: Any, verdict_2: Any, ppl_1: np.ndarray, ppl_2: np.nd
     return out
 
 
+def _order_distributions(verdict_1: Any, verdict_2: Any, p1: np.ndarray,
+                         p2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each order's (i wins, j wins, tie) distribution: its letter probabilities normalised, or
+    its verdict as a point mass where it has none; a row of NaN where the order is missing."""
+    n = len(p1)
+    out = []
+    for verdicts, probs, table, swap in ((verdict_1, p1, _ORDER1, False),
+                                         (verdict_2, p2, _ORDER2, True)):
+        probs = np.asarray(probs, dtype=float).reshape(-1, 3)
+        frame = probs[:, [1, 0, 2]] if swap else probs  # order 2: A = j
+        has = ~np.all(np.isnan(frame), axis=1)
+        d = np.nan_to_num(frame)
+        total = d.sum(axis=1)
+        has &= total > 0
+        d = np.divide(d, total[:, None], out=np.zeros_like(d), where=total[:, None] > 0)
+        codes = _codes(verdicts, table)
+        vote = np.zeros((n, 3))
+        vote[np.flatnonzero(codes >= 0), codes[codes >= 0]] = 1.0
+        d = np.where(has[:, None], d, vote)
+        d[(codes < 0) & ~has] = np.nan
+        out.append(d)
+    return out[0], out[1]
+
+
+def weighted_distribution(verdict_1: Any, verdict_2: Any, p1: np.ndarray, p2: np.ndarray,
+                          ppl_1: np.ndarray, ppl_2: np.ndarray, *, gamma: float) -> np.ndarray:
+    """Confidence-weighted (i wins, j wins, tie) distribution of each pair.
+
+    ``P = Σ_o w_o·P_o / Σ_o w_o`` with ``w_o = exp(−γ·PPL_o)`` (see
+    :func:`puaudit.trustjudge.likelihood.confidence_weights`) and ``P_o`` order o's letter
+    probabilities normalised to sum 1 and swapped into the (i, j, tie) frame, or its verdict as a
+    point mass when it has no probabilities. An order without a perplexity gets the weight of
+    the other order (equal weights when neither has one); a missing order weighs 0. With
+    ``γ = 0`` this is the mean of the two orders (bidirectional aggregation on normalised
+    probabilities); as γ grows it tends to the order with the lower perplexity.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, 3)
+        Rows of NaN where neither order has a verdict or probabilities.
+    """
+    from puaudit.trustjudge.likelihood import confidence_weights
+
+    d1, d2 = _order_distributions(verdict_1, verdict_2, p1, p2)
+    q1 = np.asarray(ppl_1, dtype=float)
+    q2 = np.asarray(ppl_2, dtype=float)
+    q1 = np.where(np.isnan(q1), q2, q1)
+    q2 = np.where(np.isnan(q2), q1, q2)
+    base = np.fmin(q1, q2)
+    base = np.where(np.isnan(base), 0.0, base)
+    # exp(−γ·PPL) relative to the lower perplexity of the pair: the same ratio, no underflow
+    w1 = np.nan_to_num(confidence_weights(q1 - base, gamma=gamma), nan=1.0)
+    w2 = np.nan_to_num(confidence_weights(q2 - base, gamma=gamma), nan=1.0)
+    w1 = np.where(np.isnan(d1).all(axis=1), 0.0, w1)
+    w2 = np.where(np.isnan(d2).all(axis=1), 0.0, w2)
+    total = w1 + w2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        P = (w1[:, None] * np.nan_to_num(d1) + w2[:, None] * np.nan_to_num(d2)) / total[:, None]
+    P[total == 0] = np.nan
+    return P
+
+
+def relation_weighted(verdict_1: Any, verdict_2: Any, p1: np.ndarray, p2: np.ndarray,
+                      ppl_1: np.ndarray, ppl_2: np.ndarray, *, gamma: float = 1.0,
+                      delta: float = 0.0) -> np.ndarray:
+    """Confidence-weighted relation: argmax of :func:`weighted_distribution`.
+
+    ``=`` when the two largest weighted probabilities differ by less than δ, or are equal.
+
+    Returns
+    -------
+    numpy.ndarray of str
+        ``None`` for rows with neither a verdict nor probabilities in either order.
+    """
+    P = weighted_distribution(verdict_1, verdict_2, p1, p2, ppl_1, ppl_2, gamma=gamma)
+    ok = ~np.isnan(P).any(axis=1)
+    Z = np.nan_to_num(P)
+    top = np.sort(Z, axis=1)
+    gap = top[:, 2] - top[:, 1]
+    idx = np.where((gap < delta) | (gap == 0), 2, np.argmax(Z, axis=1))
+    out = _REL[idx].astype(object)
+    out[~ok] = None
+    return out
+
+
 def _prob_arrays(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     cols = [c if c in pairs else None for c in PROB_COLUMNS]
     n = len(pairs)
@@ -164,19 +251,22 @@ def pair_distribution(pairs: pd.DataFrame) -> np.ndarray:
 
 
 def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: float = 0.0,
-                   log: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, dict]:
+                   gamma: float = 1.0, log: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, dict]:
     """Relation of every pair of a table read by :func:`puaudit.trustjudge.io.read_pairwise`.
 
     Parameters
     ----------
     pairs : DataFrame
         Canonical pairwise table.
-    method : {"baseline", "bidirectional", "ppl"}
-        See :func:`relation_baseline`, :func:`relation_bidirectional`, :func:`relation_ppl`.
+    method : {"baseline", "bidirectional", "ppl", "weighted"}
+        See :func:`relation_baseline`, :func:`relation_bidirectional`, :func:`relation_ppl`,
+        :func:`relation_weighted`.
         Rows the chosen method cannot decide (no probabilities / perplexities) fall back to the
         baseline relation; ``log["n_fallback"]`` counts them.
     delta : float, default 0
         Tie tolerance δ (probability margin or perplexity difference).
+    gamma : float, default 1
+        γ of the confidence weights ``exp(−γ·PPL)`` (method ``weighted`` only).
     log : bool
         Also return a dict of diagnostics.
 
@@ -184,7 +274,8 @@ def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: floa
     -------
     DataFrame
         ``pairs`` plus ``relation``, ``prob_i``, ``prob_j``, ``prob_tie`` (from
-        :func:`pair_distribution`) and ``margin`` = P(relation) − max P(other outcomes): how far
+        :func:`pair_distribution`; with ``weighted``, from :func:`weighted_distribution`) and
+        ``margin`` = P(relation) − max P(other outcomes): how far
         the relation is from flipping (negative when the relation contradicts the distribution,
         e.g. a baseline ``=`` from two disagreeing orders).
     """
@@ -194,6 +285,7 @@ def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: floa
         raise PUAuditError(f"delta must be ≥ 0 (got {delta}).")
     v2 = pairs["verdict_2"] if "verdict_2" in pairs else [None] * len(pairs)
     base = relation_baseline(pairs["verdict_1"], v2)
+    weighted = None
     if method == "baseline":
         rel = base
     elif method == "bidirectional":
@@ -203,6 +295,17 @@ def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: floa
                                "p1_A, p1_B, p1_tie, p2_A, p2_B, p2_tie); this table has none. Use "
                                "--method baseline, or add the probabilities.", column="p1_A")
         rel = relation_bidirectional(p1, p2, delta=delta)
+    elif method == "weighted":
+        q1 = pairs["ppl_1"].to_numpy(dtype=float) if "ppl_1" in pairs else np.full(len(pairs), np.nan)
+        q2 = pairs["ppl_2"].to_numpy(dtype=float) if "ppl_2" in pairs else np.full(len(pairs), np.nan)
+        if np.all(np.isnan(q1)) and np.all(np.isnan(q2)):
+            raise PUAuditError("Method 'weighted' weighs each answer order by exp(−γ·PPL) and "
+                               "needs the perplexity of the judgments (columns ppl_1, ppl_2, or "
+                               "token_logprobs_1, token_logprobs_2); this table has none. Use "
+                               "--method baseline or bidirectional.", column="ppl_1")
+        p1, p2 = _prob_arrays(pairs)
+        weighted = weighted_distribution(pairs["verdict_1"], v2, p1, p2, q1, q2, gamma=gamma)
+        rel = relation_weighted(pairs["verdict_1"], v2, p1, p2, q1, q2, gamma=gamma, delta=delta)
     else:
         q1 = pairs["ppl_1"].to_numpy(dtype=float) if "ppl_1" in pairs else np.full(len(pairs), np.nan)
         q2 = pairs["ppl_2"].to_numpy(dtype=float) if "ppl_2" in pairs else np.full(len(pairs), np.nan)
@@ -214,6 +317,9 @@ def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: floa
     fallback = np.array([r is None for r in rel])
     rel = np.where(fallback, base, rel)
     dist = pair_distribution(pairs)
+    if weighted is not None:
+        usable = ~np.isnan(weighted).any(axis=1)
+        dist[usable] = weighted[usable]
     idx = np.select([rel == ">", rel == "<"], [0, 1], 2)
     own = dist[np.arange(len(dist)), idx]
     others = dist.copy()
@@ -224,5 +330,7 @@ def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: floa
     out["margin"] = own - others.max(axis=1)
     if not log:
         return out
-    return out, {"method": method, "delta": float(delta), "n_fallback": int(fallback.sum()),
+    return out, {"method": method, "delta": float(delta),
+                 **({"gamma": float(gamma)} if method == "weighted" else {}),
+                 "n_fallback": int(fallback.sum()),
                  "counts": {r: int((rel == r).sum()) for r in (">", "<", "=")}}

@@ -81,7 +81,8 @@ class TrustJudgeReport:
 
         out = {
             "method": self.method, "delta": self.delta, "k": list(self.k),
-            "score_method": self.score_method, "cr": _num(self.cr),
+            "score_method": self.score_method, "gamma": self.log.get("gamma"),
+            "rescale_to": self.log.get("rescale_to"), "cr": _num(self.cr),
             "ntr": {str(k): _num(v) for k, v in self.ntr.items()},
             "ntr_ci": {str(k): (list(v) if v else None) for k, v in self.ntr_ci.items()},
             "ntr_exact": {str(k): v for k, v in self.ntr_exact.items()},
@@ -111,7 +112,9 @@ def _num(x: Any) -> float | None:
 def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline",
             delta: float = 0.0, k: Sequence[int] = (3, 4, 5), random_state: int | None = 0,
             max_exact_subsets: int = 200_000, n_samples: int = 20_000,
-            score_method: str | None = None, tol: float = 0.0, prior: float = 0.1) -> TrustJudgeReport:
+            score_method: str | None = None, tol: float = 0.0, prior: float = 0.1,
+            gamma: float = 1.0, rescale_to: tuple[float, float] | None = None,
+            score_scale: tuple[float, float] | None = None) -> TrustJudgeReport:
     """Conflict Ratio, NTR_k, violating triples and rankings of a pairwise table.
 
     Parameters
@@ -120,7 +123,7 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
         Pairwise verdicts (see :func:`puaudit.trustjudge.io.read_pairwise`).
     scores_df : DataFrame, path or bytes, optional
         Single scores (see :func:`puaudit.trustjudge.io.read_scores`); without it CR is None.
-    method : {"baseline", "bidirectional", "ppl"}
+    method : {"baseline", "bidirectional", "ppl", "weighted"}
         Pair relation (see :mod:`puaudit.trustjudge.relations`).
     delta : float, default 0
         Tie tolerance δ of the likelihood-aware methods.
@@ -139,12 +142,20 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
         Score tolerance of the Conflict Ratio.
     prior : float, default 0.1
         Bradley–Terry pseudo-wins (see :func:`puaudit.trustjudge.ranking.bradley_terry`).
+    gamma : float, default 1
+        γ of the confidence weights ``exp(−γ·PPL)`` of ``method="weighted"``.
+    rescale_to : (low, high), optional
+        With ``score_method="distribution"``: map the fine score scale linearly onto this range
+        (``tol`` is then in the rescaled units).
+    score_scale : (a, b), optional
+        The fine scale's ends for the rescaling; default the smallest and largest score token of
+        the scores table.
     """
     ks = tuple(int(x) for x in k)
     if not ks or min(ks) < 3:
         raise PUAuditError(f"k must be a list of subset sizes of at least 3 (got {list(k)}).")
     pairs = read_pairwise(pairwise_df)
-    rel, rel_log = pair_relations(pairs, method=method, delta=delta, log=True)
+    rel, rel_log = pair_relations(pairs, method=method, delta=delta, gamma=gamma, log=True)
 
     if scores_df is not None:
         scores = read_scores(scores_df)
@@ -154,13 +165,15 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
         if score_method not in SCORE_METHODS:
             raise PUAuditError(f"Unknown score method '{score_method}'. Use one of: "
                                f"{', '.join(SCORE_METHODS)}.")
-        rel = attach_scores(rel, scores, score_table(scores, method=score_method))
+        rel = attach_scores(rel, scores, score_table(scores, method=score_method,
+                                                     rescale_to=rescale_to, scale=score_scale))
         _, cr_log = conflict_ratio(rel["relation"].to_numpy(), rel["score_i"].to_numpy(),
                                    rel["score_j"].to_numpy(), tol=tol, log=True)
         rel["scored"] = rel["score_i"].notna() & rel["score_j"].notna()
         rel["conflict"] = cr_log["conflict"]
     else:
         score_method = None
+        rescale_to = None
         rel["scored"] = False
         rel["conflict"] = False
 
@@ -243,4 +256,6 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
         per_type=per_type, per_judge=per_judge, triples=overall["triples"], relations=rel,
         violations=violations, rankings=rank_candidates(rel, prior=prior),
         per_question=per_question,
-        log={**rel_log, "n_units": len(per_question)})
+        log={**rel_log, "n_units": len(per_question),
+             "rescale_to": list(rescale_to) if rescale_to is not None else None,
+             "ppl_from_logprobs": list(pairs.attrs.get("ppl_from_logprobs", []))})

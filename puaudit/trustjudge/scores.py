@@ -13,7 +13,8 @@ import pandas as pd
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["SCORE_METHODS", "score_baseline", "score_geval", "score_distribution", "score_table"]
+__all__ = ["SCORE_METHODS", "score_baseline", "score_geval", "score_distribution", "score_scale",
+           "score_table"]
 
 SCORE_METHODS = ("baseline", "geval", "distribution")
 
@@ -68,15 +69,39 @@ def score_distribution(dist: Mapping[float, float], *,
     return float(low + (value - a) * (high - low) / (b - a))
 
 
+def score_scale(scores: pd.DataFrame) -> tuple[float, float] | None:
+    """The smallest and largest score token over every distribution of a scores table (``None``
+    without distributions). With ``p_1 … p_K`` columns every row lists every token, so this is
+    the scale the judge was asked to use."""
+    tokens = [t for d in scores["distribution"] if d is not None for t in d]
+    return (float(min(tokens)), float(max(tokens))) if tokens else None
+
+
 def score_table(scores: pd.DataFrame, *, method: str = "baseline",
-                rescale_to: tuple[float, float] | None = None) -> pd.Series:
+                rescale_to: tuple[float, float] | None = None,
+                scale: tuple[float, float] | None = None) -> pd.Series:
     """Score per row of a table read by :func:`puaudit.trustjudge.io.read_scores`.
 
     ``baseline`` uses the ``score`` column where present, else the most likely token;
     ``geval`` and ``distribution`` need the distribution of every row.
+
+    Parameters
+    ----------
+    rescale_to : (low, high), optional
+        ``distribution`` only: map the fine scale linearly onto this range (see
+        :func:`score_distribution`).
+    scale : (a, b), optional
+        The fine scale's ends for the rescaling; default the table's :func:`score_scale` (one
+        scale for every row, so that rows whose judge put no mass on the extremes are rescaled
+        like the others).
     """
     if method not in SCORE_METHODS:
         raise PUAuditError(f"Unknown score method '{method}'. Use one of: {', '.join(SCORE_METHODS)}.")
+    if rescale_to is not None and method != "distribution":
+        raise PUAuditError(f"Rescaling applies to the distribution score only (got score method "
+                           f"'{method}').")
+    if rescale_to is not None and scale is None:
+        scale = score_scale(scores)
     out = np.empty(len(scores))
     for pos, (score, dist, row) in enumerate(zip(scores["score"], scores["distribution"], scores["row"])):
         if method == "baseline" and not pd.isna(score):
@@ -90,5 +115,5 @@ def score_table(scores: pd.DataFrame, *, method: str = "baseline",
         elif method == "geval":
             out[pos] = score_geval(dist)
         else:
-            out[pos] = score_distribution(dist, rescale_to=rescale_to)
+            out[pos] = score_distribution(dist, rescale_to=rescale_to, scale=scale)
     return pd.Series(out, index=scores.index, name="score_value")
