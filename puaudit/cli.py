@@ -1,4 +1,5 @@
-"""Command line: ``puaudit audit | evaluate | sweep | demo | trustjudge | annotators | models``.
+"""Command line: ``puaudit audit | evaluate | sweep | demo | trustjudge | judge | annotators |
+models``.
 
 Bad input prints one clear message on stderr and exits with status 2 (never a traceback).
 With ``--json`` the last line printed is one JSON object.
@@ -308,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 _PLUGINS = {"trustjudge": "puaudit.trustjudge.cli", "annotators": "puaudit.annotators_cli",
-            "models": "puaudit.models_cli"}
+            "models": "puaudit.models_cli", "judge": "puaudit.trustjudge.judge_cli"}
 
 
 def _dispatch_plugin(args) -> int:

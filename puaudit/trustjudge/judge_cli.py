@@ -1,0 +1,235 @@
+"""``puaudit judge``: ask any OpenAI-compatible endpoint for pairwise verdicts (both orders) and
+single scores with log-probabilities, and write the TrustJudge input tables.
+
+See ``docs/trustjudge.md`` ("Collecting judgments"). Exit status: 0 done, 1 some requests failed
+for good (nothing written unless ``--allow-partial``), 2 bad input or an endpoint that refuses
+every request, 130 interrupted (everything finished is cached: rerun the same command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from puaudit.errors import PUAuditError
+from puaudit.trustjudge.collect import WINNER_RULES
+
+__all__ = ["add_parser", "run", "default_paths"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``judge`` subcommand to a ``puaudit`` argument parser."""
+    from puaudit.trustjudge.prompts import PAIR_TEMPLATES, SCORE_TEMPLATES
+    from puaudit.trustjudge.runner import DEFAULT_KEY_ENV
+
+    p = subparsers.add_parser(
+        "judge", help="collect pairwise verdicts (both orders) and scores with log-probabilities "
+                      "from an OpenAI-compatible endpoint",
+        description="Query an OpenAI-compatible chat-completions endpoint (vLLM, Ollama, "
+                    "llama.cpp server, hosted APIs) for pairwise verdicts and/or single scores "
+                    "with log-probabilities, and write the TrustJudge input tables. Every "
+                    "response is cached as it arrives: an interrupted run continues where it "
+                    "stopped when rerun. The API key is read from the environment only.")
+    p.add_argument("input", metavar="INPUT",
+                   help="answers (question_id, question, candidate, answer) or comparisons "
+                        "(prompt, response_a, response_b, ...)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="pairwise table (answers input), or the input table with the judge's "
+                        "verdicts (comparisons input); the scores table with --scores-only")
+    p.add_argument("--endpoint", required=True, metavar="URL",
+                   help="base URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", required=True, metavar="NAME", help="model name the endpoint serves")
+    what = p.add_argument_group("what to ask")
+    what.add_argument("--both-orders", action="store_true",
+                      help="ask every pair twice, each answer shown first once")
+    what.add_argument("--scores", action="store_true", help="also score every answer on its own")
+    what.add_argument("--scores-only", action="store_true", help="single scores, no pairs")
+    what.add_argument("--pair-template", default="trustjudge", metavar="NAME|FILE.json",
+                      help=f"pairwise prompt: {', '.join(PAIR_TEMPLATES)} or a JSON file "
+                           "(default trustjudge)")
+    what.add_argument("--score-template", default="trustjudge-5", metavar="NAME|FILE.json",
+                      help=f"scoring prompt: {', '.join(SCORE_TEMPLATES)} or a JSON file "
+                           "(default trustjudge-5)")
+    what.add_argument("--temperature", type=float, default=0.0)
+    what.add_argument("--max-tokens", type=int, default=1024)
+    what.add_argument("--top-logprobs", type=int, default=20,
+                      help="alternatives per token (default 20, the OpenAI maximum)")
+    what.add_argument("--seed", type=int, default=None, help="sent to the endpoint when given")
+    run_g = p.add_argument_group("running")
+    run_g.add_argument("--api-key-env", default=DEFAULT_KEY_ENV, metavar="VAR",
+                       help=f"environment variable holding the API key (default {DEFAULT_KEY_ENV}); "
+                            "the key is never logged or written")
+    run_g.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
+    run_g.add_argument("--timeout", type=float, default=120.0, help="seconds per attempt")
+    run_g.add_argument("--retries", type=int, default=6,
+                       help="retries after 429, 5xx, timeouts, dropped connections (default 6)")
+    run_g.add_argument("--backoff", type=float, default=1.0,
+                       help="first retry wait in seconds, doubled each time (default 1)")
+    run_g.add_argument("--max-backoff", type=float, default=60.0)
+    run_g.add_argument("--cache", metavar="FILE", default=None,
+                       help="response cache (default OUT's name + .judge-cache.jsonl)")
+    run_g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out_g = p.add_argument_group("output")
+    out_g.add_argument("--scores-out", metavar="FILE", default=None,
+                       help="scores table (default OUT's name + .scores + OUT's extension)")
+    out_g.add_argument("--judge-name", default=None, help="judge column value (default --model)")
+    out_g.add_argument("--winner-column", default="judge_winner",
+                       help="comparisons input: column that receives the verdict")
+    out_g.add_argument("--winner-rule", choices=WINNER_RULES, default="baseline",
+                       help="comparisons input with --both-orders: both orders must agree, else "
+                            "tie (baseline); summed probabilities (bidirectional); order 1 (first)")
+    out_g.add_argument("--allow-partial", action="store_true",
+                       help="write the tables even when some requests failed for good")
+    out_g.add_argument("--json", action="store_true", help="end with one JSON line")
+
+
+def default_paths(output: str, *, scores_only: bool = False, scores_out: str | None = None,
+                  cache: str | None = None) -> dict[str, Path]:
+    """Where ``puaudit judge`` writes: pairs (or scores), scores, problems list and cache."""
+    out = Path(output).expanduser()
+    base = out.with_name(out.stem)
+    return {"pairs": None if scores_only else out,
+            "scores": out if scores_only else (Path(scores_out).expanduser() if scores_out
+                                               else Path(f"{base}.scores{out.suffix}")),
+            "problems": Path(f"{base}.problems.csv"),
+            "cache": Path(cache).expanduser() if cache else Path(f"{base}.judge-cache.jsonl")}
+
+
+def _check_comparison_columns(plan, args) -> None:
+    frame = plan.frame
+    lowered = {str(c).strip().lower(): c for c in frame.columns}
+    ours = ["judge_model", "verdict_1", "p1_a", "ppl_1", "token_logprobs_1", "rationale_1"]
+    if plan.both_orders:
+        ours += ["verdict_2", "p2_a", "ppl_2", "token_logprobs_2", "rationale_2"]
+    clash = [lowered[c] for c in ours if c in lowered]
+    if clash:
+        raise PUAuditError(f"The input already has judge columns ({', '.join(map(str, clash))}); "
+                           "judge a table without them.")
+    col = args.winner_column
+    if col in frame.columns:
+        values = frame[col]
+        filled = values.notna() & (values.astype(str).str.strip() != "")
+        if filled.any():
+            raise PUAuditError(f"The input's column '{col}' already holds verdicts. Write this "
+                               "judge's to another column with --winner-column NAME.")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the subcommand; returns the exit status."""
+    from puaudit.io import check_output_path, read_table, write_table
+    from puaudit.trustjudge.collect import assemble, plan_judging
+    from puaudit.trustjudge.prompts import get_template
+    from puaudit.trustjudge.runner import JudgeClient, ResponseCache, run_requests
+
+    scores = args.scores or args.scores_only
+    if args.scores_only and args.both_orders:
+        raise PUAuditError("--both-orders asks pairs; it cannot go with --scores-only.")
+    paths = default_paths(args.output, scores_only=args.scores_only, scores_out=args.scores_out,
+                          cache=args.cache)
+    outputs = []
+    for what, path, table in (("output (-o)", paths["pairs"], True),
+                              ("scores table", paths["scores"] if scores else None, True),
+                              ("problems list", paths["problems"], True),
+                              ("--cache", paths["cache"], False)):
+        if path is not None:
+            check_output_path(path, inputs=[args.input], outputs=outputs, what=what, table=table)
+            outputs.append(path)
+
+    frame = read_table(args.input)
+    client = JudgeClient(endpoint=args.endpoint, model=args.model, api_key_env=args.api_key_env,
+                         timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
+                         max_backoff=args.max_backoff, temperature=args.temperature,
+                         max_tokens=args.max_tokens, top_logprobs=args.top_logprobs, seed=args.seed)
+    pair_t = None if args.scores_only else get_template(args.pair_template, kind="pair")
+    score_t = get_template(args.score_template, kind="score") if scores else None
+    plan = plan_judging(frame, key=client.key, pair_template=pair_t, score_template=score_t,
+                        both_orders=args.both_orders, name=Path(args.input).name)
+    if plan.kind == "comparisons" and pair_t is not None:
+        _check_comparison_columns(plan, args)
+    judge_name = args.judge_name or args.model
+    n_pairs, n_scores = len(plan.pair_tasks), len(plan.score_tasks)
+    print(f"{Path(args.input).name}: {plan.kind} input; {n_pairs} pairs"
+          + (" × 2 orders" if args.both_orders and n_pairs else "")
+          + f", {n_scores} answers to score; {len(plan.requests)} distinct requests to "
+          f"{client.base_url} (model {args.model}); "
+          + (f"API key from ${args.api_key_env}" if client.has_key
+             else f"no API key (${args.api_key_env} is not set)"), file=sys.stderr)
+
+    with ResponseCache(paths["cache"]) as cache:
+        if cache.n_dropped:
+            print(f"cache {paths['cache']}: dropped {cache.n_dropped} incomplete line(s) left by an "
+                  "interrupted run", file=sys.stderr)
+        try:
+            stats = run_requests(plan.requests, client=client, cache=cache,
+                                 concurrency=args.concurrency, meta=plan.meta,
+                                 progress=not args.no_progress)
+        except KeyboardInterrupt:
+            print(f"interrupted: {sum(k in cache for k in plan.requests)} of {len(plan.requests)} "
+                  f"responses are cached in {paths['cache']}; rerun the same command to continue.",
+                  file=sys.stderr)
+            return 130
+        except PUAuditError as exc:
+            raise PUAuditError(f"{exc} The {sum(k in cache for k in plan.requests)} responses "
+                               f"received so far are cached in {paths['cache']}.") from None
+        responses = {k: cache.get(k)["response"] for k in plan.requests if k in cache}
+
+    print(f"requests: {stats.n_total} ({stats.n_cached} cached, {stats.n_new} new, "
+          f"{stats.n_failed} failed, {stats.n_retries} retries); tokens this run: "
+          f"{stats.prompt_tokens} prompt, {stats.completion_tokens} completion; "
+          f"{stats.elapsed_s:.1f}s", file=sys.stderr)
+    if stats.n_failed and not args.allow_partial:
+        first = next(iter(stats.failures.values()))
+        print(f"error: {stats.n_failed} of {stats.n_total} requests failed for good (first: "
+              f"{first}). The other responses are cached in {paths['cache']}: rerun the same "
+              "command to retry the failed ones, or add --allow-partial to write the tables "
+              "without them.", file=sys.stderr)
+        return 1
+
+    tables = assemble(plan, responses, judge_name=judge_name, failures=stats.failures,
+                      winner_column=args.winner_column, winner_rule=args.winner_rule)
+    written = {}
+    if tables.pairs is not None:
+        write_table(tables.pairs, paths["pairs"])
+        written["pairs"] = str(paths["pairs"])
+        if plan.kind == "answers":
+            print(f"wrote {len(tables.pairs)} pairs to {paths['pairs']}"
+                  + (f" ({tables.counts['pairs'] - tables.counts['pairs_kept']} without a verdict "
+                     "left out)" if tables.counts["pairs"] != tables.counts["pairs_kept"] else ""))
+        else:
+            print(f"wrote {len(tables.pairs)} rows to {paths['pairs']} with the judge's verdict in "
+                  f"'{args.winner_column}' ({tables.counts['pairs_kept']} filled)")
+    if tables.scores is not None:
+        write_table(tables.scores, paths["scores"])
+        written["scores"] = str(paths["scores"])
+        print(f"wrote {len(tables.scores)} scores to {paths['scores']}"
+              + (f" ({tables.counts['scores'] - tables.counts['scores_kept']} without a score left "
+                 "out)" if tables.counts["scores"] != tables.counts["scores_kept"] else ""))
+    if len(tables.problems):
+        write_table(tables.problems, paths["problems"])
+        written["problems"] = str(paths["problems"])
+        print(f"{len(tables.problems)} judgment(s) gave no verdict, score or probabilities: "
+              f"listed in {paths['problems']}")
+    elif paths["problems"].exists():
+        paths["problems"].unlink()  # a list from an earlier run of this command
+    nxt = []
+    if "pairs" in written and plan.kind == "answers":
+        nxt.append(f"puaudit trustjudge {paths['pairs']}"
+                   + (f" --scores {paths['scores']}" if "scores" in written else "")
+                   + (" --method bidirectional" if args.both_orders else ""))
+    elif "pairs" in written:
+        nxt.append(f"puaudit audit {paths['pairs']} -o audited.csv")
+    if nxt:
+        print("next: " + nxt[0])
+    if args.json:
+        def num(x):
+            return None if isinstance(x, float) and not math.isfinite(x) else x
+        print(json.dumps({"kind": plan.kind, "model": args.model, "endpoint": client.base_url,
+                          "n_pairs": n_pairs, "n_scores": n_scores, "both_orders": args.both_orders,
+                          "written": written, "cache": str(paths["cache"]),
+                          "n_problems": len(tables.problems), "counts": tables.counts,
+                          "stats": {k: num(v) for k, v in stats.to_dict().items()}},
+                         ensure_ascii=False))
+    return 0
