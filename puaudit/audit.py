@@ -441,8 +441,18 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
+#: ``knn`` compares every audited row with every reference row; above this many pairs the
+#: automatic choice leaves it out (it is still available by name).
+KNN_AUTO_MAX_PAIRS = 2_000_000_000
+
+
 def _score_auto(prep: PreparedSplit, *, candidates, denoise, **kw) -> ScoredSplit:
     """Cross-fit every candidate, compare them by out-of-fold log loss on P, keep the best."""
+    from puaudit.scorers import MAX_FIT_ROWS
+
+    n_ref = 2 * min(len(prep.p_rows), MAX_FIT_ROWS["knn"])
+    if len(candidates) > 1 and len(prep.u_rows) * n_ref > KNN_AUTO_MAX_PAIRS:
+        candidates = tuple(c for c in candidates if c != "knn")
     fitted = {c: _score_split(prep, scorer=c, denoise=_denoise_default(denoise, c), **kw)
               for c in candidates}
     first = fitted[candidates[0]]

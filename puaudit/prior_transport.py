@@ -53,7 +53,7 @@ PRIOR_OT_REG_M = 0.1
 #: Audited rows up to which the source potentials are solved on every row.
 PRIOR_OT_MAX_TARGETS = 20_000
 _BLOCK_ENTRIES = 8_000_000  # n_p x block entries per streamed block (32 MB of float32)
-_SOLVE_ENTRIES = 32_000_000  # (2 n_p) x n_t entries of the dense problem handed to POT
+_SOLVE_ENTRIES = 8_000_000  # (2 n_p) x n_t entries of the dense problem handed to POT
 
 
 def _torch_device(device):

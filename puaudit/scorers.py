@@ -32,7 +32,7 @@ SCORE_BLOCK = 32_768
 #: Largest reference set (P rows) a scorer is fitted on; a seeded sample above. Far above what
 #: any labelled slice needs, it bounds time and memory on tables with hundreds of thousands of
 #: labelled rows.
-MAX_FIT_ROWS = {"prior-ot": 4_000, "probe": 50_000, "knn": 20_000}
+MAX_FIT_ROWS = {"prior-ot": 2_000, "probe": 20_000, "knn": 10_000}
 
 
 def _blocks(zu, fn) -> np.ndarray:
