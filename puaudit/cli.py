@@ -68,7 +68,9 @@ def _add_audit_args(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()
     p.add_argument("--encoder", default=None, metavar="NAME|PATH",
                    help="default all-MiniLM-L6-v2 (offline); or a local Hugging Face model folder")
     p.add_argument("--embeddings", default=None, metavar="NPZ",
-                   help="precomputed embeddings (.npz with arrays e_a and e_b), skipping the encoder")
+                   help="precomputed embeddings, skipping the encoder: .npz with arrays e_a and e_b "
+                        "(one row each per table row) or vectors, idx_a, idx_b (one vector per "
+                        "distinct text, two row indices)")
     p.add_argument("--cache-dir", default=None, help="embedding cache folder (default ~/.cache/puaudit)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
@@ -139,8 +141,8 @@ def _embeddings(args, table):
         from puaudit.io import read_embeddings_npz
 
         # member headers are checked (shape, dtype, size) before anything is loaded
-        e_a, e_b = read_embeddings_npz(args.embeddings, n_rows=len(table))
-        return PairEmbeddings(e_a, e_b, encoder=f"file:{Path(args.embeddings).name}")
+        arrays = read_embeddings_npz(args.embeddings, n_rows=len(table))
+        return PairEmbeddings(**arrays, encoder=f"file:{Path(args.embeddings).name}")
     from puaudit.encoders import get_encoder
 
     kwargs = {"device": args.device}
