@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -857,18 +858,45 @@ def relabel_with_config(prep: PreparedSplit, scored: ScoredSplit, config: AuditC
                          review_band=config.review_band, per_type=config.per_type, n_boot=n_boot)
 
 
+class _StageLog:
+    """Seconds and the process's peak resident memory after each stage of one audit."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self._t = time.perf_counter()
+
+    def done(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.rows.append({"stage": stage, "seconds": round(now - self._t, 3),
+                          "peak_rss_mb": _peak_rss_mb()})
+        self._t = now
+
+
+def _peak_rss_mb() -> float | None:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 if sys.platform != "darwin" else 1024 * 1024), 1)
+
+
 def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
                 prep: PreparedSplit | None = None) -> AuditResult:
     """One audit: split, score, relabel and measure (the functional form of :class:`PUAudit`)."""
+    stages = _StageLog()
     if prep is None:
         prep = prepare_split(table, embeddings, p_ratio=config.p_ratio,
                              random_state=config.random_state,
                              human=human_labels(table, config))
+    stages.done("split")
     scored = score_with_config(prep, config)
+    stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
     rel = relabel_with_config(prep, scored, config)
+    stages.done("relabel + measure")
     params = {**config.to_dict(), "m_used": scored.m, "scorer_used": scored.scorer,
               "encoder": embeddings.encoder}
-    diagnostics = {**scored.diagnostics, "split": prep.split_log}
+    diagnostics = {**scored.diagnostics, "split": prep.split_log, "stages": stages.rows}
     return AuditResult(
         table=table, split=prep.split, reason=prep.reason, score=scored.score,
         p_judge_right=scored.p_judge_right, group=rel["group"], adjusted=rel["adjusted"],

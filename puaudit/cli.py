@@ -183,6 +183,9 @@ def cmd_audit(args) -> int:
           f"{cfg.calibration} calibration with cross-fitting)...", file=sys.stderr, flush=True)
     est.fit(table, emb)
     print(f"audited in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    for st in est.result_.diagnostics.get("stages", []):
+        peak = "" if st["peak_rss_mb"] is None else f", peak memory {st['peak_rss_mb']:,.0f} MB"
+        print(f"  {st['stage']}: {st['seconds']:.1f}s{peak}", file=sys.stderr)
     res = est.result_
     out = res.to_frame()
     write_table(out, args.output)
