@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 import dashboard_state as state  # noqa: E402
 
-st.set_page_config(page_title="PUAudit", page_icon=":material/balance:", layout="wide")
+st.set_page_config(page_title="PUAudit", page_icon=state.favicon(), layout="wide")
 
 state.start_umap_warmup()
 state.ensure_data()

@@ -46,7 +46,7 @@ __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "AUDIT_DEFAULTS", "SCORER_CHOICES", 
            "HashingEncoder", "encoder_options", "load_encoder", "start_umap_warmup",
            "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
            "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit",
-           "export_bytes", "umap_job", "show_error", "sha256_bytes"]
+           "export_bytes", "umap_job", "show_error", "sha256_bytes", "favicon"]
 
 TEST_ENCODER_ENV = "PUAUDIT_TEST_ENCODER"
 DEMO_NAME = "demo data (generated)"
@@ -107,6 +107,26 @@ def load_encoder(label: str):
     encoder = get_encoder(choices[label])
     _note_encoder_load(label)
     return encoder
+
+
+def favicon():
+    """The page icon, drawn here: a ``:material/...:`` or emoji icon makes every visitor's browser
+    fetch it from Google's font servers, and nothing should leave this server (issue 12).
+
+    A 32 x 32 RGBA disc in the theme colour with a white balance beam, as a PIL image (served
+    by Streamlit from this server).
+    """
+    from PIL import Image
+
+    yy, xx = np.mgrid[:32, :32]
+    disc = (yy - 15.5) ** 2 + (xx - 15.5) ** 2 <= 15.5**2
+    img = np.zeros((32, 32, 4), dtype=np.uint8)
+    img[disc] = (0x4C, 0x78, 0xA8, 255)
+    beam = (np.abs(yy - 11) <= 1) & (np.abs(xx - 15.5) <= 10)
+    post = (np.abs(xx - 15.5) <= 1) & (yy >= 11) & (yy <= 24)
+    base = (np.abs(yy - 24) <= 1) & (np.abs(xx - 15.5) <= 6)
+    img[(beam | post | base) & disc] = (255, 255, 255, 255)
+    return Image.fromarray(img)  # (32, 32, 4) uint8: RGBA
 
 
 def _note_encoder_load(label: str) -> None:
@@ -303,7 +323,11 @@ def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
 
 
 def show_error(exc: BaseException) -> None:
-    st.error(str(exc))
+    """An error box whose text is shown literally: messages quote cells, labels and column
+    names from the data, which must never render as Markdown (images would be fetched)."""
+    from components.safe_text import md
+
+    st.error(md(exc))
 
 
 def current_audit():
@@ -311,8 +335,8 @@ def current_audit():
     ensure_data()
     table = st.session_state.get("table")
     if table is None:
-        st.error(st.session_state.get("table_error", "No table loaded.") +
-                 " Fix the column mapping on the Data page.")
+        show_error(st.session_state.get("table_error", "No table loaded.") +
+                   " Fix the column mapping on the Data page.")
         st.stop()
     params = audit_params()
     try:

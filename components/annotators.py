@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from components.safe_text import plotly_texts
 from puaudit.annotators import AnnotatorReport, consensus_labels
 from puaudit.schema import ComparisonTable
 
@@ -87,7 +88,7 @@ def agreement_figure(report: AnnotatorReport | pd.DataFrame, *, metric: str = "a
         if d.empty:
             continue
         fig.add_trace(go.Scatter(
-            x=d[metric], y=d["annotator"].astype(str), mode="markers", name=name,
+            x=d[metric], y=plotly_texts(d["annotator"]), mode="markers", name=name,
             marker=dict(color=color, size=12 if is_judge else 8,
                         symbol="diamond" if is_judge else "circle"),
             error_x=dict(type="data", symmetric=False, array=d[f"{metric}_hi"] - d[metric],
@@ -100,7 +101,7 @@ def agreement_figure(report: AnnotatorReport | pd.DataFrame, *, metric: str = "a
                       annotation_text=f"people's median {median:.2f}")
     fig.update_layout(xaxis_title=METRIC_LABELS[metric] + " (95% interval)", yaxis_title=None,
                       height=max(300, 18 * len(df) + 120), margin=dict(l=10, r=10, t=30, b=40),
-                      yaxis=dict(categoryorder="array", categoryarray=df["annotator"].astype(str)))
+                      yaxis=dict(categoryorder="array", categoryarray=plotly_texts(df["annotator"])))
     fig.update_xaxes(range=[0, 1.02])
     return fig
 
@@ -123,7 +124,7 @@ def bias_scatter(report: AnnotatorReport | pd.DataFrame, *, min_n: int = 0) -> g
             continue
         fig.add_trace(go.Scatter(
             x=d["pick_a_share"], y=d["longer_share"], mode="markers", name=name,
-            text=d["annotator"].astype(str),
+            text=plotly_texts(d["annotator"]),
             marker=dict(color=color, symbol=symbol, size=12 if name == "LLM judge" else 8),
             error_x=dict(type="data", symmetric=False,
                          array=d["pick_a_share_hi"] - d["pick_a_share"],

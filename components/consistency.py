@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from components.safe_text import plotly_text, plotly_texts
 from puaudit.trustjudge.report import TrustJudgeReport
 from puaudit.trustjudge.transitivity import KIND_LABELS
 
@@ -52,7 +53,9 @@ def metrics_table(before: TrustJudgeReport, after: TrustJudgeReport, *, by: str 
 
 def metrics_bar_chart(table: pd.DataFrame, *, by: str = "judge") -> go.Figure:
     """Grouped bars (before vs after) per group, one panel per metric; values in percent."""
-    data = table.dropna(subset=["value"]).assign(percent=lambda d: 100 * d["value"])
+    # group names (judges, question types) are data: escaped so Plotly builds no link from them
+    data = table.dropna(subset=["value"]).assign(percent=lambda d: 100 * d["value"],
+                                                 group=lambda d: plotly_texts(d["group"]))
     metrics = [m for m in table["metric"].unique() if m in set(data["metric"])]
     fig = px.bar(data, x="group", y="percent", color="stage", barmode="group", facet_col="metric",
                  category_orders={"metric": metrics}, text_auto=".1f",
@@ -160,10 +163,10 @@ def cycle_graph(relations: pd.DataFrame, violations: pd.DataFrame, *, judge: str
                                     arrowwidth=width, arrowcolor=color, text=""))
         lines = [f"<b>{html.escape(ci)} {r} {html.escape(cj)}</b>"
                  + (" — suggested weakest edge" if pair == worst_pair else "")]
-        lines.append(f"order 1 ({html.escape(ci)} shown first): {row['verdict_1'] or 'not asked'}"
-                     + _fmt_probs(row, 1))
-        lines.append(f"order 2 ({html.escape(cj)} shown first): {row['verdict_2'] or 'not asked'}"
-                     + _fmt_probs(row, 2))
+        lines.append(f"order 1 ({html.escape(ci)} shown first): "
+                     f"{plotly_text(row['verdict_1'] or 'not asked')}" + _fmt_probs(row, 1))
+        lines.append(f"order 2 ({html.escape(cj)} shown first): "
+                     f"{plotly_text(row['verdict_2'] or 'not asked')}" + _fmt_probs(row, 2))
         lines.append(f"aggregated P({html.escape(ci)})={row['prob_i']:.2f}, "
                      f"P({html.escape(cj)})={row['prob_j']:.2f}, P(tie)={row['prob_tie']:.2f}; "
                      f"margin {row['margin']:.2f}")
@@ -185,10 +188,12 @@ def cycle_graph(relations: pd.DataFrame, violations: pd.DataFrame, *, judge: str
     fig.add_trace(go.Scatter(
         x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text",
         marker=dict(size=34, color="#eef3f8", line=dict(color="#1f77b4", width=2)),
-        text=[f"{n}" + (f" (#{ranks[n]})" if n in ranks else "") for n in names],
-        textposition="top center", hovertext=names, hoverinfo="text", showlegend=False))
+        text=[plotly_text(n) + (f" (#{ranks[n]})" if n in ranks else "") for n in names],
+        textposition="top center", hovertext=plotly_texts(names), hoverinfo="text",
+        showlegend=False))
     fig.update_layout(annotations=annotations, xaxis=dict(visible=False, range=[-1.5, 1.5]),
                       yaxis=dict(visible=False, range=[-1.4, 1.5], scaleanchor="x"),
                       margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
-                      title=f"{judge} · question {question_id}: {len(viol)} violating triple(s)")
+                      title=f"{plotly_text(judge)} · question {plotly_text(question_id)}: "
+                            f"{len(viol)} violating triple(s)")
     return fig

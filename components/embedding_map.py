@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from components.safe_text import plotly_texts
 from puaudit.errors import PUAuditError
 
 __all__ = ["SPLIT_SYMBOLS", "map_frame", "embedding_scatter"]
@@ -60,9 +61,10 @@ def embedding_scatter(xy: np.ndarray, result, *, method: str = "pca") -> go.Figu
             name = f"{split} ({len(sel)})" if scored else f"{split}, no score ({len(sel)})"
             fig.add_trace(go.Scattergl(
                 x=sel["x"], y=sel["y"], mode="markers", name=name, marker=marker,
-                customdata=np.stack([sel["row"], sel["question_type"], sel["score"].round(3),
-                                     sel["judge"], sel["human"], sel["adjusted"], sel["prompt"]],
-                                    axis=1),
+                # types and prompts are data: escaped so the hover builds no link from them
+                customdata=np.stack([sel["row"], plotly_texts(sel["question_type"]),
+                                     sel["score"].round(3), sel["judge"], sel["human"],
+                                     sel["adjusted"], plotly_texts(sel["prompt"])], axis=1),
                 hovertemplate=("row %{customdata[0]} · %{customdata[1]}<br>score %{customdata[2]}"
                                "<br>judge %{customdata[3]} · human %{customdata[4]} · audited "
                                "%{customdata[5]}<br>%{customdata[6]}<extra></extra>")))

@@ -9,6 +9,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from components.safe_text import plotly_texts
+
 __all__ = ["radar_frame", "consistency_radar"]
 
 
@@ -30,14 +32,15 @@ def consistency_radar(per_type_by_judge: dict[str, dict]) -> go.Figure:
     types (types with no validation rows are drawn at 0 and named "(no rows)" in the hover)."""
     judges = list(per_type_by_judge)
     k = max(len(judges), 1)
+    # judge column names and question types are data: escaped so Plotly builds no link from them
     fig = make_subplots(rows=1, cols=k, specs=[[{"type": "polar"}] * k],
-                        subplot_titles=judges or [""])
+                        subplot_titles=plotly_texts(judges) or [""])
     for j, judge in enumerate(judges, start=1):
         per_type = per_type_by_judge[judge]
         types = sorted(per_type)
         if not types:
             continue
-        closed = types + types[:1]  # close the polygon
+        closed = plotly_texts(types + types[:1])  # close the polygon
         for key, name, colour in (("cons_orig", "Cons_orig", "#4C78A8"),
                                   ("cons_adj", "Cons_adj", "#E45756")):
             vals = [per_type[t][key] for t in types]

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from components.safe_text import plotly_text, plotly_texts
+
 __all__ = ["GROUP_COLOURS", "score_frame", "threshold_lines", "score_density",
            "sorted_scores_figure", "nearest_threshold_rows"]
 
@@ -94,7 +96,9 @@ def sorted_scores_figure(result, *, question_type: str | None = None) -> go.Figu
         fig.add_trace(go.Scatter(
             x=sel.index, y=sel["score"], mode="markers", name=g,
             marker=dict(color=colour, size=5),
-            customdata=np.stack([sel["row"], sel["question_type"], sel["judge"]], axis=1),
+            # question types are data: escaped so the hover builds no link from them
+            customdata=np.stack([sel["row"], plotly_texts(sel["question_type"]), sel["judge"]],
+                                axis=1),
             hovertemplate="row %{customdata[0]} (%{customdata[1]})<br>score %{y:.3f}<br>"
                           "judge %{customdata[2]}<extra></extra>"))
     for line in threshold_lines(result):
@@ -104,7 +108,7 @@ def sorted_scores_figure(result, *, question_type: str | None = None) -> go.Figu
             continue  # too many per-type lines to read: the page offers a type filter
         label = line["label"] + ("" if line["question_type"] is None else f" ({line['question_type']})")
         fig.add_hline(y=line["score"], line_dash="dash", line_color="#555",
-                      annotation_text=label, annotation_position="top left")
+                      annotation_text=plotly_text(label), annotation_position="top left")
     fig.update_layout(xaxis_title="audited rows, sorted by score", yaxis_title="score",
                       margin=dict(l=10, r=10, t=30, b=10), height=380)
     return fig

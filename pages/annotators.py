@@ -12,9 +12,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 
 from components.annotators import (METRIC_LABELS, agreement_figure,  # noqa: E402
                                    annotator_table, bias_scatter, disagreements_table)
+from components.safe_text import md, md_label  # noqa: E402
+from components.uploads import read_upload  # noqa: E402
 from puaudit.annotators import annotator_report  # noqa: E402
 from puaudit.errors import PUAuditError  # noqa: E402
-from puaudit.io import read_table, table_to_bytes  # noqa: E402
+from puaudit.io import table_to_bytes  # noqa: E402
 from puaudit.schema import COLUMN_ALIASES, load_comparisons  # noqa: E402
 
 JUDGE_NAME = "LLM judge"
@@ -34,7 +36,9 @@ def _load_table():
     if upload is not None:
         cache = st.session_state.get("_annotators_upload")
         if cache is None or cache[0] != upload.file_id:
-            df = read_table(upload, name=upload.name)
+            # the same limits as the Data page (decompressed size, rows, columns)
+            df = read_upload(upload.getvalue(), upload.name,
+                             max_upload_mb=int(st.get_option("server.maxUploadSize")))
             st.session_state["_annotators_upload"] = (upload.file_id, df)
         return st.session_state["_annotators_upload"][1], upload.name
     try:
@@ -46,15 +50,16 @@ def _load_table():
     return st.session_state["_annotators_demo"], "the demo data (upload a file to replace it)"
 
 
+# Names, ids, labels and messages quoting cells are data: shown as text, never Markdown.
 try:
     source, source_name = _load_table()
 except PUAuditError as exc:
-    st.error(str(exc))
+    st.error(md(exc))
     st.stop()
 if source is None:
     st.info("Load a table on the Data page or upload one here.")
     st.stop()
-st.caption(f"Data: {source_name}.")
+st.caption(f"Data: {md(source_name)}.")
 
 frame = source if not hasattr(source, "frame") else source.frame
 with st.sidebar:
@@ -89,7 +94,7 @@ try:
         st.session_state["_annotators_report"] = cached
     report = cached[1]
 except PUAuditError as exc:
-    st.error(str(exc))
+    st.error(md(exc))
     st.caption("Annotator column names looked for: " + ", ".join(COLUMN_ALIASES["annotator"]))
     st.stop()
 
@@ -123,15 +128,15 @@ names = report.annotators["annotator"].astype(str).tolist()
 who = st.selectbox("Annotator", names, index=1 if len(names) > 1 else 0)
 flags = report.annotators.loc[report.annotators["annotator"].astype(str) == who, "flags"].iloc[0]
 for reason in flags:
-    st.warning(reason)
+    st.warning(md(reason))
 dis = disagreements_table(table, who, judge_name=JUDGE_NAME)
-st.write(f"{len(dis)} row(s) where {'the people' if who == JUDGE_NAME else who} and the judge "
-         "gave different strict verdicts.")
+st.markdown(f"{len(dis)} row(s) where {'the people' if who == JUDGE_NAME else md(who)} and the "
+            "judge gave different strict verdicts.")
 st.dataframe(dis[["row", "question_type", "vote", "judge", "consensus", "prompt"]],
              hide_index=True)
 for rec in dis.head(20).to_dict(orient="records"):
-    with st.expander(f"Row {rec['row']} ({rec['question_type']}): vote {rec['vote']}, "
-                     f"judge {rec['judge']}, consensus {rec['consensus']}"):
+    with st.expander(md_label(f"Row {rec['row']} ({rec['question_type']}): vote {rec['vote']}, "
+                              f"judge {rec['judge']}, consensus {rec['consensus']}")):
         st.markdown("**Prompt**")
         st.code(rec["prompt"], language=None, wrap_lines=True)
         left, right = st.columns(2)
@@ -157,6 +162,6 @@ if hasattr(source, "frame") and st.checkbox("Compare with the audit", value=Fals
     try:
         link = annotator_score_disagreement(table, score, adjusted)
     except PUAuditError as exc:
-        st.error(str(exc))
+        st.error(md(exc))
     else:
         st.dataframe(link, hide_index=True)

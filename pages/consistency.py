@@ -11,6 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 
 from components.consistency import (cycle_graph, metrics_bar_chart, metrics_table,  # noqa: E402
                                     question_violations, weakest_edges)
+from components.safe_text import md  # noqa: E402
+from components.uploads import read_upload  # noqa: E402
 from puaudit.errors import PUAuditError  # noqa: E402
 from puaudit.io import table_to_bytes  # noqa: E402
 from puaudit.trustjudge import (KIND_LABELS, analyse, make_demo, read_pairwise,  # noqa: E402
@@ -25,9 +27,14 @@ st.caption("Does the judge contradict itself? Conflict Ratio (single scores vs p
            "after likelihood-aware aggregation of both answer orders (TrustJudge).")
 
 
+def _upload_table(data: bytes, name: str):
+    """An uploaded table, read within the server's upload limits (as on the Data page)."""
+    return read_upload(data, name, max_upload_mb=int(st.get_option("server.maxUploadSize")))
+
+
 @st.cache_data(show_spinner=False)
 def _pair_info(data: bytes | None, name: str) -> dict:
-    df = read_pairwise(make_demo()[0] if data is None else data, name=name)
+    df = read_pairwise(make_demo()[0] if data is None else _upload_table(data, name), name=name)
     return {"has_probabilities": df.attrs["has_probabilities"],
             "has_perplexity": df.attrs["has_perplexity"]}
 
@@ -36,9 +43,10 @@ def _pair_info(data: bytes | None, name: str) -> dict:
 def _analyse(pair_data: bytes | None, pair_name: str, score_data: bytes | None, score_name: str,
              method: str, delta: float):
     # the demo brings its own scores; an uploaded table is scored only by an uploaded scores file
-    pairs, scores = make_demo() if pair_data is None else (read_pairwise(pair_data, name=pair_name), None)
+    pairs, scores = make_demo() if pair_data is None else (
+        read_pairwise(_upload_table(pair_data, pair_name), name=pair_name), None)
     if score_data is not None:
-        scores = read_scores(score_data, name=score_name)
+        scores = read_scores(_upload_table(score_data, score_name), name=score_name)
     return analyse(pairs, scores, method=method, delta=delta, k=K)
 
 
@@ -58,10 +66,11 @@ pair_name = pair_file.name if pair_file is not None else "demo"
 score_bytes = score_file.getvalue() if score_file is not None else None
 score_name = score_file.name if score_file is not None else ""
 
+# messages quote names and cells from the files: shown as text, never Markdown
 try:
     info = _pair_info(pair_bytes, pair_name)
 except PUAuditError as exc:
-    st.error(str(exc))
+    st.error(md(exc))
     st.stop()
 
 methods = ["baseline"]
@@ -90,7 +99,7 @@ try:
     before = _analyse(pair_bytes, pair_name, score_bytes, score_name, "baseline", 0.0)
     after = _analyse(pair_bytes, pair_name, score_bytes, score_name, method, float(delta))
 except PUAuditError as exc:
-    st.error(str(exc))
+    st.error(md(exc))
     st.stop()
 
 
@@ -139,7 +148,7 @@ if triples.empty:
 else:
     st.dataframe(triples, hide_index=True, width="stretch")
     worst = weakest_edges(rep.violations, judge=judge, question_id=question).iloc[0]
-    st.markdown(f"**Suggested weakest edge:** `{worst['edge']}` — in {worst['n_triples']} "
+    st.markdown(f"**Suggested weakest edge:** {md(worst['edge'])} — in {worst['n_triples']} "
                 f"violating triple(s), probability margin {worst['margin']:.2f}. Reversing it "
                 "breaks those cycles: the likeliest judge error to send to a person.")
 

@@ -12,8 +12,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 import dashboard_state as state  # noqa: E402
 from components.data_summary import (ROLE_LABELS, judge_candidates,  # noqa: E402
                                      question_type_frame, summary_metrics)
+from components.safe_text import md  # noqa: E402
+from components.uploads import limits_text, read_upload  # noqa: E402
+from puaudit.config import upload_limits  # noqa: E402
 from puaudit.errors import PUAuditError  # noqa: E402
-from puaudit.io import read_table  # noqa: E402
 from puaudit.schema import REQUIRED_ROLES, ROLES  # noqa: E402
 
 NONE = "(none)"
@@ -28,10 +30,14 @@ ss = st.session_state
 
 up_col, demo_col = st.columns([3, 1])
 with up_col:
+    # a fixed key: the help text names the operator's limits, which must not reset the widget
     upload = st.file_uploader(
         "Upload a comparison table", type=["csv", "tsv", "parquet", "jsonl", "json", "gz"],
-        help=f"CSV, TSV, Parquet or JSONL (optionally gzip-compressed), up to {MAX_MB} MB. "
-             "Columns are detected from their names; you can change the mapping below.")
+        key="data_upload",
+        help=f"CSV, TSV, Parquet or JSONL (optionally gzip-compressed), up to {MAX_MB} MB as "
+             f"sent and {limits_text(upload_limits())}. Larger files: use the command line "
+             "(puaudit audit). Columns are detected from their names; you can change the mapping "
+             "below.")
 with demo_col:
     st.write("")
     if st.button("Load demo data", help="600 generated comparisons with a biased judge, a "
@@ -43,14 +49,8 @@ if upload is not None and ss.get("upload_id") != upload.file_id:
     ss["upload_id"] = upload.file_id
     data = upload.getvalue()
     try:
-        # the browser enforces the limit too; this check covers any client that does not
-        if len(data) > MAX_MB * 1024 * 1024:
-            raise PUAuditError(
-                f"{upload.name} is {len(data) / 2**20:,.1f} MB, over this server's {MAX_MB} MB "
-                "upload limit (server.maxUploadSize in .streamlit/config.toml). Audit it with the "
-                f"command line instead (puaudit audit {upload.name} -o out.csv), or ask the "
-                "operator to raise the limit.")
-        frame = read_table(data, name=upload.name)
+        # size, decompressed size, rows and columns: checked while reading (components.uploads)
+        frame = read_upload(data, upload.name, max_upload_mb=MAX_MB)
     except PUAuditError as exc:
         ss["upload_error"] = str(exc)
     else:
@@ -58,12 +58,13 @@ if upload is not None and ss.get("upload_id") != upload.file_id:
         state.set_source(frame, upload.name, state.sha256_bytes(data))
 if upload is None:
     ss.pop("upload_error", None)
+# File names, column names and messages quoting cells are data: shown as text, never Markdown.
 if ss.get("upload_error"):
-    st.error(ss["upload_error"])
-    st.caption(f"Still showing: {ss['source_name']}.")
+    st.error(md(ss["upload_error"]))
+    st.caption(f"Still showing: {md(ss['source_name'])}.")
 
 frame = ss["raw_frame"]
-st.subheader(f"{ss['source_name']} · {len(frame):,} rows × {len(frame.columns)} columns")
+st.subheader(f"{md(ss['source_name'])} · {len(frame):,} rows × {len(frame.columns)} columns")
 
 with st.expander("Column mapping", expanded="table_error" in ss):
     cols = [str(c) for c in frame.columns]
@@ -82,14 +83,14 @@ with st.expander("Column mapping", expanded="table_error" in ss):
                                   key=f"map_{role}_{ss['data_version']}")
         mapping[role] = None if choice == NONE else choice
     if len(candidates) > 1:
-        st.caption(f"Several columns look like judge verdicts: {', '.join(candidates)}. The "
-                   "audit uses the one chosen above; the Question types page compares them.")
+        st.caption(f"Several columns look like judge verdicts: {md(', '.join(candidates))}. "
+                   "The audit uses the one chosen above; the Question types page compares them.")
     if mapping != {r: ss["columns"].get(r) for r in ROLES}:
         ss["columns"] = {r: c for r, c in mapping.items() if c}
         state.build_table()
 
 if "table_error" in ss:
-    st.error(ss["table_error"])
+    st.error(md(ss["table_error"]))
     st.stop()
 
 table = ss["table"]

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 
 import dashboard_state as state  # noqa: E402
 from components.embedding_map import embedding_scatter  # noqa: E402
+from components.safe_text import md  # noqa: E402
 from puaudit.projection import oriented_differences, project_2d, umap_ready  # noqa: E402
 
 st.title("Embedding map")
@@ -46,7 +47,7 @@ def _draw():
             if fut.done() and fut.exception() is None:
                 xy, shown = fut.result(), "umap"
             elif fut.done():
-                st.warning(f"UMAP failed ({fut.exception()}); showing PCA.")
+                st.warning(f"UMAP failed ({md(fut.exception())}); showing PCA.")
             else:
                 st.info("Computing the UMAP layout in the background; showing PCA meanwhile.")
     if xy is None:

@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 
 import dashboard_state as state  # noqa: E402
 from components.metrics import formula_cells  # noqa: E402
+from components.safe_text import md  # noqa: E402
 from puaudit.manifest import run_manifest  # noqa: E402
 
 st.title("Export")
@@ -55,7 +56,8 @@ cols[3].download_button("Download run manifest (JSON)",
 
 risky = formula_cells(table.frame)
 if risky:
-    where = ", ".join(f"{c} ({n})" for c, n in risky.items())
+    # column names are data: shown as text, never Markdown
+    where = md(", ".join(f"{c} ({n})" for c, n in risky.items()))
     st.warning(f"Some cells start with =, +, - or @ and a spreadsheet would run them as formulas: "
                f"{where}. The downloads above are byte-faithful; for opening in Excel or Sheets "
                "use the spreadsheet-safe copy (a leading apostrophe marks those cells as text).")

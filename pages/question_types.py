@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 import dashboard_state as state  # noqa: E402
 from components.data_summary import judge_candidates  # noqa: E402
 from components.radar import consistency_radar, radar_frame  # noqa: E402
+from components.safe_text import md  # noqa: E402
 from puaudit.errors import PUAuditError  # noqa: E402
 from puaudit.schema import ROLES, load_comparisons  # noqa: E402
 
@@ -49,7 +50,7 @@ for col in picked:
             alt = memo[key]
             res = state.run_audit(alt, emb, params)
     except PUAuditError as exc:
-        st.error(f"{col}: {exc}")
+        st.error(md(f"{col}: {exc}"))  # names and cells from the data: text, not Markdown
         continue
     per_type[col] = res.per_type
 

@@ -10,6 +10,7 @@ import streamlit as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
 import dashboard_state as state  # noqa: E402
+from components.safe_text import md  # noqa: E402
 from components.scores import (nearest_threshold_rows, score_density,  # noqa: E402
                                sorted_scores_figure)
 
@@ -46,7 +47,7 @@ st.dataframe(near.drop(columns=["prompt", "response_a", "response_b"]), hide_ind
 labels = [f"row {r.row} · {r.threshold} · score {r.score:.3f}" for r in near.itertuples()]
 chosen = st.selectbox("Read a row", range(len(labels)), format_func=lambda i: labels[i])
 row = near.iloc[chosen]
-st.markdown(f"**Prompt** ({row['question_type']})")
+st.markdown(f"**Prompt** ({md(row['question_type'])})")  # data: shown as text, not Markdown
 st.text(row["prompt"])
 a, b = st.columns(2)
 with a:
@@ -57,5 +58,5 @@ with b:
     st.markdown(f"**Response B**{' — judge' if row['judge'] == 'B' else ''}"
                 f"{' — human' if row['human'] == 'B' else ''}")
     st.text(row["response_b"])
-st.caption(f"Judge: {row['judge']} · human: {row['human'] or '—'} · after the audit: "
-           f"{row['adjusted'] or '—'} ({row['group']}).")
+st.caption(f"Judge: {md(row['judge'])} · human: {md(row['human'] or '—')} · after the audit: "
+           f"{md(row['adjusted'] or '—')} ({md(row['group'])}).")

@@ -1069,8 +1069,10 @@ def _npz_headers(path: Path, keys: tuple[str, ...], fix: str) -> dict:
                         raise PUAuditError(f"{path}: array '{key}' uses .npy format version "
                                            f"{version}; {fix}.")
                 if dtype.hasobject or dtype.kind not in "fiu":
-                    raise PUAuditError(f"{path}: array '{key}' holds {dtype} values, not numbers; "
-                                       f"{fix}.")
+                    pickled = (" (objects would need pickle to load, which is never done)"
+                               if dtype.hasobject else "")
+                    raise PUAuditError(f"Could not read embeddings from {path}: array '{key}' "
+                                       f"holds {dtype} values, not numbers{pickled}; {fix}.")
                 declared = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                 if info.file_size < declared:
                     raise PUAuditError(f"{path}: array '{key}' is truncated ({info.file_size:,} "

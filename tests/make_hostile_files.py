@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["make_hostile_files", "comparison_rows", "HEADER", "N_ROWS", "LARGE_ROWS"]
+__all__ = ["make_hostile_files", "comparison_rows", "HEADER", "N_ROWS", "LARGE_ROWS",
+           "PLANTED_HOST", "planted", "markup_frame", "markup_pairwise"]
 
 HEADER = ["question_id", "category", "prompt", "response_a", "response_b", "judge_winner",
           "human_winner"]
@@ -141,6 +142,71 @@ def make_hostile_files(folder: str | Path, *, include_large: bool = False) -> di
         _large_csv(path, LARGE_ROWS)
         paths["rows_200k"] = path
     return paths
+
+
+# -- issue 12: markup in the data ------------------------------------------------------------
+#: host of every planted URL: port 9 (discard) refuses at once, and no request may go there
+PLANTED_HOST = "127.0.0.1:9"
+
+
+def planted(kind: str, tag: str) -> str:
+    """A string that a Markdown or HTML renderer would turn into a request or a live link:
+    ``kind`` "img" (Markdown image), "link" (HTML anchor), "html" (HTML image) or "style"
+    (Streamlit colour directive and bold, harmless but must show as typed)."""
+    url = f"http://{PLANTED_HOST}/puaudit-planted-{tag}"
+    return {"img": f"![{tag}]({url}.png)", "link": f'<a href="{url}">{tag}</a>',
+            "html": f'<img src="{url}.gif">', "style": f":red[{tag}] **{tag}**"}[kind]
+
+
+def markup_frame(n_items: int = 90, *, seed: int = 0):
+    """A comparison table whose cells, column names, question types, annotator ids and model
+    names hold Markdown images, HTML links and images (see :func:`planted`). Each item has two
+    annotators, 60% of votes are strict, so every page (audit, annotators, models) has content;
+    one extra column's name is an image and its cells are spreadsheet formulas, so the Export
+    page's formula warning names it."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    types = [planted("img", "type"), planted("link", "type"), planted("style", "type")]
+    people = [planted("img", "ann"), planted("link", "ann"), "plain person", planted("html", "ann")]
+    models = [planted("img", "model"), planted("link", "model"), "model-c", planted("html", "model")]
+    rows = []
+    for item in range(n_items):
+        ma, mb = rng.choice(len(models), 2, replace=False)
+        judge = "A" if rng.random() < 0.5 else "B"
+        for k in range(2):
+            human = ("A" if rng.random() < 0.5 else "B") if rng.random() < 0.6 else ""
+            rows.append({
+                "question_id": str(item), "category": types[item % 3],
+                "prompt": f"{planted('img', 'prompt')} question {item}",
+                "response_a": f"answer a {item} {planted('link', 'resp')}",
+                "response_b": f"answer b {item} {'x' * int(rng.integers(0, 30))}",
+                "model_a": models[ma], "model_b": models[mb],
+                "judge_winner": judge, "human_winner": human,
+                "annotator": people[(item + k) % len(people)],
+                planted("img", "column"): f"=HYPERLINK(\"http://{PLANTED_HOST}/f\")",
+                planted("link", "column"): "cell",
+            })
+    return pd.DataFrame(rows)
+
+
+def markup_pairwise():
+    """A TrustJudge pairwise table (both orders) with planted judge, category and candidate
+    names, and cyclic verdicts so that the cycle inspector draws named edges."""
+    import pandas as pd
+
+    cands = [planted("img", "cand"), planted("link", "cand"), planted("style", "cand"), "plain"]
+    rows = []
+    for q in range(6):
+        for i in range(len(cands)):
+            for j in range(i + 1, len(cands)):
+                cyc = (j - i) == 1 or (i == 0 and j == len(cands) - 1)
+                v = "A" if (j - i) == 1 else ("B" if cyc else ("A" if (q + i + j) % 2 else "B"))
+                rows.append({"question_id": f"q{q}", "category": planted("link", "cat"),
+                             "judge": planted("img", "judge"), "candidate_i": cands[i],
+                             "candidate_j": cands[j], "verdict_1": v,
+                             "verdict_2": "B" if v == "A" else "A"})
+    return pd.DataFrame(rows)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,178 @@
+"""Peak memory of the worst hostile inputs of issue 12, each in a fresh interpreter.
+
+Cases (``--case``, default all but ``upload``):
+
+``short``
+    A gzip CSV of 1,000,000 short rows read with ``read_table`` (the costliest bytes per row).
+``bomb``
+    A 0.4 MB gzip that expands to 400 MB, read with a 50 MB limit (refused while decompressing).
+``wide``
+    A 27 MB header line of 2,000,000 column names, no rows (refused before any frame is built).
+``tokenise``
+    Four 5 MB texts embedded with the default encoder (texts are cut before tokenising).
+``upload``
+    What one dashboard upload at the default limits costs the server: a file of
+    ``PUAUDIT_MAX_UPLOAD_ROWS`` rows and ``PUAUDIT_MAX_UPLOAD_MB`` of text (long prompts and
+    answers), read with the upload limits, loaded, its embedding texts formatted and hashed as the
+    encoder does, then audited with random 384-dimension embeddings (the encoder's own cost is
+    the ``tokenise`` case; running MiniLM over 40,000 long texts would take an hour on 2 cores).
+
+Peak memory is the kernel's high-water mark (VmHWM) of the child, reset after the input is
+generated, so generation is not counted; ``grew`` is peak minus the RSS at that reset.
+Prints one line per case and, last, one JSON object with every measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_PRELUDE = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+def _status(key):
+    with open("/proc/self/status") as fh:
+        return next(int(l.split()[1]) / 1024 for l in fh if l.startswith(key))
+def reset():
+    global BASE, T0
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    BASE, T0 = _status("VmRSS:"), time.perf_counter()
+OUT = {{}}
+"""
+
+_EPILOGUE = """
+OUT.update(peak_mb=_status("VmHWM:"), base_mb=BASE, grew_mb=_status("VmHWM:") - BASE,
+           seconds=time.perf_counter() - T0)
+print(json.dumps(OUT))
+"""
+
+CASES = {
+    "short": """
+        import gzip
+        from puaudit.io import read_table
+        rows = "".join(f"p{i % 50},a{i % 7},b,A,{'B' if i % 7 == 0 else ''}\\n"
+                       for i in range(1_000_000))
+        raw = ("prompt,response_a,response_b,judge_winner,human_winner\\n" + rows).encode()
+        gz = gzip.compress(raw, 6)
+        OUT.update(input_mb=len(raw) / 2**20, gz_mb=len(gz) / 2**20)
+        del rows, raw
+        reset()
+        OUT["rows"] = len(read_table(gz, name="short.csv.gz"))
+    """,
+    "bomb": """
+        import zlib
+        from puaudit.errors import PUAuditError
+        from puaudit.io import read_table
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)
+        block = b"0,0\\n" * 1_000_000
+        gz = c.compress(b"a,b\\n") + b"".join(c.compress(block) for _ in range(100)) + c.flush()
+        OUT.update(input_mb=400, gz_mb=len(gz) / 2**20)
+        reset()
+        try:
+            read_table(gz, name="bomb.csv.gz", max_bytes=50 * 2**20)
+        except PUAuditError as exc:
+            OUT["message"] = str(exc)[:90]
+    """,
+    "wide": """
+        from puaudit.errors import PUAuditError
+        from puaudit.io import read_table
+        header = ",".join(f"column_{i}" for i in range(2_000_000)).encode() + b"\\n"
+        OUT["input_mb"] = len(header) / 2**20
+        reset()
+        try:
+            read_table(header, name="wide.csv", max_columns=3_000_000)
+        except PUAuditError as exc:
+            OUT["message"] = str(exc)[:90]
+    """,
+    "tokenise": """
+        from puaudit.encoders import get_encoder
+        enc = get_encoder(None, cache_dir=None, device="cpu").load()
+        words = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do ".split()
+        texts = [f"text {i} " + " ".join(words[(i + k) % len(words)] for k in range(900_000))
+                 for i in range(4)]
+        OUT["input_mb"] = sum(map(len, texts)) / 2**20
+        reset()
+        OUT["shape"] = list(enc.encode(texts).shape)
+    """,
+    "upload": """
+        import gc
+        import numpy as np
+        import pandas as pd
+        from puaudit.audit import PUAudit, PairEmbeddings
+        from puaudit.config import upload_limits
+        from puaudit.embedding_cache import text_key
+        from puaudit.encoders import format_text
+        from puaudit.io import table_to_bytes
+        from puaudit.schema import load_comparisons
+        from components.uploads import read_upload
+        lim = upload_limits()
+        n = lim.max_rows
+        per_row = int(lim.max_bytes * 0.98 / n)
+        rng = np.random.default_rng(0)
+        word = "lorem ipsum dolor sit amet consectetur adipiscing elit "
+        cell = lambda k, i: (f"{k} {i} " + word * (per_row // (3 * len(word)) + 1))[: per_row // 3]
+        df = pd.DataFrame({"question_id": [str(i // 2) for i in range(n)],
+                           "category": [f"t{i % 5}" for i in range(n)],
+                           "prompt": [cell("p", i // 2) for i in range(n)],
+                           "response_a": [cell("a", i) for i in range(n)],
+                           "response_b": [cell("b", i) for i in range(n)],
+                           "judge_winner": rng.choice(["A", "B"], n),
+                           "human_winner": np.where(rng.random(n) < 0.3,
+                                                    rng.choice(["A", "B"], n), "")})
+        data = table_to_bytes(df, "csv")
+        del df
+        gc.collect()
+        OUT.update(input_mb=len(data) / 2**20, rows=n, limit_mb=lim.max_mb)
+        reset()
+        frame = read_upload(data, "upload.csv", max_upload_mb=10**6)
+        table = load_comparisons(frame)
+        texts = [format_text(p, r) for p, r in zip(list(table.prompt) * 2,
+                                                    list(table.response_a) + list(table.response_b))]
+        keys = [text_key(t) for t in texts]
+        OUT["after_texts_mb"] = _status("VmHWM:") - BASE
+        e = rng.standard_normal((2, n, 384)).astype(np.float32)
+        est = PUAudit().fit(table, PairEmbeddings(e[0], e[1]))
+        OUT["cons_orig"] = est.result_.summary()["cons_orig"]
+    """,
+}
+
+
+def run_case(name: str, *, timeout: int = 1800) -> dict:
+    """Run one case in a fresh interpreter and return its measurements."""
+    code = (textwrap.dedent(_PRELUDE).format(root=str(ROOT))
+            + textwrap.dedent(CASES[name]) + textwrap.dedent(_EPILOGUE))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"case {name} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", action="append", choices=sorted(CASES),
+                    help="case to run (repeatable; default: all but upload)")
+    args = ap.parse_args(argv)
+    cases = args.case or [c for c in CASES if c != "upload"]
+    results = {}
+    for name in cases:
+        res = run_case(name)
+        results[name] = res
+        print(f"{name:<9} input {res.get('input_mb', 0):8.1f} MB   peak +{res['grew_mb']:7.1f} MB "
+              f"({res['grew_mb'] / max(res.get('input_mb', 1), 1e-9):5.1f}x)   "
+              f"{res['seconds']:6.1f} s   {res.get('message', '')}", flush=True)
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

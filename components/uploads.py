@@ -1,0 +1,59 @@
+"""Reading a dashboard upload within the operator's limits.
+
+``server.maxUploadSize`` (``.streamlit/config.toml``) caps the bytes a browser may send, which
+for a ``.gz`` file says little about what the server must hold: a 1 MB upload can expand to
+gigabytes of short rows. Every page that accepts an upload reads it with :func:`read_upload`,
+which applies :func:`puaudit.config.upload_limits` (decompressed size, rows, columns) *while*
+decompressing and parsing, and names the command line for larger files.
+"""
+
+from __future__ import annotations
+
+from puaudit.config import UploadLimits, upload_limits
+from puaudit.errors import PUAuditError
+from puaudit.io import read_table
+
+__all__ = ["read_upload", "limits_text"]
+
+
+def limits_text(limits: UploadLimits) -> str:
+    """One sentence naming the limits, for help texts."""
+    return (f"up to {limits.max_mb:,} MB once decompressed, {limits.max_rows:,} rows and "
+            f"{limits.max_columns:,} columns")
+
+
+def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
+                limits: UploadLimits | None = None):
+    """Read uploaded bytes as a table, refusing what this server should not hold.
+
+    Parameters
+    ----------
+    data : bytes
+        The uploaded file.
+    name : str
+        Its name (format detection and messages).
+    max_upload_mb : int, optional
+        ``server.maxUploadSize``: the browser enforces it, this covers any client that does not.
+    limits : UploadLimits, optional
+        Default: :func:`puaudit.config.upload_limits` (the operator's environment).
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    PUAuditError
+        Bad content, or a limit passed; the message says how to audit the file anyway.
+    """
+    limits = limits or upload_limits()
+    cli = (f"Audit larger files with the command line, which has no row limit "
+           f"(puaudit audit {name} -o audited.csv), or ask the operator to raise "
+           "PUAUDIT_MAX_UPLOAD_MB / PUAUDIT_MAX_UPLOAD_ROWS / PUAUDIT_MAX_UPLOAD_COLUMNS.")
+    if max_upload_mb is not None and len(data) > max_upload_mb * 1024 * 1024:
+        raise PUAuditError(
+            f"{name} is {len(data) / 2**20:,.1f} MB, over this server's {max_upload_mb} MB upload "
+            f"limit (server.maxUploadSize in .streamlit/config.toml). {cli}")
+    return read_table(data, name=name, max_bytes=limits.max_bytes, max_rows=limits.max_rows,
+                      max_columns=limits.max_columns,
+                      limit_hint=f"This server accepts uploads {limits_text(limits)}. {cli}")
