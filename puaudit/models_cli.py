@@ -134,11 +134,14 @@ def _summary(res) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
     from puaudit.cli import dumps
-    from puaudit.io import read_table, write_table
+    from puaudit.io import check_output_path, read_table, write_table
     from puaudit.rankings import table_rankings
     from puaudit.schema import apply_judge_rule, load_comparisons
 
     try:
+        if args.output:  # before any work: never overwrite an input, fail early on a bad path
+            check_output_path(args.output, inputs=[args.input, args.audit_export],
+                              what="output (-o)")
         df = read_table(args.input)
         cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
         table = load_comparisons(df, columns=cols, name=Path(args.input).name)

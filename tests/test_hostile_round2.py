@@ -319,7 +319,9 @@ def test_manifest_and_annotators_outputs_never_overwrite_an_input(data_dir, caps
             (["audit", src, "-o", data_dir / "out.csv", "--manifest", data_dir / "out.csv"],
              "same file as the output"),
             (["annotators", src, "-o", src], "same file as the input"),
-            (["trustjudge", src, "--violations-out", src], "same file as the input")):
+            (["trustjudge", src, "--violations-out", src], "same file as the input"),
+            (["models", src, "-o", src], "same file as the input"),
+            (["models", src, "--audit-export", emb, "-o", emb], "same file as the input")):
         rc, err = _run(argv, capsys)
         assert rc == 2 and phrase in err, (argv, err)
     assert src.read_bytes() == before and not (data_dir / "out.csv").exists()
