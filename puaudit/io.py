@@ -553,7 +553,8 @@ class _JsonColumns:
                 out[key] = _string_column([c if isinstance(c, pa.Array) else
                                            pa.nulls(len(c), pa.large_string()) for c in chunks])
             else:
-                values = [v for c in chunks for v in (c.to_pylist() if isinstance(c, pa.Array) else c)]
+                values = [v for c in chunks
+                          for v in (c.to_pylist() if isinstance(c, pa.Array) else c)]
                 out[key] = _json_values_column(values)
         try:
             df = pd.DataFrame(out, columns=list(out))
@@ -630,7 +631,8 @@ def _read_parquet(data: bytes, name: str, *, max_bytes: int = MAX_UNCOMPRESSED_B
         _check_rows(first.metadata.num_rows, name, max_rows, hint)
         schema = first.schema_arrow
         _check_header(schema.names, name)
-        texts = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+        texts = [f.name for f in schema
+                 if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
                  or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
         pf = pq.ParquetFile(io.BytesIO(data), read_dictionary=texts)
         batches, size = [], 0
@@ -659,7 +661,8 @@ def _read_parquet(data: bytes, name: str, *, max_bytes: int = MAX_UNCOMPRESSED_B
     # integers with missing values: nullable integers, not floats (which round beyond 2**53)
     for col in list(df.columns):
         i = table.schema.get_field_index(str(col))
-        if i >= 0 and pa.types.is_integer(table.schema.field(i).type) and table.column(i).null_count:
+        if (i >= 0 and pa.types.is_integer(table.schema.field(i).type)
+                and table.column(i).null_count):
             mapped = _NULLABLE_INTS[str(table.schema.field(i).type)]
             df[col] = pd.array(table.column(i).to_pandas(
                 types_mapper=lambda t, m=mapped: pd.api.types.pandas_dtype(m)).array)

@@ -445,7 +445,7 @@ def test_out_of_memory_advice_names_real_options(data_dir, capsys, monkeypatch):
     monkeypatch.setattr(cli, "_load", oom)
     rc, err = _run(["audit", data_dir / "in.csv", "-o", data_dir / "o.csv"], capsys)
     assert rc == 2 and "out of memory" in err and "--pooled off" not in err
-    options = {a for act in cli.build_parser()._subparsers._group_actions[0].choices["audit"]._actions
-               for a in act.option_strings}
+    audit = cli.build_parser()._subparsers._group_actions[0].choices["audit"]
+    options = {a for act in audit._actions for a in act.option_strings}
     for flag in ("--scorer", "--device", "--embeddings"):
         assert flag in err and flag in options
