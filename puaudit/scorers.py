@@ -140,7 +140,11 @@ def score_targets(scorer: str, zp: np.ndarray, zu, *, m: float = 0.8,
         nn = NearestNeighbors(n_neighbors=k, metric="cosine").fit(x)
 
         def knn(z):
-            dist, idx = nn.kneighbors(z)
+            # sklearn's distance chunks default to 1 GB of working memory; keep them small
+            from sklearn import config_context
+
+            with config_context(working_memory=64):
+                dist, idx = nn.kneighbors(z)
             w = np.maximum(1.0 - dist, 1e-6)  # closer neighbours count more
             return (w * lab[idx]).sum(axis=1) / w.sum(axis=1)
 
