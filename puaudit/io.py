@@ -347,15 +347,16 @@ def _sniff_separator(text: str) -> str:
     for sep in (",", "\t", ";"):
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
         records: list[list[str]] = []
+        cut = not whole
         try:
             for rec in reader:
                 if rec:
                     records.append(rec)
                 if len(records) > _SNIFF_LINES:
                     break
-        except csv.Error:
-            continue
-        if not whole and len(records) <= _SNIFF_LINES:
+        except csv.Error:  # e.g. the sample ends inside a quoted cell: judge what was read
+            cut = True
+        if cut and len(records) <= _SNIFF_LINES:
             records = records[:-1]  # the sample may end inside the last record
         if len(records) < 2:
             continue

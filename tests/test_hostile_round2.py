@@ -268,6 +268,11 @@ def test_comma_csv_whose_header_has_more_semicolons_is_read_with_commas():
         f"p{i},a{i},b{i},A\n" for i in range(5))
     df = read_table(text.encode(), name="t.csv")
     assert list(df.columns) == ["prompt;text", "response_a;x;y", "response_b", "judge_winner"]
+    # a first cell longer than the sniffed sample, full of semicolons and newlines
+    big = '"' + "x, y; z\n" * 200_000 + '"'
+    df = read_table(f"prompt,response_a,response_b,judge\n{big},a,b,A\np,a,b,B\n".encode(),
+                    name="big.csv")
+    assert df.shape == (2, 4) and df["judge"].tolist() == ["A", "B"]
     semi = "prompt;response_a;response_b;judge\n" + "".join(f"p,{i};a;b;A\n" for i in range(5))
     assert list(read_table(semi.encode(), name="s.csv").columns) == [
         "prompt", "response_a", "response_b", "judge"]
