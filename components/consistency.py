@@ -16,10 +16,77 @@ from puaudit.trustjudge.report import TrustJudgeReport
 from puaudit.trustjudge.transitivity import KIND_LABELS
 
 __all__ = ["metrics_table", "metrics_bar_chart", "question_violations", "weakest_edges",
-           "cycle_graph"]
+           "cycle_graph", "pairwise_fit", "method_options", "score_options",
+           "default_score_method", "candidate_scores"]
 
 _CYCLE = "#d62728"
 _PLAIN = "#7f7f7f"
+
+
+def pairwise_fit(frame: pd.DataFrame, *, name: str) -> tuple[pd.DataFrame | None, str | None]:
+    """Whether a table (e.g. the Data page's) can serve as the pairwise-verdict table.
+
+    Returns
+    -------
+    (pairs, None) when :func:`puaudit.trustjudge.read_pairwise` reads it, else (None, the reason).
+    """
+    from puaudit.errors import PUAuditError
+    from puaudit.trustjudge import read_pairwise
+
+    try:
+        return read_pairwise(frame, name=name), None
+    except PUAuditError as exc:
+        return None, str(exc)
+
+
+def method_options(*, has_probabilities: bool, has_perplexity: bool) -> list[str]:
+    """Pair relations a table supports, the recommended first: ``bidirectional`` needs the
+    letter probabilities, ``weighted`` (exp(−γ·PPL)) and ``ppl`` the perplexities."""
+    out = []
+    if has_probabilities:
+        out.append("bidirectional")
+    if has_perplexity:
+        out += ["weighted", "ppl"]
+    return out + ["baseline"]
+
+
+def score_options(has_distribution: bool) -> list[str]:
+    """Score rules a scores table supports: G-Eval and distribution-sensitive need the judge's
+    score distributions."""
+    return ["distribution", "geval", "baseline"] if has_distribution else ["baseline"]
+
+
+def default_score_method(method: str, has_distribution: bool) -> str:
+    """The score rule :func:`puaudit.trustjudge.analyse` pairs with a relation by default."""
+    return "distribution" if method != "baseline" and has_distribution else "baseline"
+
+
+def candidate_scores(before: TrustJudgeReport, after: TrustJudgeReport) -> pd.DataFrame:
+    """Each candidate's single score under the before and after score rules.
+
+    Returns
+    -------
+    DataFrame
+        ``judge``, ``question_id``, ``candidate``, ``score before (<rule>)``, ``score after
+        (<rule>)``; empty without scores.
+    """
+    def long(rep: TrustJudgeReport) -> pd.DataFrame:
+        rel = rep.relations
+        if "score_i" not in rel:
+            return pd.DataFrame(columns=["judge", "question_id", "candidate", "score"])
+        parts = [rel[["judge", "question_id", f"candidate_{s}", f"score_{s}"]].set_axis(
+            ["judge", "question_id", "candidate", "score"], axis=1) for s in ("i", "j")]
+        out = pd.concat(parts, ignore_index=True).dropna(subset=["score"])
+        return out.drop_duplicates(["judge", "question_id", "candidate"])
+
+    b, a = long(before), long(after)
+    if b.empty and a.empty:
+        return pd.DataFrame(columns=["judge", "question_id", "candidate"])
+    out = b.merge(a, on=["judge", "question_id", "candidate"], how="outer",
+                  suffixes=(" before", " after"))
+    out = out.rename(columns={"score before": f"score before ({before.score_method})",
+                              "score after": f"score after ({after.score_method})"})
+    return out.sort_values(["judge", "question_id", "candidate"], ignore_index=True)
 
 
 def metrics_table(before: TrustJudgeReport, after: TrustJudgeReport, *, by: str = "judge") -> pd.DataFrame:

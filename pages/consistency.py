@@ -9,9 +9,12 @@ import streamlit as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-from components.consistency import (cycle_graph, metrics_bar_chart, metrics_table,  # noqa: E402
-                                    question_violations, weakest_edges)
-from components.safe_text import md  # noqa: E402
+from components.consistency import (candidate_scores, cycle_graph,  # noqa: E402
+                                    default_score_method, method_options, metrics_bar_chart,
+                                    metrics_table, pairwise_fit, question_violations,
+                                    score_options, weakest_edges)
+from components.safe_text import md, md_label  # noqa: E402
+from dashboard_state import DEMO_NAME  # noqa: E402
 from components.uploads import read_upload  # noqa: E402
 from puaudit.errors import PUAuditError  # noqa: E402
 from puaudit.io import table_to_bytes  # noqa: E402
@@ -32,22 +35,38 @@ def _upload_table(data: bytes, name: str):
     return read_upload(data, name, max_upload_mb=int(st.get_option("server.maxUploadSize")))
 
 
-@st.cache_data(show_spinner=False)
-def _pair_info(data: bytes | None, name: str) -> dict:
-    df = read_pairwise(make_demo()[0] if data is None else _upload_table(data, name), name=name)
-    return {"has_probabilities": df.attrs["has_probabilities"],
-            "has_perplexity": df.attrs["has_perplexity"]}
+@st.cache_data(show_spinner=False, max_entries=8)
+def _load_pairs(source: tuple):
+    """The pairwise table of the generated demo, ``("demo",)``, or of an upload,
+    ``("upload", bytes, name)``."""
+    if source[0] == "demo":
+        return read_pairwise(make_demo()[0], name="demo")
+    return read_pairwise(_upload_table(source[1], source[2]), name=source[2])
 
 
-@st.cache_data(show_spinner="Counting cycles…")
-def _analyse(pair_data: bytes | None, pair_name: str, score_data: bytes | None, score_name: str,
-             method: str, delta: float):
-    # the demo brings its own scores; an uploaded table is scored only by an uploaded scores file
-    pairs, scores = make_demo() if pair_data is None else (
-        read_pairwise(_upload_table(pair_data, pair_name), name=pair_name), None)
+@st.cache_data(show_spinner=False, max_entries=8)
+def _data_page_pairs(key: tuple, _frame):
+    """The Data page's table as a pairwise table, or why it is not one. ``key`` names the data
+    (hash of the uploaded bytes, or the generated demo) so that ``_frame`` is never hashed."""
+    return pairwise_fit(_frame, name=key[2])
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _load_scores(score_data: bytes, score_name: str):
+    return read_scores(_upload_table(score_data, score_name), name=score_name)
+
+
+@st.cache_data(show_spinner="Counting cycles…", max_entries=16)
+def _analyse(source: tuple, _pairs, score_data: bytes | None, score_name: str, method: str,
+             delta: float, gamma: float, score_method: str | None,
+             rescale: tuple[float, float] | None, tol: float):
+    # the demo brings its own scores; any other table is scored only by an uploaded scores file
+    scores = make_demo()[1] if source[0] == "demo" else None
     if score_data is not None:
-        scores = read_scores(_upload_table(score_data, score_name), name=score_name)
-    return analyse(pairs, scores, method=method, delta=delta, k=K)
+        scores = _load_scores(score_data, score_name)
+    return analyse(_pairs, scores, method=method, delta=delta, k=K, gamma=gamma,
+                   score_method=score_method if scores is not None else None,
+                   rescale_to=rescale if scores is not None else None, tol=tol)
 
 
 with st.sidebar:
@@ -56,48 +75,114 @@ with st.sidebar:
                                  key="consistency_pairs",
                                  help="Columns question_id, candidate_i, candidate_j, verdict_1 "
                                       "(i shown first), verdict_2 (j shown first); optional "
-                                      "judge, category, p1_A … p2_tie, ppl_1, ppl_2, rationales.")
+                                      "judge, category, p1_A … p2_tie, ppl_1, ppl_2 (or "
+                                      "token_logprobs_1, token_logprobs_2), rationales. "
+                                      "Without an upload the Data page's table is used when it "
+                                      "has these columns.")
     score_file = st.file_uploader("Single scores (optional)", type=FILE_TYPES,
                                   key="consistency_scores",
                                   help="Columns question_id, candidate, and score or p_1 … p_K.")
 
-pair_bytes = pair_file.getvalue() if pair_file is not None else None
-pair_name = pair_file.name if pair_file is not None else "demo"
 score_bytes = score_file.getvalue() if score_file is not None else None
 score_name = score_file.name if score_file is not None else ""
 
+# The Data page's table, when it reads as a pairwise table (e.g. the output of puaudit judge).
+ss = st.session_state
+data_pairs, data_reason, data_name = None, None, str(ss.get("source_name") or "")
+if ss.get("raw_frame") is not None:
+    frame = ss["raw_frame"]
+    data_key = ("data", ss.get("source_sha256") or "generated", data_name, len(frame),
+                tuple(map(str, frame.columns)))
+    data_pairs, data_reason = _data_page_pairs(data_key, frame)
+
 # messages quote names and cells from the files: shown as text, never Markdown
+if pair_file is not None:
+    source = ("upload", pair_file.getvalue(), pair_file.name)
+    label = f"uploaded file {pair_file.name}"
+else:
+    options = (["data"] if data_pairs is not None else []) + ["demo"]
+    # the generated audit demo has one order and no probabilities: the TrustJudge demo shows more
+    prefer_data = data_pairs is not None and data_name != DEMO_NAME
+    choice = "demo"
+    if len(options) > 1:
+        with st.sidebar:
+            choice = st.radio("Pairwise table", options, index=0 if prefer_data else 1,
+                              key="consistency_source",
+                              format_func=lambda o: (f"Data page: {md_label(data_name)}"
+                                                     if o == "data" else "Generated TrustJudge demo"))
+    source = ("data", data_key) if choice == "data" else ("demo",)
+    label = f"Data page: {data_name}" if choice == "data" else "generated TrustJudge demo"
+
 try:
-    info = _pair_info(pair_bytes, pair_name)
+    pairs = data_pairs if source[0] == "data" else _load_pairs(source)
+    scores_in = (_load_scores(score_bytes, score_name) if score_bytes is not None
+                 else make_demo()[1] if source[0] == "demo" else None)
 except PUAuditError as exc:
     st.error(md(exc))
     st.stop()
 
-methods = ["baseline"]
-if info["has_probabilities"]:
-    methods.insert(0, "bidirectional")
-if info["has_perplexity"]:
-    methods.insert(1 if info["has_probabilities"] else 0, "ppl")
+has_scores = scores_in is not None
+has_dist = bool(has_scores and scores_in.attrs.get("has_distribution"))
+methods = method_options(has_probabilities=pairs.attrs["has_probabilities"],
+                         has_perplexity=pairs.attrs["has_perplexity"])
 with st.sidebar:
     method = st.selectbox("Aggregation (after)", methods, key="consistency_method",
-                          help="bidirectional: sum both orders' probabilities; ppl: trust the "
-                               "order whose judgment has the lower perplexity; baseline: both "
-                               "orders must agree, else tie.")
+                          help="bidirectional: sum both orders' probabilities; weighted: average "
+                               "both orders, each weighted by exp(−γ·PPL) of its judgment; ppl: "
+                               "trust the order whose judgment has the lower perplexity; "
+                               "baseline: both orders must agree, else tie.")
     delta = st.number_input("Tie tolerance δ", min_value=0.0, max_value=5.0, value=0.0, step=0.01,
                             key="consistency_delta",
-                            help="Probability margin (bidirectional) or perplexity gap (ppl) "
-                                 "under which a pair counts as a tie.")
+                            help="Probability margin (bidirectional, weighted) or perplexity gap "
+                                 "(ppl) under which a pair counts as a tie.")
+    gamma = 1.0
+    if method == "weighted":
+        gamma = st.number_input("Confidence γ", min_value=0.0, max_value=100.0, value=1.0,
+                                step=0.1, key="consistency_gamma",
+                                help="Each order weighs exp(−γ·PPL): 0 averages both orders, a "
+                                     "large γ trusts the less perplexed one.")
+    score_method, rescale, tol = None, None, 0.0
+    if has_scores:
+        rules = score_options(has_dist)
+        score_method = st.selectbox(
+            "Score rule (after)", rules, index=rules.index(default_score_method(method, has_dist)),
+            key="consistency_score_method",
+            help="distribution: Σ s·p(s)/Σ p (TrustJudge); geval: Σ s·p(s); baseline: the score "
+                 "given, or the most likely token. Before always uses baseline.")
+        if score_method == "distribution" and st.checkbox(
+                "Rescale distribution scores", key="consistency_rescale",
+                help="Map the judge's fine scale (e.g. 1–100) linearly onto another range; the "
+                     "score tolerance is then in those units."):
+            lo_col, hi_col = st.columns(2)
+            lo = lo_col.number_input("to low", value=1.0, step=1.0, key="consistency_rescale_lo")
+            hi = hi_col.number_input("to high", value=5.0, step=1.0, key="consistency_rescale_hi")
+            if hi > lo:
+                rescale = (float(lo), float(hi))
+            else:
+                st.warning("The high end must exceed the low end; not rescaled.")
+        tol = st.number_input("Score tolerance", min_value=0.0, max_value=100.0, value=0.0,
+                              step=0.05, key="consistency_tol",
+                              help="Scores this close count as equal in the Conflict Ratio.")
 
-if pair_bytes is None:
+st.caption(f"Pairwise table: {md(label)} · {len(pairs):,} pairs"
+           + (f" · scores: {md(score_name or 'generated demo')}" if has_scores else " · no scores"))
+if source[0] == "demo":
     st.info("Showing generated demo data (two judges, 24 questions, 6 candidates, both orders "
-            "with probabilities). Upload a pairwise table in the sidebar to audit your own.")
-elif method == "baseline":
+            "with probabilities). Upload a pairwise table in the sidebar, or load one on the Data "
+            "page (for example the output of puaudit judge), to audit your own.")
+elif methods == ["baseline"]:
     st.info("This table has no probabilities or perplexities, so only the baseline relation is "
             "available: before and after are the same.")
+if data_reason and source[0] != "data" and data_name != DEMO_NAME:
+    st.caption("The Data page's table is not used here: " + md(data_reason))
+if pairs.attrs.get("ppl_from_logprobs"):
+    st.caption("Perplexities computed from the judge's token log-probabilities.")
 
 try:
-    before = _analyse(pair_bytes, pair_name, score_bytes, score_name, "baseline", 0.0)
-    after = _analyse(pair_bytes, pair_name, score_bytes, score_name, method, float(delta))
+    before = _analyse(source, pairs, score_bytes, score_name, "baseline", 0.0, 1.0,
+                      "baseline", None, float(tol))
+    after = _analyse(source, pairs, score_bytes, score_name, method, float(delta), float(gamma),
+                     score_method, rescale, float(tol))
 except PUAuditError as exc:
     st.error(md(exc))
     st.stop()
@@ -110,7 +195,8 @@ def _pct(x):
 cols = st.columns(1 + len(K))
 cols[0].metric("Conflict Ratio", _pct(after.cr),
                None if after.cr is None or before.cr is None else f"{100 * (after.cr - before.cr):+.1f} pts",
-               delta_color="inverse", help="Before: baseline; after: the chosen aggregation.")
+               delta_color="inverse", help="Before: baseline relation and scores; after: the "
+                                           "chosen aggregation and score rule.")
 for col, k in zip(cols[1:], K):
     a, b = after.ntr[k], before.ntr[k]
     col.metric(f"NTR_{k}", _pct(a), None if a is None or b is None else f"{100 * (a - b):+.1f} pts",
@@ -126,6 +212,10 @@ with tab_judge:
 with tab_type:
     st.plotly_chart(metrics_bar_chart(metrics_table(before, after, by="type"), by="type"),
                     width="stretch")
+if has_scores:
+    with st.expander(f"Single scores: {before.score_method} before, {after.score_method} after"
+                     + (f", rescaled to {rescale[0]:g}–{rescale[1]:g}" if rescale else "")):
+        st.dataframe(candidate_scores(before, after), hide_index=True, width="stretch")
 
 st.subheader("Cycle inspector")
 view = st.radio("Relations", [f"after ({after.method})", "before (baseline)"], horizontal=True,

@@ -83,3 +83,41 @@ def test_cycle_graph_highlights_cycle_edges_and_shows_hover():
     nodes = fig.data[-1]
     assert [t.split(" ")[0] for t in nodes.text] == ["a", "b", "c", "d"]
     assert nodes.text[-1] == "d (#4)"  # d loses its only comparison: ranked last
+
+
+def test_source_and_option_helpers():
+    from components.consistency import (default_score_method, method_options, pairwise_fit,
+                                        score_options)
+
+    assert method_options(has_probabilities=True, has_perplexity=True) == [
+        "bidirectional", "weighted", "ppl", "baseline"]
+    assert method_options(has_probabilities=False, has_perplexity=True) == ["weighted", "ppl", "baseline"]
+    assert method_options(has_probabilities=False, has_perplexity=False) == ["baseline"]
+    assert score_options(True) == ["distribution", "geval", "baseline"] and score_options(False) == ["baseline"]
+    assert default_score_method("weighted", True) == "distribution"
+    assert default_score_method("baseline", True) == default_score_method("ppl", False) == "baseline"
+    pairs, _ = make_demo(n_questions=2, n_candidates=3, random_state=0)
+    ok, reason = pairwise_fit(pairs, name="t")
+    assert reason is None and ok.attrs["has_probabilities"]
+    none, reason = pairwise_fit(pairs.drop(columns=["verdict_1"]), name="t")
+    assert none is None and "verdict_1" in reason
+
+
+def test_candidate_scores_before_and_after(reports):
+    from components.consistency import candidate_scores
+
+    pairs, scores = make_demo(n_questions=8, n_candidates=5, random_state=3)
+    before, after = reports
+    t = candidate_scores(before, after)
+    assert list(t.columns) == ["judge", "question_id", "candidate", "score before (baseline)",
+                               "score after (distribution)"]
+    assert len(t) == 2 * 8 * 5
+    row = t.iloc[0]
+    from puaudit.trustjudge import read_scores, score_table
+    s = read_scores(scores)
+    s["d"] = score_table(s, method="distribution")
+    mine = s[(s["question_id"] == row["question_id"]) & (s["candidate"] == row["candidate"])
+             & (s["judge"].isna() | (s["judge"] == row["judge"]))]
+    assert row["score after (distribution)"] == pytest.approx(mine["d"].iloc[0])
+    empty = candidate_scores(analyse(pairs), analyse(pairs))
+    assert list(empty.columns) == ["judge", "question_id", "candidate"] and empty.empty
