@@ -37,7 +37,9 @@ import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from puaudit.audit import PUAudit, PairEmbeddings, embed_table, prepare_split
+from puaudit.audit import PairEmbeddings, audit_table, embed_table, prepare_split
+from puaudit.audit_config import RULES, AuditConfig
+from puaudit.audit_config import SCORER_CHOICES as _SCORER_CHOICES
 from puaudit.config import encoder_choices
 from puaudit.errors import PUAuditError
 from puaudit.schema import ComparisonTable, load_comparisons
@@ -45,15 +47,19 @@ from puaudit.schema import ComparisonTable, load_comparisons
 __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "AUDIT_DEFAULTS", "SCORER_CHOICES", "RULE_CHOICES",
            "HashingEncoder", "encoder_options", "load_encoder", "start_umap_warmup",
            "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
-           "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit",
+           "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit", "audit_config",
+           "m_curve", "compare_scorers",
            "export_bytes", "umap_job", "show_error", "sha256_bytes", "favicon"]
 
 TEST_ENCODER_ENV = "PUAUDIT_TEST_ENCODER"
 DEMO_NAME = "demo data (generated)"
-SCORER_CHOICES = ("pot", "full-ot", "centroid", "probe", "knn")
-RULE_CHOICES = ("guarded", "paper")
-AUDIT_DEFAULTS = {"m": None, "p_ratio": 0.3, "alpha1": 0.7, "alpha2": 0.7, "encoder": None,
-                  "scorer": "pot", "rule": "guarded", "margin": 0.05, "seed": 0}
+SCORER_CHOICES = _SCORER_CHOICES
+RULE_CHOICES = RULES
+_CFG = AuditConfig()
+#: The parameters a visitor sets on the pages, with defaults read from :class:`AuditConfig`.
+AUDIT_DEFAULTS = {"m": _CFG.m, "p_ratio": _CFG.p_ratio, "alpha1": _CFG.alpha1,
+                  "alpha2": _CFG.alpha2, "encoder": None, "scorer": _CFG.scorer,
+                  "rule": _CFG.rule, "margin": _CFG.margin, "seed": _CFG.random_state}
 _TOKEN = re.compile(r"\w+")
 
 
@@ -286,40 +292,58 @@ def m_estimate(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> flo
                        int(params["seed"]), table, emb)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _compare(content_hash: str, encoder_label: str, params: tuple, seeds: int, _table, _emb):
-    from puaudit.evaluate import evaluate
-    from puaudit.relabel import RULES
-    from puaudit.scorers import SCORERS
+def audit_config(params: dict) -> AuditConfig:
+    """The :class:`AuditConfig` of this session's parameters (the audit caches' key)."""
+    return AuditConfig(m=params["m"], p_ratio=params["p_ratio"], alpha1=params["alpha1"],
+                       alpha2=params["alpha2"], scorer=params["scorer"], rule=params["rule"],
+                       margin=params["margin"], random_state=int(params["seed"]))
 
-    p = dict(params)
-    res = evaluate(_table, _emb, seeds=seeds, scorers=SCORERS, rules=RULES, p_ratio=p["p_ratio"],
-                   m=p["m"], alpha1=p["alpha1"], alpha2=p["alpha2"], margin=p["margin"])
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,
+             _emb):
+    from puaudit.evaluate import evaluate
+
+    res = evaluate(_table, _emb, seeds=seeds, scorers=SCORER_CHOICES, rules=RULE_CHOICES,
+                   config=config)
     return res["leaderboard"]
 
 
 def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
                     seeds: int = 3) -> list[dict]:
     """Leaderboard of every scorer × rule over ``seeds`` splits (cached like the audit)."""
-    key = tuple(sorted((k, v) for k, v in params.items() if k not in ("scorer", "rule", "seed")))
-    return _compare(table_hash(table), params["encoder"], key, int(seeds), table, emb)
+    cfg = audit_config(params).replace(scorer=AuditConfig.scorer, rule=AuditConfig.rule,
+                                       random_state=AuditConfig.random_state)
+    return _compare(table_hash(table), params["encoder"], cfg, int(seeds), table, emb)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _audit(content_hash: str, encoder_label: str, params: tuple, _table, _emb):
-    p = dict(params)
-    est = PUAudit(m=p["m"], p_ratio=p["p_ratio"], alpha1=p["alpha1"], alpha2=p["alpha2"],
-                  scorer=p["scorer"], rule=p["rule"], margin=p["margin"],
-                  random_state=p["seed"]).fit(_table, _emb)
+def _audit(content_hash: str, encoder_label: str, config: AuditConfig, _table, _emb):
+    result = audit_table(_table, _emb, config)
     # The table is the caller's: leave it out of the cached copy (cheaper to store and unpickle).
-    return dataclasses.replace(est.result_, table=None)
+    return dataclasses.replace(result, table=None)
 
 
 def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
-    """The audit of ``table`` with ``params`` (cached by content hash + every parameter)."""
-    key = tuple(sorted((k, params[k]) for k in AUDIT_DEFAULTS if k != "encoder"))
-    res = _audit(table_hash(table), params["encoder"], key, table, emb)
+    """The audit of ``table`` with ``params`` (cached by content hash + the whole config)."""
+    res = _audit(table_hash(table), params["encoder"], audit_config(params), table, emb)
     return dataclasses.replace(res, table=table)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _m_curve(content_hash: str, encoder_label: str, config: AuditConfig, m_values: tuple,
+             _table, _emb) -> list[dict]:
+    from puaudit.audit import reversals_vs_m
+
+    prep = prepare_split(_table, _emb, p_ratio=config.p_ratio, random_state=config.random_state)
+    return reversals_vs_m(prep, config, m_values)
+
+
+def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
+            m_values: tuple = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)) -> list[dict]:
+    """Guarded reversals and expected consistency over a grid of ``m`` (cached)."""
+    cfg = audit_config(params).replace(m=None)
+    return _m_curve(table_hash(table), params["encoder"], cfg, tuple(m_values), table, emb)
 
 
 def show_error(exc: BaseException) -> None:

@@ -20,7 +20,10 @@ st.caption("Each audited row's score says how well its judge-ordered difference 
 
 table, emb, result = state.current_audit()
 params = state.audit_params()
-st.caption(f"Scorer **{params['scorer']}**, rule **{params['rule']}**, m = {result.m:.3f}.")
+_used = result.params.get("scorer_used", params["scorer"])
+st.caption(f"Scorer **{params['scorer']}**" + (f" (chose **{_used}**)" if _used != params["scorer"]
+                                               else "")
+           + f", rule **{params['rule']}**, m = {result.m:.3f}.")
 
 st.subheader("Score densities")
 st.plotly_chart(score_density(result), width="stretch")
