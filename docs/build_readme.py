@@ -4,7 +4,8 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
 ORDER = ["_intro.md", "_audit.md", "_leaderboard.md", "_sensitivity.md", "_stronger_encoder.md",
-         "encoders.md", "dashboard.md", "trustjudge.md", "annotators.md", "_performance.md",
+         "encoders.md", "dashboard.md", "trustjudge.md", "annotators.md", "_models.md",
+         "_performance.md",
          "transport.md", "safety.md", "_dev.md"]
 
 parts = []
