@@ -570,7 +570,8 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
         st = st[st[:, _N] > 0]
         if len(st) < 2:
             results[source] = {name: (nan_k, nan_k, nan_k) for name in ests}
-            notes.append(f"{SOURCE_LABELS[source]}: fewer than two usable comparisons.")
+            if len(st) == 1:  # none at all is said once, below
+                notes.append(f"{SOURCE_LABELS[source]}: only one item with a usable comparison.")
             continue
         results[source] = classical(st, 3 * s_i)
     if stats["audited"] is None:
