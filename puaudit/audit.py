@@ -24,6 +24,7 @@ from puaudit.calibration import MonotoneCalibrator, prior_shift
 from puaudit.denoise import denoise_positives
 from puaudit.audit_config import AuditConfig
 from puaudit.errors import PUAuditError
+from puaudit.jsonsafe import to_jsonable
 from puaudit.metrics import consistency, consistency_by_type
 from puaudit.relabel import (GROUP_NEG, RULES, adjust_verdicts, relabel_guarded, relabel_paper)
 from puaudit.schema import ComparisonTable, load_comparisons
@@ -728,19 +729,9 @@ class AuditResult:
 
     def summary(self) -> dict:
         """JSON-ready numbers (the CLI's ``--json`` line)."""
-        def clean(x):
-            if isinstance(x, float) and not math.isfinite(x):
-                return None
-            if isinstance(x, tuple):
-                return [clean(v) for v in x]
-            if isinstance(x, dict):
-                return {str(k): clean(v) for k, v in x.items()}
-            if isinstance(x, (np.floating, np.integer)):
-                return clean(x.item())
-            return x
         counts = pd.Series(self.split).value_counts().to_dict()
         groups = pd.Series(self.group).value_counts().to_dict()
-        return clean({
+        return to_jsonable({
             "n_rows": len(self.split),
             "n_p": int(counts.get(SPLIT_P, 0)),
             "n_p_prime": int(self.in_p_prime.sum()),
@@ -834,12 +825,20 @@ class PUAudit:
         return self
 
 
-def human_labels(table: ComparisonTable, config: AuditConfig) -> np.ndarray | None:
-    """The human verdicts the audit uses: the table's votes, or item consensus."""
+def human_labels(table: ComparisonTable, config: AuditConfig,
+                 embeddings: PairEmbeddings | None = None) -> np.ndarray | None:
+    """The human verdicts the audit uses: the table's votes, item majority, or a latent-truth
+    model's consensus (``ds``; ``crowdlab`` needs ``embeddings``: it audits the single votes
+    first for its probabilities)."""
     if config.human_source == "consensus":
         from puaudit.annotators import consensus_labels
 
         return consensus_labels(table)
+    if config.human_source in ("ds", "crowdlab"):
+        from puaudit.annotator_models import audit_human_labels
+
+        return audit_human_labels(table, config.human_source, embeddings=embeddings,
+                                  config=config)
     return None
 
 
@@ -888,7 +887,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     if prep is None:
         prep = prepare_split(table, embeddings, p_ratio=config.p_ratio,
                              random_state=config.random_state,
-                             human=human_labels(table, config))
+                             human=human_labels(table, config, embeddings))
     stages.done("split")
     scored = score_with_config(prep, config)
     stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))

@@ -8,45 +8,17 @@ With ``--json`` the last line printed is one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 from puaudit.audit_config import config_from_args
 from puaudit.errors import PUAuditError
+from puaudit.jsonsafe import dumps
 
 __all__ = ["main", "build_parser"]
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return None if not math.isfinite(float(o)) else float(o)
-    if isinstance(o, (tuple, set)):
-        return list(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
-
-
-def _clean(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
-
-
-def dumps(obj) -> str:
-    """One-line JSON with NaN/inf as null."""
-    return json.dumps(_clean(obj), default=_json_default, allow_nan=False)
 
 
 def _add_table_args(p: argparse.ArgumentParser) -> None:
@@ -196,8 +168,7 @@ def cmd_audit(args) -> int:
               f"{summary['cons_orig']:.3f}); keep the judge's column or use --rule guarded.",
               file=sys.stderr)
     if args.manifest:
-        text = json.dumps(_clean(run_manifest(res, input_name=args.input)), indent=2,
-                          default=_json_default)
+        text = dumps(run_manifest(res, input_name=args.input), indent=2)
         write_bytes_atomic(args.manifest, text.encode("utf-8"))
     print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}")

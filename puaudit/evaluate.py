@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -12,6 +11,7 @@ from puaudit.audit import (PairEmbeddings, human_labels, prepare_split, relabel_
                            score_with_config)
 from puaudit.audit_config import SCORER_CHOICES, AuditConfig
 from puaudit.errors import PUAuditError
+from puaudit.jsonsafe import to_jsonable
 from puaudit.relabel import RULES
 from puaudit.schema import ComparisonTable
 
@@ -47,14 +47,6 @@ def _runs(table: ComparisonTable, emb: PairEmbeddings, *, seeds: Sequence[int],
     return rows
 
 
-def _clean(x):
-    if isinstance(x, (float, np.floating)):
-        return None if not math.isfinite(float(x)) else float(x)
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    return x
-
-
 def leaderboard_from_runs(runs: pd.DataFrame) -> list[dict]:
     """Aggregate per-seed runs into leaderboard entries (one per scorer × rule).
 
@@ -67,19 +59,19 @@ def leaderboard_from_runs(runs: pd.DataFrame) -> list[dict]:
         def agg(frame: pd.DataFrame) -> dict:
             d = {}
             for k in ("cons_orig", "cons_adj", "delta"):
-                d[f"{k}_mean"] = _clean(frame[k].mean())
-                d[f"{k}_sd"] = _clean(frame[k].std(ddof=1)) if len(frame) > 1 else 0.0
+                d[f"{k}_mean"] = to_jsonable(frame[k].mean())
+                d[f"{k}_sd"] = to_jsonable(frame[k].std(ddof=1)) if len(frame) > 1 else 0.0
             n_rev = frame["n_reversed"].sum()
-            d["reversed_share"] = _clean(n_rev / frame["n"].sum()) if frame["n"].sum() else None
+            d["reversed_share"] = to_jsonable(n_rev / frame["n"].sum()) if frame["n"].sum() else None
             prec = (frame["reversal_precision"].fillna(0) * frame["n_reversed"]).sum()
-            d["reversal_precision"] = _clean(prec / n_rev) if n_rev else None
+            d["reversal_precision"] = to_jsonable(prec / n_rev) if n_rev else None
             d["n_reversed_total"] = int(n_rev)
-            d["n_validation_mean"] = _clean(frame["n"].mean())
+            d["n_validation_mean"] = to_jsonable(frame["n"].mean())
             d["n_seeds"] = int(frame["seed"].nunique())
             return d
 
         overall = g[g["question_type"] == "__all__"]
-        entry = {"scorer": scorer, "rule": rule, "m_mean": _clean(overall["m"].mean()), **agg(overall)}
+        entry = {"scorer": scorer, "rule": rule, "m_mean": to_jsonable(overall["m"].mean()), **agg(overall)}
         if "scorer_used" in overall:
             entry["chosen"] = {str(k): int(v) for k, v in
                                overall["scorer_used"].value_counts().items()}
@@ -121,7 +113,7 @@ def evaluate(table: ComparisonTable, embeddings: PairEmbeddings, *, seeds: int |
     if config.p_ratio >= 1:
         raise PUAuditError("evaluate measures on validation rows: p_ratio must be below 1.")
     if human is None:
-        human = human_labels(table, config)
+        human = human_labels(table, config, embeddings)
     rows = _runs(table, embeddings, seeds=seeds, scorers=scorers, rules=rules, config=config,
                  human=human, progress=progress)
     runs = pd.DataFrame(rows)
