@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.errors import PUAuditError
+from puaudit.vocabulary import match_columns, parse_verdict
 
 __all__ = [
     "ROLES",
@@ -56,21 +57,8 @@ COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
                   "rater_id", "judge_id", "labeler", "user_id"),
 }
 
-_A = {"a", "model_a", "1", "response_a", "answer_a", "assistant_a", "assistant a", "[[a]]", "left",
-      "first", "output_a", "a>b", "a > b"}
-_B = {"b", "model_b", "2", "response_b", "answer_b", "assistant_b", "assistant b", "[[b]]", "right",
-      "second", "output_b", "b>a", "b > a"}
-_TIE = {"tie", "tie (inconsistent)", "tie (bothbad)", "tie(bothbad)", "tie_bothbad", "bothbad",
-        "both_bad", "both bad", "draw", "equal", "same", "[[c]]", "c", "0", "3", "tie (both bad)",
-        "a=b", "a = b", "neither", "both good", "both_good"}
-_MISSING = {"", "nan", "none", "null", "na", "n/a", "<na>", "missing", "?"}
-
 ACCEPTED_LABELS_TEXT = ("A / B / tie, model_a / model_b / tie, tie (inconsistent), tie (bothbad), "
                         "1 / 2, or the model name given in the model_a / model_b column")
-
-
-def _norm_name(name: str) -> str:
-    return str(name).strip().lower().replace(" ", "_").replace("-", "_")
 
 
 def guess_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -80,22 +68,7 @@ def guess_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) ->
     Used by :func:`detect_columns` (which then checks the required roles) and by the dashboard,
     which shows the mapping even when a required column is missing.
     """
-    columns = dict(columns or {})
-    by_norm: dict[str, str] = {}
-    for c in df.columns:
-        by_norm.setdefault(_norm_name(c), c)
-    mapping: dict[str, str] = {r: c for r, c in columns.items() if c}
-    used = set(mapping.values())
-    for role in ROLES:
-        if role in columns:  # explicitly set (possibly to None = absent)
-            continue
-        for alias in COLUMN_ALIASES[role]:
-            col = by_norm.get(alias)
-            if col is not None and col not in used:
-                mapping[role] = col
-                used.add(col)
-                break
-    return mapping
+    return match_columns(df.columns, {r: COLUMN_ALIASES[r] for r in ROLES}, columns)
 
 
 def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -138,29 +111,7 @@ def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -
 
 def _label_of(value, model_a: str | None, model_b: str | None) -> str | None:
     """Return 'A', 'B', 'tie', None (missing) or raise KeyError for an unknown label."""
-    if value is None:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        raise KeyError(value)
-    if isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer()):
-        value = str(int(value))
-    s = str(value).strip()
-    low = s.lower()
-    if low in _MISSING or (value is pd.NA):
-        return None
-    if low in _A:
-        return "A"
-    if low in _B:
-        return "B"
-    if low in _TIE or low.startswith("tie"):
-        return "tie"
-    if model_a and s == model_a and model_a != model_b:
-        return "A"
-    if model_b and s == model_b and model_a != model_b:
-        return "B"
-    raise KeyError(value)
+    return parse_verdict(value, model_a=model_a, model_b=model_b)
 
 
 def normalize_verdicts(values: Sequence, *, column: str = "verdict",

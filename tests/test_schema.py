@@ -100,3 +100,26 @@ def test_judge_rules():
     assert t.judge.tolist() == ["B", "B", "B"]  # original untouched
     with pytest.raises(PUAuditError):
         apply_judge_rule(t, "random")
+
+
+def test_one_vocabulary_for_the_audit_and_trustjudge():
+    """Issue 13: the same word means the same verdict in every reader."""
+    from puaudit.trustjudge.io import normalise_verdict
+    from puaudit.vocabulary import VERDICT_WORDS, parse_verdict
+
+    for canon, words in VERDICT_WORDS.items():
+        for w in words:
+            assert parse_verdict(w) == canon
+            assert normalise_verdict(w) == canon
+            assert normalize_verdicts([w.upper()])[0] == canon
+    assert parse_verdict(" Tie (whatever) ") == "tie" and parse_verdict(2.0) == "B"
+    assert parse_verdict("gpt-4", model_a="gpt-4", model_b="claude") == "A"
+
+
+def test_one_column_matcher_for_the_audit_and_trustjudge():
+    from puaudit.vocabulary import match_columns
+
+    cols = ["Question ID", "Judge-Winner", "category"]
+    m = match_columns(cols, {"question_id": ("question_id",), "judge": ("judge_winner",)})
+    assert m == {"question_id": "Question ID", "judge": "Judge-Winner"}
+    assert match_columns(cols, {"judge": ("judge_winner",)}, {"judge": None}) == {}

@@ -41,6 +41,7 @@ import pandas as pd
 
 from puaudit.errors import PUAuditError
 from puaudit.io import read_table
+from puaudit.vocabulary import match_columns, parse_verdict
 
 __all__ = [
     "read_pairwise",
@@ -73,16 +74,6 @@ SCORE_ALIASES: dict[str, tuple[str, ...]] = {
     "score": ("score", "rating", "grade"),
     "distribution": ("score_distribution", "distribution", "score_probs", "probs"),
 }
-
-_VERDICTS = {
-    "A": {"a", "model_a", "1", "assistant 1", "assistant a", "assistant_a", "response a",
-          "response_a", "first", "[[a]]", "i"},
-    "B": {"b", "model_b", "2", "assistant 2", "assistant b", "assistant_b", "response b",
-          "response_b", "second", "[[b]]", "j"},
-    "tie": {"tie", "draw", "equal", "c", "[[c]]", "=", "tie (inconsistent)", "tie (bothbad)",
-            "tie (both bad)", "both", "neither"},
-}
-_VERDICT_LOOKUP = {alias: canon for canon, aliases in _VERDICTS.items() for alias in aliases}
 
 _PROB_RE = (
     re.compile(r"^p(?:rob(?:ability)?)?_?(?P<order>[12])_?(?P<letter>a|b|tie)$", re.I),
@@ -119,9 +110,10 @@ def normalise_verdict(value: Any, *, column: str = "verdict", row: int | None = 
     """
     if _is_missing(value):
         return None
-    key = _text(value).lower()
-    if key in _VERDICT_LOOKUP:
-        return _VERDICT_LOOKUP[key]
+    try:
+        return parse_verdict(_text(value))
+    except KeyError:
+        pass
     where = f" at row {row}" if row is not None else ""
     raise PUAuditError(
         f"Column '{column}'{where}: verdict '{value}' is not recognised. Use A (first-shown "
@@ -146,11 +138,7 @@ def _find(columns: list[str], aliases: tuple[str, ...], mapping: dict[str, str] 
             raise PUAuditError(f"{label}: column '{mapping[canon]}' given for {canon} is not in the "
                                f"table (columns: {', '.join(columns)}).", column=mapping[canon])
         return mapping[canon]
-    lowered = {c.strip().lower(): c for c in columns}
-    for alias in aliases:
-        if alias in lowered:
-            return lowered[alias]
-    return None
+    return match_columns(columns, {canon: aliases}).get(canon)
 
 
 def _require(found: str | None, canon: str, aliases: tuple[str, ...], columns: list[str],
