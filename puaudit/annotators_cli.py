@@ -2,8 +2,11 @@
 
 Prints a human summary; with ``--json`` the last line of stdout is one JSON object with
 ``annotators`` (one object per annotator, the fields of :class:`AnnotatorReport.annotators` and
-``flags``) and ``overall`` (``krippendorff_alpha``, ``n_items_multi``, ...). Bad input prints the
-message on stderr and returns 2.
+``flags``, plus the latent-truth model's ``skill``, ``skill_lo``, ``skill_hi``, ``cohen_kappa``,
+... and ``model_flags``), ``overall`` (``krippendorff_alpha``, ``n_items_multi``, ...,
+``fleiss_kappa`` where defined) and ``models`` (one full report per fitted model, confusion
+matrices included; see :mod:`puaudit.annotator_models`). Bad input prints the message on stderr
+and returns 2.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import argparse
 import json
 import sys
 
+from puaudit.annotator_models import MODEL_NAMES, MODELS, annotator_model_report
 from puaudit.annotators import annotator_report
 from puaudit.errors import PUAuditError
 from puaudit.io import check_output_path, read_table, write_table
@@ -36,6 +40,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--judge-in-alpha", action="store_true",
                    help="count the judge as one more coder in Krippendorff's alpha")
     p.add_argument("--no-judge", action="store_true", help="leave the judge out of the table")
+    p.add_argument("--model", choices=[*MODELS, "all", "none"], default=None,
+                   help="latent-truth model of the annotators: ds (Dawid-Skene, default), mace, "
+                        "crowdlab (needs the audit's probabilities: an audit export or "
+                        "--probs-col), all, or none")
+    p.add_argument("--judge-in-model", action="store_true",
+                   help="the judge votes in the latent-truth model as one more annotator")
+    p.add_argument("--n-boot", metavar="N", type=int, default=200,
+                   help="bootstrap replicates over items for the model's intervals (default 200)")
+    p.add_argument("--probs-col", metavar="C",
+                   help="column of P(judge right) per row for crowdlab "
+                        "(default: puaudit_p_judge_right when present)")
+    p.add_argument("--skill-bar", metavar="S", type=float, default=0.8,
+                   help="flag an annotator whose whole skill interval is below S (default 0.8)")
     p.add_argument("--json", action="store_true", help="end with one JSON line")
     p.add_argument("-o", "--output", metavar="report.csv", help="write the annotator table")
     # puaudit.cli dispatches on ``args.run``; ``func`` serves the stand-alone entry point.
@@ -75,6 +92,107 @@ def _summary(report) -> str:
     return "\n".join(lines)
 
 
+def _model_summary(mrep) -> str:
+    ov = mrep.overall
+    df = mrep.annotators
+    name = ov["model_name"]
+    who = "people + judge" if ov["include_judge"] else "people only"
+    lines = [f"{name} ({who}; {ov['n_items_fit']} items with 2+ votes fitted, "
+             f"{ov['n_boot']} bootstrap refits): consensus differs from majority vote on "
+             f"{ov['n_consensus_differs_majority']} of {ov['n_items']} items; agreement with the "
+             f"judge on items where both are strict: {_f(ov['consensus_agree_judge_common'])} "
+             f"(majority vote {_f(ov['majority_agree_judge_common'])}, "
+             f"{ov['n_judge_common']} items).",
+             f"Fleiss' kappa ({ov['fleiss_items']} items with "
+             f"{ov['fleiss_votes_per_item']} votes): {_f(ov['fleiss_kappa'])}"]
+    elig = df[df["flag_eligible"] & ~df["is_judge"] & df["skill"].notna()].sort_values("skill")
+    if len(elig):
+        lines.append(f"Skill (strict votes naming the true winner, balanced; chance 0.5), "
+                     f"people with >= {mrep.params['min_votes_flag']} strict votes:")
+        show = elig if len(elig) <= 10 else elig.iloc[list(range(5)) + list(range(-5, 0))]
+        for _, r in show.iterrows():
+            lines.append(f"  {r['annotator']:<20} {_f(r['skill'])} [{_f(r['skill_lo'])}, "
+                         f"{_f(r['skill_hi'])}]  kappa {_f(r['cohen_kappa'])}  "
+                         f"n={r['n_strict']}")
+    flagged = df[[bool(f) for f in df["model_flags"]]]
+    lines.append(f"Flagged by {name}: {len(flagged)}")
+    for _, r in flagged.iterrows():
+        for reason in r["model_flags"]:
+            lines.append(f"  {r['annotator']}: {reason}")
+    return "\n".join(lines)
+
+
+#: Per-annotator fields of the primary model merged into the annotator table and JSON.
+MODEL_FIELDS = ("skill", "skill_lo", "skill_hi", "position_bias", "position_bias_lo",
+                "position_bias_hi", "length_bias", "length_bias_lo", "length_bias_hi",
+                "p_a_given_b", "p_a_given_b_lo", "p_a_given_b_hi", "p_b_given_a",
+                "p_b_given_a_lo", "p_b_given_a_hi", "tie_given_strict", "tie_given_strict_lo",
+                "tie_given_strict_hi", "tie_given_tie", "tie_given_tie_lo", "tie_given_tie_hi",
+                "competence", "competence_lo", "competence_hi", "weight", "cohen_kappa",
+                "cohen_kappa_lo", "cohen_kappa_hi", "n_kappa", "model_flags")
+MODEL_OVERALL = ("fleiss_kappa", "fleiss_items", "fleiss_votes_per_item",
+                 "n_consensus_differs_majority", "n_model_flagged")
+
+
+def _probabilities(df, table, column):
+    """P(judge right) per row for CROWDLAB: ``column`` or an audit export's column; None."""
+    import numpy as np
+    import pandas as pd
+
+    col = column or ("puaudit_p_judge_right" if "puaudit_p_judge_right" in df.columns else None)
+    if col is None:
+        return None
+    if col not in df.columns:
+        raise PUAuditError(f"--probs-col: no column '{col}' in the input.", column=col)
+    p = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float, copy=True)
+    if np.isfinite(p).sum() == 0:
+        raise PUAuditError(f"Column '{col}' holds no probabilities.", column=col)
+    if ((p < 0) | (p > 1))[np.isfinite(p)].any():
+        raise PUAuditError(f"Column '{col}' must hold probabilities in [0, 1].", column=col)
+    return p
+
+
+def _model_reports(args, table, df, judge_name="LLM judge") -> tuple[list, list[str]]:
+    """The requested latent-truth model reports, and notes on the ones that could not run."""
+    choice = args.model or "ds"
+    if choice == "none":
+        return [], []
+    names = list(MODELS) if choice == "all" else [choice]
+    probs = _probabilities(df, table, args.probs_col)
+    reports, notes = [], []
+    for name in names:
+        if name == "crowdlab" and probs is None:
+            msg = ("crowdlab needs the audit's probabilities: give an audit export (its "
+                   "'puaudit_p_judge_right' column) or --probs-col.")
+            if choice == "crowdlab":
+                raise PUAuditError(msg)
+            notes.append(f"{MODEL_NAMES[name]} skipped: {msg}")
+            continue
+        try:
+            reports.append(annotator_model_report(
+                table, model=name, include_judge=args.judge_in_model, judge_name=judge_name,
+                p_judge_right=probs, n_boot=args.n_boot, min_votes_flag=args.min_votes,
+                skill_bar=args.skill_bar))
+        except PUAuditError as exc:
+            if args.model is not None:  # asked for by name: an error
+                raise
+            notes.append(f"{MODEL_NAMES[name]} skipped: {exc}")
+    return reports, notes
+
+
+def _merge_model(report, mrep) -> None:
+    """Merge the primary model's per-annotator fields and overall figures into ``report``."""
+    m = mrep.annotators
+    keep = ["annotator"] + [c for c in MODEL_FIELDS if c in m.columns]
+    merged = report.annotators.merge(m[keep], on="annotator", how="left")
+    merged["model_flags"] = [f if isinstance(f, list) else [] for f in merged["model_flags"]]
+    report.annotators = merged
+    report.overall["model"] = mrep.overall["model"]
+    report.overall["model_includes_judge"] = mrep.overall["include_judge"]
+    for k in MODEL_OVERALL:
+        report.overall[k] = mrep.overall[k]
+
+
 def _audit_link(table, df):
     """Per-annotator disagreement with the audit, when INPUT is a ``puaudit audit`` export."""
     if not {"puaudit_score", "puaudit_adjusted"} <= set(df.columns):
@@ -109,25 +227,40 @@ def run(args: argparse.Namespace) -> int:
         if args.human_col:
             columns["human"] = args.human_col
         table = load_comparisons(df, columns=columns, judge_column=args.judge_col)
+        if args.n_boot < 0:
+            raise PUAuditError(f"--n-boot must be 0 or more, got {args.n_boot}.")
         report = annotator_report(table, include_judge=not args.no_judge,
                                   judge_in_alpha=args.judge_in_alpha,
                                   min_votes_flag=args.min_votes)
+        models, notes = _model_reports(args, table, df)
+        if models:
+            _merge_model(report, models[0])
         audit_link = _audit_link(table, df)
         if audit_link is not None:
             report.annotators = report.annotators.merge(audit_link, on="annotator", how="left")
         if args.output:
-            write_table(report.to_frame(), args.output)
+            out = report.to_frame()
+            if "model_flags" in out.columns:
+                out["model_flags"] = ["; ".join(f) for f in out["model_flags"]]
+            write_table(out, args.output)
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(_summary(report))
+    for mrep in models:
+        print(_model_summary(mrep))
+    for note in notes:
+        print(note)
     if "audit_disagree" in report.annotators.columns:
         print("Audit link (INPUT is an audit export): share of each person's scored votes that "
               "the audit's adjusted verdict contradicts is in the 'audit_disagree' field.")
     if args.output:
         print(f"Annotator report written to {args.output}")
     if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
+        payload = report.to_dict()
+        if models:
+            payload["models"] = {m.overall["model"]: m.to_dict() for m in models}
+        print(json.dumps(payload, ensure_ascii=False))
     return 0
 
 

@@ -23,7 +23,7 @@ __all__ = ["AuditConfig", "SCORER_CHOICES", "RULES", "OT_METHODS", "CALIBRATION_
 SCORER_CHOICES = ("auto", *SCORERS)
 OT_METHODS = ("auto", "exact", "entropic", "fast")
 CALIBRATION_CHOICES = ("isotonic", "platt")
-HUMAN_SOURCES = ("votes", "consensus")
+HUMAN_SOURCES = ("votes", "consensus", "ds", "crowdlab")
 
 
 def _cli(flag: str | None, help: str, **kw) -> dict:
@@ -64,8 +64,12 @@ class AuditConfig:
     n_folds : int >= 2, default 5
         Cross-fitting folds for calibration and for the automatic choice.
     calibration : {"isotonic", "platt"}, default "isotonic"
-    human_source : {"votes", "consensus"}, default "votes"
-        ``consensus`` replaces each row's human verdict by its item's majority vote.
+    human_source : {"votes", "consensus", "ds", "crowdlab"}, default "votes"
+        ``consensus`` replaces each row's human verdict by its item's majority vote; ``ds`` by
+        the most probable truth of a Dawid-Skene model of the people's votes; ``crowdlab`` by
+        CROWDLAB's consensus of the votes and the audit's own ``p_judge_right`` (a first audit
+        on single votes, same configuration), so its validation is not independent of the
+        scorer (see :mod:`puaudit.annotator_models`).
     random_state : int or None, default 0
         Seeds the split, the folds and any sampling.
     """
@@ -94,7 +98,8 @@ class AuditConfig:
     calibration: str = field(default="isotonic", metadata=_cli(
         "--calibration", "score -> P(judge right) map", choices=CALIBRATION_CHOICES))
     human_source: str = field(default="votes", metadata=_cli(
-        "--human-source", "build P from single votes or item-level consensus",
+        "--human-source", "build P from single votes, item majority (consensus), a Dawid-Skene "
+        "model of the votes (ds) or CROWDLAB with the audit's probabilities (crowdlab)",
         choices=HUMAN_SOURCES))
     random_state: int | None = field(default=0, metadata=_cli("--seed", "random seed"))
 
