@@ -14,6 +14,10 @@ from components.annotators import (METRIC_LABELS, agreement_figure,  # noqa: E40
                                    annotator_table, bias_scatter, disagreements_table)
 from components.safe_text import md, md_label  # noqa: E402
 from components.uploads import read_upload  # noqa: E402
+from components.annotator_models import (STAT_LABELS, confusion_figure,  # noqa: E402
+                                         consensus_changes, consensus_summary, model_table,
+                                         skill_figure)
+from puaudit.annotator_models import MODEL_NAMES, MODELS, annotator_model_report  # noqa: E402
 from puaudit.annotators import annotator_report  # noqa: E402
 from puaudit.errors import PUAuditError  # noqa: E402
 from puaudit.io import table_to_bytes  # noqa: E402
@@ -122,6 +126,89 @@ st.plotly_chart(agreement_figure(report, metric=metric, min_n=min_n,
 
 st.subheader("Position and length biases")
 st.plotly_chart(bias_scatter(report, min_n=min_n))
+
+# -- the latent-truth model: reliability from a model of the truth, not raw agreement ---------
+st.subheader("Latent-truth model")
+st.caption("Dawid-Skene, MACE or CROWDLAB estimate each annotator's reliability and each item's "
+           "truth together, so a careless voter stops counting like a careful one. Skill, biases "
+           "and confusion matrices are read off the model's truth, with 95% intervals from a "
+           "bootstrap over items (the model refitted each time).")
+m1, m2, m3 = st.columns(3)
+model_choices = list(MODELS) if hasattr(source, "frame") else ["ds", "mace"]
+model_name = m1.selectbox("Model", model_choices, format_func=lambda m: MODEL_NAMES[m],
+                          help="CROWDLAB also uses the audit's probabilities (runs the audit of "
+                               "the loaded table).")
+judge_in_model = m2.checkbox("The judge votes in the model", value=False,
+                             help="Off: the truth comes from people only and the judge is "
+                                  "measured against it like an outsider.")
+n_boot = int(m3.number_input("Bootstrap refits", min_value=0, max_value=1000, value=100,
+                             step=50))
+with st.sidebar.expander("Latent-truth model flags"):
+    skill_bar = st.number_input("Spammer: skill interval below", 0.5, 1.0, 0.8, 0.05)
+    model_pos_margin = st.number_input("Position bias margin around 0.5", 0.0, 0.5, 0.1, 0.01)
+    model_len_margin = st.number_input("Length bias margin above 0.5", 0.0, 0.5, 0.1, 0.01)
+p_right = None
+if model_name == "crowdlab":
+    import dashboard_state as state
+
+    audited_table, _, audit_result = state.current_audit()
+    p_right = audit_result.p_judge_right
+    if len(p_right) != len(table) or audited_table is not source:
+        p_right = np.full(0, np.nan)  # a different table: reported below, the page goes on
+mparams = dict(model=model_name, include_judge=judge_in_model, n_boot=n_boot,
+               min_votes_flag=int(min_votes), skill_bar=skill_bar,
+               position_margin=model_pos_margin, length_margin=model_len_margin)
+mkey = (key, tuple(sorted(mparams.items())), None if p_right is None else id(p_right))
+mcached = st.session_state.get("_annotators_model")
+try:
+    if p_right is not None and len(p_right) != len(table):
+        raise PUAuditError("CROWDLAB weighs the votes against the audit of the table loaded "
+                           "on the Data page; load this table there to use it.")
+    if mcached is None or mcached[0] != mkey:
+        with st.spinner(f"Fitting {MODEL_NAMES[model_name]} and {n_boot} bootstrap refits..."):
+            mcached = (mkey, annotator_model_report(table, judge_name=JUDGE_NAME,
+                                                    p_judge_right=p_right, **mparams))
+        st.session_state["_annotators_model"] = mcached
+    mreport = mcached[1]
+except PUAuditError as exc:  # e.g. every item has one vote: nothing to fit, not a failure
+    st.info(md(exc))
+    mreport = None
+if mreport is not None:
+    mov = mreport.overall
+    k1, k2, k3, k4 = st.columns(4)
+    fk = mov["fleiss_kappa"]
+    k1.metric("Fleiss' kappa", "n/a" if fk != fk else f"{fk:.3f}",
+              help=f"people's votes on the {mov['fleiss_items']} items with exactly "
+                   f"{mov['fleiss_votes_per_item']} votes")
+    k2.metric("Consensus differs from majority", mov["n_consensus_differs_majority"],
+              help=f"of {mov['n_items']} items")
+    agree_m, agree_v = mov["consensus_agree_judge_common"], mov["majority_agree_judge_common"]
+    k3.metric("Consensus agrees with the judge",
+              "n/a" if agree_m != agree_m else f"{agree_m:.3f}",
+              delta=None if agree_m != agree_m or agree_v != agree_v
+              else f"{agree_m - agree_v:+.3f} vs majority",
+              help=f"over the {mov['n_judge_common']} items where both consensuses and the judge "
+                   "are strict" + (" (the judge votes in the model)" if judge_in_model else ""))
+    k4.metric("Flagged by the model", mov["n_model_flagged"])
+    stat = st.radio("Model statistic", list(STAT_LABELS), horizontal=True,
+                    format_func=lambda k: STAT_LABELS[k].split(":")[0])
+    st.plotly_chart(skill_figure(mreport, stat=stat, min_n=min_n))
+    st.dataframe(model_table(mreport), hide_index=True)
+    st.download_button("Download the model report (CSV)",
+                       table_to_bytes(mreport.to_frame(), "csv"),
+                       file_name=f"annotator_model_{model_name}.csv", mime="text/csv")
+    mnames = mreport.annotators["annotator"].astype(str).tolist()
+    mwho = st.selectbox("Confusion matrix of", mnames, index=0)
+    for reason in mreport.annotators.loc[
+            mreport.annotators["annotator"].astype(str) == mwho, "model_flags"].iloc[0]:
+        st.warning(md(reason))
+    st.plotly_chart(confusion_figure(mreport, mwho))
+    st.markdown("**Consensus: majority vote against the model**")
+    st.dataframe(consensus_summary(mreport), hide_index=True)
+    changes = consensus_changes(mreport, table)
+    st.caption(f"{len(changes)} item(s) where the model's consensus differs from majority vote "
+               "(labels in the A/B order of the item's first row).")
+    st.dataframe(changes, hide_index=True)
 
 st.subheader("Disagreements with the judge")
 names = report.annotators["annotator"].astype(str).tolist()
