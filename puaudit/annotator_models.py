@@ -60,6 +60,10 @@ crowd-kit's ``errors_`` of the fitted model. With :math:`a_{t v} = C_{tv} / (C_{
   strict votes for the longer response, balanced over which one is truly better (0.5 = none);
 * ``confusion``: :math:`\pi_{tv} = C_{tv} / \sum_{v'} C_{tv'}` (rows A, B, tie truths).
 
+CROWDLAB's posterior is a weighted average of votes and model, not a calibrated posterior, so
+its statistics count against its consensus label (:math:`q_i` one-hot). Only the items with two
+or more votes in the model count (see :attr:`TruthFit.fit_items`).
+
 Intervals are percentiles of the bootstrap over items: items are drawn with replacement, the
 model is **refitted** on each replicate (a vectorised port of crowd-kit's EM for ``ds`` and
 ``mace``, checked against crowd-kit in the tests; cleanlab itself for ``crowdlab``), and every
@@ -456,6 +460,16 @@ class TruthFit:
     info: dict = field(default_factory=dict)
     # CROWDLAB's weighted-average pieces, for the leave-own-vote-out posterior
     crowdlab_parts: dict | None = None
+
+    @property
+    def truth(self) -> np.ndarray:
+        """The truth the annotator statistics are counted against: the posterior, except for
+        CROWDLAB, whose weighted average of votes and model is no calibrated posterior (its mean
+        top probability is 0.52 on LLMFAO against Dawid-Skene's 0.91, which would pull every
+        skill towards 0.5): there, its consensus label."""
+        if self.model == "crowdlab":
+            return np.eye(3)[self.consensus]
+        return self.posterior
 
     def loo_posterior(self, votes: VoteData) -> tuple[np.ndarray, np.ndarray]:
         """Per vote: the posterior of its item without that vote (reference orientation), and
@@ -1117,7 +1131,7 @@ def annotator_model_report(table: ComparisonTable, *, model: str = "ds",
         pred_probs = item_pred_probs(table, votes, p_judge_right)
     fit = fit_truth_model(votes, model=model, include_judge=include_judge, pred_probs=pred_probs,
                           engine=engine, random_state=random_state)
-    point = annotator_stats(votes, fit.posterior, weights=fit.fit_items.astype(float))
+    point = annotator_stats(votes, fit.truth, weights=fit.fit_items.astype(float))
     W = votes.n_workers
     keys = list(STAT_COLUMNS) + (["competence"] if model == "mace" else [])
     boot = {k: [] for k in keys}
@@ -1133,7 +1147,7 @@ def annotator_model_report(table: ComparisonTable, *, model: str = "ds",
         except (PUAuditError, ValueError, AssertionError, IndexError):
             n_failed += 1
             continue
-        s = annotator_stats(votes, f.posterior, weights=wts * f.fit_items)
+        s = annotator_stats(votes, f.truth, weights=wts * f.fit_items)
         for k in STAT_COLUMNS:
             boot[k].append(s[k])
         if model == "mace":
