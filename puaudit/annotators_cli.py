@@ -53,6 +53,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "(default: puaudit_p_judge_right when present)")
     p.add_argument("--skill-bar", metavar="S", type=float, default=0.8,
                    help="flag an annotator whose whole skill interval is below S (default 0.8)")
+    p.add_argument("--consensus-output", metavar="items.csv",
+                   help="write the model's item consensus (label, its probability, P(A), P(B), "
+                        "P(tie), majority vote, judge) of the first model")
     p.add_argument("--json", action="store_true", help="end with one JSON line")
     p.add_argument("-o", "--output", metavar="report.csv", help="write the annotator table")
     # puaudit.cli dispatches on ``args.run``; ``func`` serves the stand-alone entry point.
@@ -220,6 +223,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.output:  # before any work: never overwrite the input, fail early on a bad path
             check_output_path(args.output, inputs=[args.input], what="output (-o)")
+        if getattr(args, "consensus_output", None):
+            check_output_path(args.consensus_output, inputs=[args.input], outputs=[args.output],
+                              what="--consensus-output")
         df = read_table(args.input)
         columns = {}
         if args.annotator_col:
@@ -243,6 +249,10 @@ def run(args: argparse.Namespace) -> int:
             if "model_flags" in out.columns:
                 out["model_flags"] = ["; ".join(f) for f in out["model_flags"]]
             write_table(out, args.output)
+        if getattr(args, "consensus_output", None):
+            if not models:
+                raise PUAuditError("--consensus-output needs a latent-truth model (--model).")
+            write_table(models[0].consensus, args.consensus_output)
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -256,6 +266,9 @@ def run(args: argparse.Namespace) -> int:
               "the audit's adjusted verdict contradicts is in the 'audit_disagree' field.")
     if args.output:
         print(f"Annotator report written to {args.output}")
+    if getattr(args, "consensus_output", None):
+        print(f"Item consensus ({models[0].overall['model_name']}) written to "
+              f"{args.consensus_output}")
     if args.json:
         payload = report.to_dict()
         if models:

@@ -118,3 +118,17 @@ def test_main_cli_dispatch_with_model_options(planted_csv, capsys):
                          "--skill-bar", "0.6"]) == 0
     payload = _payload(capsys)
     assert payload["models"]["ds"]["overall"]["skill_bar"] == 0.6
+
+
+def test_consensus_output_writes_one_row_per_item(planted_csv, capsys, tmp_path):
+    path, df, _ = planted_csv
+    out = tmp_path / "items.csv"
+    assert cli_main([str(path), "--n-boot", "0", "--consensus-output", str(out)]) == 0
+    assert "Item consensus (Dawid-Skene) written" in capsys.readouterr().out
+    items = read_table(out)
+    assert len(items) == df["question_id"].nunique()
+    assert {"consensus", "confidence", "p_A", "p_B", "p_tie", "majority", "differs",
+            "judge"} <= set(items.columns)
+    assert np.allclose(items[["p_A", "p_B", "p_tie"]].astype(float).sum(1), 1)
+    assert cli_main([str(path), "--consensus-output", str(path)]) == 2      # never the input
+    assert cli_main([str(path), "--model", "none", "--consensus-output", str(out)]) == 2
