@@ -384,7 +384,8 @@ def minilm():
         path = default_model_path()
     except PUAuditError as exc:
         pytest.skip(str(exc))
-    enc = get_encoder(None, cache_dir=None, device="cpu")
+    # full precision: these tests compare with float32 references at 0.999
+    enc = get_encoder(None, cache_dir=None, device="cpu", mode="full")
     return enc, path, enc.encode(SENTENCES)
 
 
@@ -534,3 +535,160 @@ def test_default_encoder_memory_stays_flat_on_5_mb_cells():
     assert res["shape"] == [4, 384] and res["mb"] > 19
     assert res["grew"] < 400 and res["s"] < 60, res
     print(res)
+
+
+# -- issue 18: fast (bfloat16) and full (float32) modes ---------------------------------------
+def _old_float32_key(enc: HFEncoder) -> str:
+    """The cache key as computed before modes existed (float32 only)."""
+    import hashlib
+
+    ident = {"fingerprint": enc.fingerprint_, "pooling": enc.pooling_, "max_length": enc.max_length_,
+             "normalize": enc.normalize_, "format": 1}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+
+
+def test_modes_resolve_as_documented(tiny_bert, monkeypatch):
+    import puaudit.encoders as encoders
+
+    monkeypatch.delenv("PUAUDIT_ENCODER_MODE", raising=False)
+    monkeypatch.setattr(encoders, "cpu_has_native_bf16", lambda: True)
+    fast = get_encoder(None, cache_dir=None, device="cpu")
+    assert (fast.mode_, fast.dtype_, fast.runtime_) == ("fast", "bfloat16", "lean")
+    # other folders stay at full precision unless asked: the agreement was measured on MiniLM only
+    other = get_encoder(str(tiny_bert), cache_dir=None, device="cpu")
+    assert (other.mode_, other.dtype_, other.runtime_) == ("full", "float32", "transformers")
+    asked = get_encoder(str(tiny_bert), cache_dir=None, device="cpu", mode="fast")
+    assert (asked.mode_, asked.runtime_) == ("fast", "lean")
+    # a CPU without native bfloat16 (bfloat16 would be emulated, slower) stays at full
+    monkeypatch.setattr(encoders, "cpu_has_native_bf16", lambda: False)
+    assert get_encoder(None, cache_dir=None, device="cpu").mode_ == "full"
+    assert get_encoder(None, cache_dir=None, device="cpu", mode="fast").mode_ == "fast"
+    # the deployment's default, and a bad value
+    monkeypatch.setenv("PUAUDIT_ENCODER_MODE", "fast")
+    assert get_encoder(str(tiny_bert), cache_dir=None, device="cpu").mode_ == "fast"
+    assert get_encoder(str(tiny_bert), cache_dir=None, device="cpu", mode="full").mode_ == "full"
+    monkeypatch.setenv("PUAUDIT_ENCODER_MODE", "turbo")
+    assert get_encoder(str(tiny_bert), cache_dir=None, device="cpu").mode_ == "full"
+    with pytest.raises(PUAuditError, match="mode must be one of auto, fast, full"):
+        get_encoder(str(tiny_bert), cache_dir=None, mode="half")
+
+
+def test_cpu_bf16_detection_reads_cpuinfo_flags(monkeypatch, tmp_path):
+    import builtins
+
+    import puaudit.encoders as encoders
+
+    real_open = builtins.open
+
+    def fake(flags):
+        info = tmp_path / "cpuinfo"
+        info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        monkeypatch.setattr(builtins, "open",
+                            lambda f, *a, **k: real_open(info if f == "/proc/cpuinfo" else f, *a, **k))
+
+    fake("fpu avx2 avx512f avx512_bf16 avx512_vnni")
+    assert encoders.cpu_has_native_bf16()
+    fake("fpu avx2 avx512f amx_bf16 amx_tile")
+    assert encoders.cpu_has_native_bf16()
+    fake("fpu sse avx2 avx512f avx512bw")
+    assert not encoders.cpu_has_native_bf16()
+
+
+def test_fast_and_full_vectors_never_share_a_cache_folder(tiny_bert, tmp_path):
+    full = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu", mode="full")
+    fast = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu", mode="fast")
+    # float32 keys are what they were before modes existed: caches filled then are still read
+    assert full.cache_key == _old_float32_key(full)
+    assert fast.cache_key != full.cache_key
+    v_full = full.encode(TEXTS)
+    calls = _count_forward(fast)
+    v_fast = fast.encode(TEXTS)
+    assert sum(calls) == 5  # nothing taken from the float32 vectors
+    metas = sorted(json.loads((d / "meta.json").read_text())["dtype"]
+                   for d in (tmp_path / "embeddings").iterdir())
+    assert metas == ["bfloat16", "float32"]
+    assert not np.array_equal(v_fast, v_full)
+    assert np.sum(v_fast * v_full, axis=1).min() > 0.99  # a random tiny model, bfloat16
+    # each mode's rerun reads its own vectors without loading a model
+    for mode, want in (("full", v_full), ("fast", v_fast)):
+        again = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu", mode=mode)
+        assert np.array_equal(again.encode(TEXTS), want)
+        assert getattr(again, "model_", None) is None
+
+
+def test_fast_mode_pools_in_float32(tiny_bert):
+    fast = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu", mode="fast").load()
+    seen = []
+    inner = fast.model_.forward
+
+    def spy(*args, **kwargs):
+        out = inner(*args, **kwargs)
+        seen.append(out.last_hidden_state.dtype)
+        return out
+
+    fast.model_.forward = spy
+    v = fast.encode(TEXTS)
+    assert seen and set(seen) == {torch.bfloat16} and v.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-6)
+
+
+def test_default_model_fast_mode_agrees_with_full(minilm):
+    full_enc, _, v_full = minilm
+    fast = get_encoder(None, cache_dir=None, device="cpu", mode="fast")
+    v_fast = fast.encode(SENTENCES)
+    assert (fast.dtype_, fast.runtime_) == ("bfloat16", "lean")
+    cos = np.sum(v_fast * v_full, axis=1)
+    assert cos.min() >= 0.9995, cos  # issue 18 asks >= 0.995; measured ~0.99993 on MT-Bench
+    assert fast.cache_key != full_enc.cache_key and fast.name == full_enc.name
+
+
+def test_shared_encoder_and_warm_up_return_at_once(tiny_bert, monkeypatch):
+    import puaudit.encoders as encoders
+
+    release = threading.Event()
+    real_load = HFEncoder.load
+
+    def slow_load(self):
+        release.wait(30)
+        return real_load(self)
+
+    monkeypatch.setattr(HFEncoder, "load", slow_load)
+    monkeypatch.setattr(encoders, "_SHARED", {})
+    import time
+
+    t = time.perf_counter()
+    th = encoders.warm_up_encoder(str(tiny_bert), cache_dir=None, device="cpu")
+    assert time.perf_counter() - t < 1.0 and th.is_alive()  # the caller never waits for the load
+    release.set()
+    th.join(60)
+    enc = encoders.shared_encoder(str(tiny_bert), cache_dir=None, device="cpu")
+    assert getattr(enc, "model_", None) is not None  # loaded by the warm-up thread
+    assert encoders.shared_encoder(str(tiny_bert), device="cpu", cache_dir=None) is enc
+    assert encoders.shared_encoder(str(tiny_bert), cache_dir=None, device="cpu", mode="fast") is not enc
+
+
+def test_warm_up_failure_is_logged_and_raised_on_use(tmp_path, monkeypatch, caplog):
+    import puaudit.encoders as encoders
+
+    monkeypatch.setattr(encoders, "_SHARED", {})
+    encoders.warm_up_encoder(str(tmp_path / "missing")).join(30)
+    assert "warming up encoder" in caplog.text
+    with pytest.raises(PUAuditError, match="neither"):
+        encoders.shared_encoder(str(tmp_path / "missing"))
+
+
+def test_cli_encoder_mode_flag(tiny_bert, tmp_path, capsys):
+    from puaudit.cli import build_parser, main
+    from puaudit.demo import generate_demo
+
+    data = tmp_path / "demo.csv"
+    generate_demo(n_rows=60, random_state=0).to_csv(data, index=False)
+    for mode in ("fast", "full"):
+        rc = main(["audit", str(data), "-o", str(tmp_path / f"out-{mode}.csv"), "--encoder", str(tiny_bert),
+                   "--encoder-mode", mode, "--cache-dir", str(tmp_path / "cache"), "--scorer", "centroid"])
+        assert rc == 0, capsys.readouterr().err
+    metas = sorted(json.loads(p.read_text())["mode"] for p in (tmp_path / "cache" / "embeddings").glob("*/meta.json"))
+    assert metas == ["fast", "full"]
+    assert build_parser().parse_args(["audit", "x.csv", "-o", "y.csv"]).encoder_mode is None
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["audit", "x.csv", "-o", "y.csv", "--encoder-mode", "half"])
