@@ -16,6 +16,7 @@ import dashboard_state as state  # noqa: E402
 st.set_page_config(page_title="PUAudit", page_icon=state.favicon(), layout="wide")
 
 state.start_umap_warmup()
+state.start_encoder_warmup()
 state.ensure_data()
 
 audit_pages = [

@@ -19,7 +19,8 @@ the audit, never the embedding.
 
 Test hook: with ``PUAUDIT_TEST_ENCODER=hashing`` the only encoder offered is
 :class:`HashingEncoder`, a deterministic bag-of-words hashing encoder (no model, instant), so
-AppTest tests run fast. ``PUAUDIT_UMAP_WARMUP=0`` skips the UMAP warm-up thread.
+AppTest tests run fast. ``PUAUDIT_UMAP_WARMUP=0`` skips the UMAP warm-up thread and
+``PUAUDIT_ENCODER_WARMUP=0`` the encoder's (see :func:`start_encoder_warmup`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from puaudit.schema import ComparisonTable, load_comparisons
 
 __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "AUDIT_DEFAULTS", "SCORER_CHOICES", "RULE_CHOICES",
            "HashingEncoder", "encoder_options", "load_encoder", "start_umap_warmup",
+           "start_encoder_warmup",
            "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
            "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit", "audit_config",
            "m_curve", "compare_scorers",
@@ -107,10 +109,11 @@ def load_encoder(label: str):
     choices = encoder_choices()
     if label not in choices:
         raise PUAuditError(f"Encoder '{label}' is not offered here; choose one of {list(choices)}.")
-    from puaudit.encoders import get_encoder
+    from puaudit.encoders import shared_encoder
 
     # trust_remote_code stays at its default (off): a dashboard never runs model-supplied code.
-    encoder = get_encoder(choices[label])
+    # The instance is shared with start_encoder_warmup, which may have loaded it already.
+    encoder = shared_encoder(choices[label])
     _note_encoder_load(label)
     return encoder
 
@@ -154,6 +157,17 @@ def start_umap_warmup() -> threading.Thread | None:
     th = threading.Thread(target=warm_umap, name="puaudit-umap-warmup", daemon=True)
     th.start()
     return th
+
+
+@st.cache_resource(show_spinner=False)
+def start_encoder_warmup() -> threading.Thread | None:
+    """Load the first offered encoder in a background thread, once per server process: no page
+    view waits for torch and the weights, and the first embedding finds the model loaded."""
+    if os.environ.get("PUAUDIT_ENCODER_WARMUP", "1") == "0" or os.environ.get(TEST_ENCODER_ENV) == "hashing":
+        return None
+    from puaudit.encoders import warm_up_encoder
+
+    return warm_up_encoder(next(iter(encoder_choices().values())))
 
 
 # --- data -------------------------------------------------------------------------------------
