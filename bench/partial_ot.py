@@ -66,7 +66,7 @@ def _peak_mb() -> float:
 def run_one(n_p: int, n_u: int, *, compare: bool, backend: str) -> dict:
     from scipy.stats import spearmanr
 
-    from puaudit.transport import partial_ot_scores
+    from puaudit.audit.transport import partial_ot_scores
 
     zp, zu, _ = make_structured(n_p, n_u)
     out = {"n_p": n_p, "n_u": n_u, "data_mb": (zp.nbytes + zu.nbytes) / 2**20,

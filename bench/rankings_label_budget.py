@@ -35,9 +35,9 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=300)
     args = ap.parse_args()
 
-    from puaudit.io import read_table
-    from puaudit.rankings import table_models, table_rankings
-    from puaudit.schema import load_comparisons
+    from puaudit.data.io import read_table
+    from puaudit.rankings.estimate import table_models, table_rankings
+    from puaudit.data.schema import load_comparisons
 
     t0 = time.perf_counter()
     table = load_comparisons(read_table(args.input))

@@ -77,7 +77,7 @@ def run_one(csv: Path, npz: Path, out: Path) -> tuple[float, float]:
     code = (
         "import resource, sys, runpy;"
         "sys.argv = ['puaudit', 'audit', %r, '-o', %r, '--embeddings', %r];"
-        "from puaudit.cli import main;"
+        "from puaudit.cli.commands import main;"
         "rc = main(sys.argv[1:]);"
         "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr);"
         "sys.exit(rc)" % (str(csv), str(out), str(npz)))

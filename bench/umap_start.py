@@ -26,8 +26,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="600 rows instead of 3,355")
     ap.add_argument("--dim", type=int, default=384)
     args = ap.parse_args()
-    import puaudit.audit  # noqa: F401  (the app imports the library before any page is viewed)
-    from puaudit.projection import project_2d, umap_ready, umap_warmup_seconds, warm_umap
+    import puaudit.audit.estimator  # noqa: F401  (the app imports the library before any page is viewed)
+    from puaudit.embed.projection import project_2d, umap_ready, umap_warmup_seconds, warm_umap
 
     th = threading.Thread(target=warm_umap, daemon=True)
     th.start()  # what app.py does at server start

@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from components.safe_text import plotly_texts
-from puaudit.annotators import AnnotatorReport, consensus_labels
-from puaudit.schema import ComparisonTable
+from puaudit.annotators.agreement import AnnotatorReport, consensus_labels
+from puaudit.data.schema import ComparisonTable
 
 __all__ = ["annotator_table", "agreement_figure", "bias_scatter", "disagreements_table",
            "METRIC_LABELS"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from puaudit.errors import PUAuditError
-from puaudit.schema import ROLES, guess_columns, normalize_verdicts
+from puaudit.data.schema import ROLES, guess_columns, normalize_verdicts
 
 __all__ = ["ROLE_LABELS", "mapping_defaults", "judge_candidates", "summary_metrics",
            "question_type_frame"]
@@ -21,7 +21,7 @@ ROLE_LABELS = {
 def mapping_defaults(df: pd.DataFrame) -> dict[str, str | None]:
     """Role -> detected column (``None`` where nothing was found), for every role.
 
-    Unlike :func:`puaudit.schema.detect_columns` this never raises: a page shows the mapping
+    Unlike :func:`puaudit.data.schema.detect_columns` this never raises: a page shows the mapping
     widgets even when a required column is missing, so the user can pick it.
     """
     found = guess_columns(df)

@@ -9,7 +9,7 @@ __all__ = ["m_curve_figure"]
 
 def m_curve_figure(curve: list[dict], *, current_m: float | None = None) -> go.Figure:
     """Audited rows the guarded rule would reverse at each ``m`` (from
-    :func:`puaudit.audit.reversals_vs_m`), with the slider's current value marked."""
+    :func:`puaudit.audit.estimator.reversals_vs_m`), with the slider's current value marked."""
     ms = [c["m"] for c in curve]
     n = [c["n_reversed"] for c in curve]
     fig = go.Figure(go.Scatter(x=ms, y=n, mode="lines+markers", name="reversed",

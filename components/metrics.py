@@ -11,7 +11,7 @@ __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", 
            "auto_comparison_table",
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
-from puaudit.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
+from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
 
 
 def _pct(x: float | None) -> str:
@@ -109,12 +109,12 @@ def auto_comparison_table(result) -> pd.DataFrame:
 
 def formula_cells(df: pd.DataFrame) -> dict[str, int]:
     """Column -> number of cells a spreadsheet would run as a formula (see
-    :func:`puaudit.safety.formula_cells`; plain signed numbers such as ``-3`` are not formulas).
+    :func:`puaudit.data.safety.formula_cells`; plain signed numbers such as ``-3`` are not formulas).
 
     Only columns with at least one such cell are returned; a formula-like column *name* counts
     as one cell of that column.
     """
-    from puaudit.safety import formula_cells as cells
+    from puaudit.data.safety import formula_cells as cells
 
     found = cells(df)
     return {str(k): int(v) for k, v in found.groupby("column", sort=False).size().items()}
@@ -122,8 +122,8 @@ def formula_cells(df: pd.DataFrame) -> dict[str, int]:
 
 def spreadsheet_safe_copy(df: pd.DataFrame) -> pd.DataFrame:
     """A copy with a leading apostrophe on every formula-like cell (OWASP CSV-injection advice),
-    so spreadsheets show it as text; see :func:`puaudit.safety.spreadsheet_safe`."""
-    from puaudit.safety import spreadsheet_safe
+    so spreadsheets show it as text; see :func:`puaudit.data.safety.spreadsheet_safe`."""
+    from puaudit.data.safety import spreadsheet_safe
 
     return spreadsheet_safe(df)
 

@@ -1,5 +1,5 @@
 """Tables and figures for the Models page: pure functions of a
-:class:`~puaudit.rankings.ModelRankings`.
+:class:`~puaudit.rankings.estimate.ModelRankings`.
 
 No Streamlit here: every function returns a DataFrame, a pandas Styler or a plotly figure. Model
 names come from the data: in figures they are HTML-escaped (Plotly renders a subset of HTML in
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from puaudit.rankings import SOURCE_LABELS, SOURCES, ModelRankings
+from puaudit.rankings.estimate import SOURCE_LABELS, SOURCES, ModelRankings
 
 __all__ = ["STAT_LABELS", "SOURCE_COLORS", "SHORT_LABELS", "rank_table", "style_rank_table",
            "interval_figure", "rank_figure", "win_probability_figure"]

@@ -3,15 +3,15 @@
 ``server.maxUploadSize`` (``.streamlit/config.toml``) caps the bytes a browser may send, which
 for a ``.gz`` file says little about what the server must hold: a 1 MB upload can expand to
 gigabytes of short rows. Every page that accepts an upload reads it with :func:`read_upload`,
-which applies :func:`puaudit.config.upload_limits` (decompressed size, rows, columns) *while*
+which applies :func:`puaudit.embed.settings.upload_limits` (decompressed size, rows, columns) *while*
 decompressing and parsing, and names the command line for larger files.
 """
 
 from __future__ import annotations
 
-from puaudit.config import UploadLimits, upload_limits
+from puaudit.embed.settings import UploadLimits, upload_limits
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table
+from puaudit.data.io import read_table
 
 __all__ = ["read_upload", "limits_text"]
 
@@ -35,7 +35,7 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
     max_upload_mb : int, optional
         ``server.maxUploadSize``: the browser enforces it, this covers any client that does not.
     limits : UploadLimits, optional
-        Default: :func:`puaudit.config.upload_limits` (the operator's environment).
+        Default: :func:`puaudit.embed.settings.upload_limits` (the operator's environment).
 
     Returns
     -------

@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-from components.annotators import (METRIC_LABELS, agreement_figure,  # noqa: E402
+from components.annotators import (METRIC_LABELS, agreement_figure,
                                    annotator_table, bias_scatter, disagreements_table)
-from components.safe_text import md, md_label  # noqa: E402
-from components.uploads import read_upload  # noqa: E402
-from components.annotator_models import (STAT_LABELS, confusion_figure,  # noqa: E402
+from components.safe_text import md, md_label
+from components.uploads import read_upload
+from components.annotator_models import (STAT_LABELS, confusion_figure,
                                          consensus_changes, consensus_summary, model_table,
                                          skill_figure)
-from puaudit.annotator_models import MODEL_NAMES, MODELS, annotator_model_report  # noqa: E402
-from puaudit.annotators import annotator_report  # noqa: E402
-from puaudit.errors import PUAuditError  # noqa: E402
-from puaudit.io import table_to_bytes  # noqa: E402
-from puaudit.schema import COLUMN_ALIASES, load_comparisons  # noqa: E402
+from puaudit.annotators.models import MODEL_NAMES, MODELS, annotator_model_report
+from puaudit.annotators.agreement import annotator_report
+from puaudit.errors import PUAuditError
+from puaudit.data.io import table_to_bytes
+from puaudit.data.schema import COLUMN_ALIASES, load_comparisons
 
 JUDGE_NAME = "LLM judge"
 
@@ -46,7 +43,7 @@ def _load_table():
             st.session_state["_annotators_upload"] = (upload.file_id, df)
         return st.session_state["_annotators_upload"][1], upload.name
     try:
-        from puaudit.demo import generate_demo
+        from puaudit.data.demo import generate_demo
     except ImportError:
         return None, ""
     if "_annotators_demo" not in st.session_state:
@@ -149,7 +146,7 @@ with st.sidebar.expander("Latent-truth model flags"):
     model_len_margin = st.number_input("Length bias margin above 0.5", 0.0, 0.5, 0.1, 0.01)
 p_right = None
 if model_name == "crowdlab":
-    import dashboard_state as state
+    from components import state
 
     audited_table, _, audit_result = state.current_audit()
     p_right = audit_result.p_judge_right
@@ -239,8 +236,8 @@ st.caption("How often the audit's adjusted verdict contradicts each person's vot
            "audited (validation and unlabelled rows), with the Audit page's settings.")
 if hasattr(source, "frame") and st.checkbox("Compare with the audit", value=False,
                                             help="Runs (or reuses) the audit of the loaded table."):
-    import dashboard_state as state
-    from puaudit.annotators import annotator_score_disagreement
+    from components import state
+    from puaudit.annotators.agreement import annotator_score_disagreement
 
     _, _, result = state.current_audit()
     audited = np.isin(result.split, ["validation", "unlabelled"])

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-import dashboard_state as state  # noqa: E402
-from components.m_curve import m_curve_figure  # noqa: E402
-from components.metrics import (audit_note, auto_choice_text,  # noqa: E402
+from components import state
+from components.m_curve import m_curve_figure
+from components.metrics import (audit_note, auto_choice_text,
                                 auto_comparison_table, expected_text, headline_metrics,
                                 leaderboard_table, per_type_table)
-from puaudit.errors import PUAuditError  # noqa: E402
+from puaudit.errors import PUAuditError
 
 st.title("Audit")
 st.caption("Verified human preferences (P) and their reversals are matched by transport to the "

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-from components.consistency import (candidate_scores, cycle_graph,  # noqa: E402
+from components.consistency import (candidate_scores, cycle_graph,
                                     default_score_method, method_options, metrics_bar_chart,
                                     metrics_table, pairwise_fit, question_violations,
                                     score_options, weakest_edges)
-from components.safe_text import md, md_label  # noqa: E402
-from dashboard_state import DEMO_NAME  # noqa: E402
-from components.uploads import read_upload  # noqa: E402
-from puaudit.errors import PUAuditError  # noqa: E402
-from puaudit.io import table_to_bytes  # noqa: E402
-from puaudit.trustjudge import (KIND_LABELS, analyse, make_demo, read_pairwise,  # noqa: E402
+from components.safe_text import md, md_label
+from components.state import DEMO_NAME
+from components.uploads import read_upload
+from puaudit.errors import PUAuditError
+from puaudit.data.io import table_to_bytes
+from puaudit.trustjudge import (KIND_LABELS, analyse, make_demo, read_pairwise,
                                 read_scores)
 
 FILE_TYPES = ["csv", "tsv", "parquet", "jsonl", "json", "gz"]

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-import dashboard_state as state  # noqa: E402
-from components.data_summary import (ROLE_LABELS, judge_candidates,  # noqa: E402
+from components import state
+from components.data_summary import (ROLE_LABELS, judge_candidates,
                                      question_type_frame, summary_metrics)
-from components.safe_text import md  # noqa: E402
-from components.uploads import limits_text, read_upload  # noqa: E402
-from puaudit.config import upload_limits  # noqa: E402
-from puaudit.errors import PUAuditError  # noqa: E402
-from puaudit.schema import REQUIRED_ROLES, ROLES  # noqa: E402
+from components.safe_text import md
+from components.uploads import limits_text, read_upload
+from puaudit.embed.settings import upload_limits
+from puaudit.errors import PUAuditError
+from puaudit.data.schema import REQUIRED_ROLES, ROLES
 
 NONE = "(none)"
 MAX_MB = int(st.get_option("server.maxUploadSize"))

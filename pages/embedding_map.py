@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-import dashboard_state as state  # noqa: E402
-from components.embedding_map import embedding_scatter  # noqa: E402
-from components.safe_text import md  # noqa: E402
-from puaudit.projection import oriented_differences, project_2d, umap_ready  # noqa: E402
+from components import state
+from components.embedding_map import embedding_scatter
+from components.safe_text import md
+from puaudit.embed.projection import oriented_differences, project_2d, umap_ready
 
 st.title("Embedding map")
 st.caption("Each point is one comparison: the difference between the embeddings of the two "

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-import dashboard_state as state  # noqa: E402
-from components.metrics import formula_cells  # noqa: E402
-from components.safe_text import md  # noqa: E402
-from puaudit.manifest import run_manifest  # noqa: E402
+from components import state
+from components.metrics import formula_cells
+from components.safe_text import md
+from puaudit.audit.manifest import run_manifest
 
 st.title("Export")
 st.caption("Every input row and column, unchanged and in order, plus the puaudit_* columns "

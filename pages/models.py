@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-import dashboard_state as state  # noqa: E402
-from components.models import (SHORT_LABELS, STAT_LABELS, interval_figure,  # noqa: E402
+from components import state
+from components.models import (SHORT_LABELS, STAT_LABELS, interval_figure,
                                rank_figure, rank_table, style_rank_table, win_probability_figure)
-from puaudit.errors import PUAuditError  # noqa: E402
-from puaudit.io import table_to_bytes  # noqa: E402
-from puaudit.rankings import SOURCE_LABELS, table_models, table_rankings  # noqa: E402
-from puaudit.safety import spreadsheet_safe  # noqa: E402
+from puaudit.errors import PUAuditError
+from puaudit.data.io import table_to_bytes
+from puaudit.rankings.estimate import SOURCE_LABELS, table_models, table_rankings
+from puaudit.data.safety import spreadsheet_safe
 
 st.title("Models")
 st.caption("Would the judge's leaderboard survive a human check? Win rates against the field and "

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-import dashboard_state as state  # noqa: E402
-from components.data_summary import judge_candidates  # noqa: E402
-from components.radar import consistency_radar, radar_frame  # noqa: E402
-from components.safe_text import md  # noqa: E402
-from puaudit.errors import PUAuditError  # noqa: E402
-from puaudit.schema import ROLES, load_comparisons  # noqa: E402
+from components import state
+from components.data_summary import judge_candidates
+from components.radar import consistency_radar, radar_frame
+from components.safe_text import md
+from puaudit.errors import PUAuditError
+from puaudit.data.schema import ROLES, load_comparisons
 
 st.title("Question types")
 st.caption("Consistency with people per question type, before (Cons_orig) and after (Cons_adj) "

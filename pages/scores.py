@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 
-import dashboard_state as state  # noqa: E402
-from components.safe_text import md  # noqa: E402
-from components.scores import (nearest_threshold_rows, score_density,  # noqa: E402
+from components import state
+from components.safe_text import md
+from components.scores import (nearest_threshold_rows, score_density,
                                sorted_scores_figure)
 
 st.title("Scores")

@@ -13,12 +13,12 @@ __all__ = ["PUAuditError", "PUAudit", "load_comparisons", "read_table", "__versi
 
 def __getattr__(name):  # lazy: keep `import puaudit` light for the CLI and the dashboard
     if name == "PUAudit":
-        from puaudit.audit import PUAudit
+        from puaudit.audit.estimator import PUAudit
         return PUAudit
     if name == "load_comparisons":
-        from puaudit.schema import load_comparisons
+        from puaudit.data.schema import load_comparisons
         return load_comparisons
     if name == "read_table":
-        from puaudit.io import read_table
+        from puaudit.data.io import read_table
         return read_table
     raise AttributeError(name)

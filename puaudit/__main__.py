@@ -1,5 +1,5 @@
 import sys
 
-from puaudit.cli import main
+from puaudit.cli.commands import main
 
 sys.exit(main())

@@ -14,8 +14,6 @@ SHARED = ROOT.parent / "shared"
 MTBENCH = SHARED / "data" / "mtbench" / "mtbench_human_vs_gpt4.csv"
 PRD = SHARED / "data" / "prd_vicuna80" / "prd_vicuna80_pairwise.csv"
 
-# Tests never write to the user's real cache.
-os.environ.setdefault("PUAUDIT_CACHE_DIR", str(ROOT / ".cache" / "test-embeddings"))
 
 
 def planted_set(n: int = 1200, d: int = 24, *, signal: float = 2.5, judge_acc: float = 0.7,
@@ -57,3 +55,19 @@ def mtbench_path():
     if not MTBENCH.exists():
         pytest.skip("../shared/data is not present")
     return MTBENCH
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_cache_dir():
+    """Tests never write to the user's real embedding cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PUAUDIT_CACHE_DIR",
+                  os.environ.get("PUAUDIT_CACHE_DIR", str(ROOT / ".cache" / "test-embeddings")))
+        yield
+
+
+@pytest.fixture
+def app_env(monkeypatch):
+    """Dashboard tests: the instant hashing test encoder, no UMAP warm-up thread."""
+    monkeypatch.setenv("PUAUDIT_TEST_ENCODER", "hashing")
+    monkeypatch.setenv("PUAUDIT_UMAP_WARMUP", "0")

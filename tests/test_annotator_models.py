@@ -1,4 +1,4 @@
-"""puaudit.annotator_models: the EM ports against crowd-kit, statistics against known answers,
+"""puaudit.annotators.models: the EM ports against crowd-kit, statistics against known answers,
 a planted population with spammers and biased voters, CROWDLAB against cleanlab, kappas against
 statsmodels / scikit-learn, and the model-based human source of the audit."""
 
@@ -8,12 +8,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.annotator_models import (LABELS, annotator_model_report, annotator_stats,
-                                      collect_votes, fit_truth_model, fleiss_kappa_items,
-                                      item_pred_probs, model_consensus_labels, simulate_votes)
-from puaudit.annotators import consensus_labels
+from puaudit.annotators.agreement import consensus_labels
+from puaudit.annotators.models import (
+    LABELS,
+    annotator_model_report,
+    annotator_stats,
+    collect_votes,
+    fit_truth_model,
+    fleiss_kappa_items,
+    item_pred_probs,
+    model_consensus_labels,
+    simulate_votes,
+)
+from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.schema import load_comparisons
 
 CODE = {"A": 0, "B": 1, "tie": 2}
 
@@ -399,8 +407,8 @@ def test_model_consensus_labels_in_each_rows_order(planted_shuffled):
 
 
 def test_audit_with_model_based_human_sources():
-    from puaudit.audit import PairEmbeddings, PUAudit
-    from puaudit.audit_config import AuditConfig
+    from puaudit.audit.config import AuditConfig
+    from puaudit.audit.estimator import PairEmbeddings, PUAudit
     from tests.conftest import planted_set
 
     df, e_a, e_b, _ = planted_set(n=600, annotated=0.6, seed=0)

@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from puaudit.annotator_models import annotator_model_report, simulate_votes
-from puaudit.annotators_cli import main as cli_main
-from puaudit.cli import main as puaudit_main
-from puaudit.io import read_table
-from puaudit.schema import load_comparisons
+from puaudit.annotators.cli import main as cli_main
+from puaudit.annotators.models import annotator_model_report, simulate_votes
+from puaudit.cli.commands import main as puaudit_main
+from puaudit.data.io import read_table
+from puaudit.data.schema import load_comparisons
 
 
 @pytest.fixture(scope="module")

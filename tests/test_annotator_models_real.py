@@ -6,10 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from puaudit.annotator_models import annotator_model_report, collect_votes, fit_truth_model
-from puaudit.annotators import consensus_labels
-from puaudit.io import read_table
-from puaudit.schema import load_comparisons
+from puaudit.annotators.agreement import consensus_labels
+from puaudit.annotators.models import (
+    annotator_model_report,
+    collect_votes,
+    fit_truth_model,
+)
+from puaudit.data.io import read_table
+from puaudit.data.schema import load_comparisons
 from tests.conftest import MTBENCH, SHARED
 
 pytestmark = pytest.mark.slow

@@ -1,21 +1,27 @@
-"""puaudit.annotators: every statistic pinned on a hand-made table, alpha against the package,
+"""puaudit.annotators.agreement: every statistic pinned on a hand-made table, alpha against the package,
 flags on a generated population, and agreement on the MT-Bench file against plain pandas."""
 
 from __future__ import annotations
 
 import json
 import math
+
 import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.annotators import (annotator_report, annotator_score_disagreement, consensus_labels,
-                                share_interval, wilson_interval)
-from puaudit.annotators_cli import main as cli_main
+from puaudit.annotators.agreement import (
+    annotator_report,
+    annotator_score_disagreement,
+    consensus_labels,
+    share_interval,
+    wilson_interval,
+)
+from puaudit.annotators.cli import main as cli_main
+from puaudit.data.io import read_table
+from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table
-from puaudit.schema import load_comparisons
 
 # Response texts per (item, model): their lengths decide "longer".
 _LEN = {(1, "X"): 10, (1, "Y"): 20, (2, "X"): 30, (2, "Y"): 5, (3, "X"): 7, (3, "Z"): 7,
@@ -375,7 +381,7 @@ def test_mtbench_pinned_numbers(mtbench):
 
 
 def test_main_cli_dispatches_to_annotators(tmp_path, capsys):
-    from puaudit.cli import main as puaudit_main
+    from puaudit.cli.commands import main as puaudit_main
     path = tmp_path / "votes.csv"
     hand_frame().to_csv(path, index=False)
     assert puaudit_main(["annotators", str(path), "--json"]) == 0

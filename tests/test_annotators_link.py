@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from puaudit.annotators import consensus_labels
-from puaudit.audit import PairEmbeddings, PUAudit
-from puaudit.cli import main
-from puaudit.schema import load_comparisons
+from puaudit.annotators.agreement import consensus_labels
+from puaudit.audit.estimator import PairEmbeddings, PUAudit
+from puaudit.cli.commands import main
+from puaudit.data.schema import load_comparisons
 from tests.conftest import planted_set
 
 

@@ -1,24 +1,21 @@
 """The dashboard under Streamlit's AppTest: every page, uploads, bad files, sliders, exports and
 session isolation. Embeddings come from the deterministic hashing test encoder
-(``PUAUDIT_TEST_ENCODER=hashing``, see dashboard_state) so no model runs here."""
+(``PUAUDIT_TEST_ENCODER=hashing``, see components.state) so no model runs here."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+from puaudit.data.demo import generate_demo
 
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from puaudit.demo import generate_demo  # noqa: E402
+pytestmark = pytest.mark.usefixtures("app_env")
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -3,13 +3,19 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from puaudit.audit import EXPORT_COLUMNS, PairEmbeddings, PUAudit, prepare_split, score_split
-from puaudit.calibration import MonotoneCalibrator
+from puaudit.audit.calibration import MonotoneCalibrator
+from puaudit.audit.estimator import (
+    EXPORT_COLUMNS,
+    PairEmbeddings,
+    PUAudit,
+    prepare_split,
+    score_split,
+)
+from puaudit.audit.metrics import consistency, wilson_interval
+from puaudit.audit.relabel import adjust_verdicts, relabel_guarded, relabel_paper
+from puaudit.data.io import read_table, write_table
+from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table, write_table
-from puaudit.metrics import consistency, wilson_interval
-from puaudit.relabel import adjust_verdicts, relabel_guarded, relabel_paper
-from puaudit.schema import load_comparisons
 from tests.conftest import planted_set
 
 
@@ -166,7 +172,7 @@ def test_consistency_by_hand():
 
 
 def test_prior_shift_moves_probabilities_to_m_and_is_the_identity_at_the_base_rate():
-    from puaudit.calibration import prior_shift
+    from puaudit.audit.calibration import prior_shift
 
     p = np.array([0.1, 0.5, 0.8, np.nan])
     np.testing.assert_allclose(prior_shift(p, base_rate=0.7, target=None), p)

@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
-from puaudit.audit import PUAudit
-from puaudit.audit_config import AuditConfig
-from puaudit.cli import build_parser
+from puaudit.audit.config import AuditConfig
+from puaudit.audit.estimator import PUAudit
+from puaudit.cli.commands import build_parser
 from puaudit.errors import PUAuditError
 
 
@@ -18,7 +18,7 @@ def test_puaudit_reports_the_config_defaults():
 
 
 def test_cli_options_carry_the_config_defaults():
-    from puaudit.audit_config import config_from_args
+    from puaudit.audit.config import config_from_args
 
     args = build_parser().parse_args(["audit", "in.csv", "-o", "out.csv"])
     assert config_from_args(args) == AuditConfig()
@@ -29,7 +29,7 @@ def test_cli_options_carry_the_config_defaults():
 
 
 def test_dashboard_defaults_come_from_the_config():
-    import dashboard_state as state
+    from components import state
 
     cfg = AuditConfig()
     d = state.AUDIT_DEFAULTS

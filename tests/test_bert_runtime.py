@@ -1,4 +1,4 @@
-"""The lean BERT runtime of ``fast`` mode (puaudit.bert_runtime) against transformers itself.
+"""The lean BERT runtime of ``fast`` mode (puaudit.embed.bert_runtime) against transformers itself.
 
 Token ids must be identical to transformers' tokenizer and float32 hidden states equal to
 ``BertModel``'s (to rounding), on a tiny random BERT and on the shipped all-MiniLM-L6-v2 with real
@@ -20,8 +20,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from puaudit.bert_runtime import LeanTokenizer, load_lean_bert, unsupported_reason  # noqa: E402
-from puaudit.encoders import default_model_path, format_text  # noqa: E402
+from puaudit.embed.bert_runtime import LeanTokenizer, load_lean_bert, unsupported_reason  # noqa: E402
+from puaudit.embed.encoders import default_model_path, format_text  # noqa: E402
 from puaudit.errors import PUAuditError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,7 +166,7 @@ def test_fast_mode_does_not_import_transformers(tiny_bert):
     """The point of the runtime: a cold fast-mode encode never imports transformers."""
     code = (
         "import sys\n"
-        "from puaudit.encoders import HFEncoder\n"
+        "from puaudit.embed.encoders import HFEncoder\n"
         f"enc = HFEncoder({str(tiny_bert)!r}, mode='fast', cache_dir=None, device='cpu')\n"
         "v = enc.encode(['the cat sat', 'a dog ran'])\n"
         "assert enc.runtime_ == 'lean' and v.shape == (2, 32), (enc.runtime_, v.shape)\n"

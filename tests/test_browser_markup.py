@@ -18,7 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.make_hostile_files import PLANTED_HOST, markup_frame, markup_pairwise, planted
+from tests.make_hostile_files import (
+    PLANTED_HOST,
+    markup_frame,
+    markup_pairwise,
+    planted,
+)
 from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM, _free_port, _idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -6,10 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit import PairEmbeddings, prepare_split, relabel_split, score_split
-from puaudit.cli import main
-from puaudit.io import read_table
-from puaudit.schema import load_comparisons
+from puaudit.audit.estimator import (
+    PairEmbeddings,
+    prepare_split,
+    relabel_split,
+    score_split,
+)
+from puaudit.cli.commands import main
+from puaudit.data.io import read_table
+from puaudit.data.schema import load_comparisons
 from tests.conftest import ROOT, planted_set
 
 

@@ -1,17 +1,14 @@
 """The Audit page's scorer comparison: the table equals a direct evaluate() on the same data."""
 
-import os
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+from components.metrics import leaderboard_table
+from puaudit.audit.evaluate import evaluate
+from tests.conftest import ROOT
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from components.metrics import leaderboard_table  # noqa: E402
-from puaudit.evaluate import evaluate  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
+pytestmark = pytest.mark.usefixtures("app_env")
 
 
 def test_leaderboard_table_sorts_and_converts_to_points():
@@ -32,16 +29,16 @@ def test_audit_page_compares_every_scorer_and_rule():
     box.check().run()
     assert not at.exception, at.exception
     shown = at.dataframe[-1].value
-    from puaudit.audit_config import SCORER_CHOICES
+    from puaudit.audit.config import SCORER_CHOICES
 
     # every scorer (auto included) x both rules
     assert len(shown) == 2 * len(SCORER_CHOICES) and set(shown["rule"]) == {"guarded", "paper"}
     assert set(shown["scorer"]) == set(SCORER_CHOICES)
-    import dashboard_state as state
+    from tests.doubles import HashingEncoder
 
     table = at.session_state["table"]
-    emb = state.HashingEncoder()
-    from puaudit.audit import embed_table
+    emb = HashingEncoder()
+    from puaudit.audit.estimator import embed_table
 
     direct = evaluate(table, embed_table(table, emb), seeds=3, scorers=("centroid",),
                       rules=("paper",), p_ratio=0.3)["leaderboard"][0]

@@ -5,10 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from components.annotator_models import (STAT_LABELS, confusion_figure, consensus_changes,
-                                         consensus_summary, model_table, skill_figure)
-from puaudit.annotator_models import annotator_model_report, simulate_votes
-from puaudit.schema import load_comparisons
+from components.annotator_models import (
+    STAT_LABELS,
+    confusion_figure,
+    consensus_changes,
+    consensus_summary,
+    model_table,
+    skill_figure,
+)
+from puaudit.annotators.models import annotator_model_report, simulate_votes
+from puaudit.data.schema import load_comparisons
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.annotators import (JUDGE_COLOR, agreement_figure, annotator_table, bias_scatter,
-                                   disagreements_table)
-from puaudit.annotators import annotator_report
-from puaudit.schema import load_comparisons
+from components.annotators import (
+    JUDGE_COLOR,
+    agreement_figure,
+    annotator_table,
+    bias_scatter,
+    disagreements_table,
+)
+from puaudit.annotators.agreement import annotator_report
+from puaudit.data.schema import load_comparisons
 from tests.test_annotators import hand_frame
 
 

@@ -4,8 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.consistency import (cycle_graph, metrics_bar_chart, metrics_table,
-                                    question_violations, weakest_edges)
+from components.consistency import (
+    cycle_graph,
+    metrics_bar_chart,
+    metrics_table,
+    question_violations,
+    weakest_edges,
+)
 from puaudit.trustjudge import analyse, make_demo
 
 
@@ -86,8 +91,12 @@ def test_cycle_graph_highlights_cycle_edges_and_shows_hover():
 
 
 def test_source_and_option_helpers():
-    from components.consistency import (default_score_method, method_options, pairwise_fit,
-                                        score_options)
+    from components.consistency import (
+        default_score_method,
+        method_options,
+        pairwise_fit,
+        score_options,
+    )
 
     assert method_options(has_probabilities=True, has_perplexity=True) == [
         "bidirectional", "weighted", "ppl", "baseline"]

@@ -1,4 +1,4 @@
-"""Pure dashboard builders (components/) and puaudit.projection, against known answers."""
+"""Pure dashboard builders (components/) and puaudit.embed.projection, against known answers."""
 
 from __future__ import annotations
 
@@ -10,16 +10,26 @@ import pytest
 
 from components.data_summary import judge_candidates, mapping_defaults, summary_metrics
 from components.embedding_map import SPLIT_SYMBOLS, embedding_scatter, map_frame
-from components.metrics import (audit_note, formula_cells, headline_metrics, per_type_table,
-                                spreadsheet_safe_copy)
+from components.metrics import (
+    audit_note,
+    formula_cells,
+    headline_metrics,
+    per_type_table,
+    spreadsheet_safe_copy,
+)
 from components.radar import consistency_radar, radar_frame
-from components.scores import (nearest_threshold_rows, score_density, score_frame,
-                               sorted_scores_figure, threshold_lines)
-from dashboard_state import HashingEncoder
-from puaudit.audit import PUAudit, embed_table
-from puaudit.demo import generate_demo
-from puaudit.projection import oriented_differences, project_2d
-from puaudit.schema import load_comparisons
+from components.scores import (
+    nearest_threshold_rows,
+    score_density,
+    score_frame,
+    sorted_scores_figure,
+    threshold_lines,
+)
+from puaudit.audit.estimator import PUAudit, embed_table
+from puaudit.data.demo import generate_demo
+from puaudit.data.schema import load_comparisons
+from puaudit.embed.projection import oriented_differences, project_2d
+from tests.doubles import HashingEncoder
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from components.models import (interval_figure, rank_figure, rank_table, style_rank_table,
-                               win_probability_figure)
-from puaudit.rankings import model_rankings, simulate_comparisons
+from components.models import (
+    interval_figure,
+    rank_figure,
+    rank_table,
+    style_rank_table,
+    win_probability_figure,
+)
+from puaudit.rankings.estimate import model_rankings, simulate_comparisons
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Issue 18: the dashboard's first page view never waits for the encoder to load.
 
 The app starts loading the default encoder in a background thread at server start
-(``dashboard_state.start_encoder_warmup``); here that load is held back on purpose, and the first
+(``components.state.start_encoder_warmup``); here that load is held back on purpose, and the first
 page view must still complete, with the load still pending, and the encoder the pages use later
 must be the very instance the warm-up loaded.
 """
@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("torch")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-import puaudit.encoders as encoders  # noqa: E402
-from puaudit.encoders import HFEncoder  # noqa: E402
+import puaudit.embed.encoders as encoders  # noqa: E402
+from puaudit.embed.encoders import HFEncoder  # noqa: E402
 from puaudit.errors import PUAuditError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,9 +55,9 @@ def test_first_page_view_does_not_wait_for_the_encoder(held_load):
     import sys
 
     sys.path.insert(0, str(ROOT))
-    import dashboard_state
+    import components.state
 
-    dashboard_state.start_encoder_warmup.clear()  # once per process: start it afresh here
+    components.state.start_encoder_warmup.clear()  # once per process: start it afresh here
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     t = time.perf_counter()
     at.run()
@@ -65,14 +65,14 @@ def test_first_page_view_does_not_wait_for_the_encoder(held_load):
     assert not at.exception, at.exception
     assert any(m.label == "Rows" for m in at.metric)  # the Data page rendered
     assert started.wait(30), "the app's run did not start loading the encoder"
-    th = dashboard_state.start_encoder_warmup()  # cached: the thread the app's run started
+    th = components.state.start_encoder_warmup()  # cached: the thread the app's run started
     assert isinstance(th, threading.Thread) and th.name == "puaudit-encoder-warmup"
     assert th.is_alive(), "the load was held back, so the page cannot have waited for it"
     release.set()
     th.join(120)
     assert not th.is_alive()
     # the pages' encoder is the instance the warm-up loaded: nothing is loaded twice
-    enc = dashboard_state.load_encoder(dashboard_state.encoder_options()[0])
+    enc = components.state.load_encoder(components.state.encoder_options()[0])
     assert getattr(enc, "model_", None) is not None
     print(f"first page view: {took:.1f} s while the encoder load was held back")
 
@@ -81,9 +81,9 @@ def test_warm_up_can_be_switched_off(monkeypatch):
     import sys
 
     sys.path.insert(0, str(ROOT))
-    import dashboard_state
+    import components.state
 
     monkeypatch.setenv("PUAUDIT_ENCODER_WARMUP", "0")
-    dashboard_state.start_encoder_warmup.clear()
-    assert dashboard_state.start_encoder_warmup() is None
-    dashboard_state.start_encoder_warmup.clear()
+    components.state.start_encoder_warmup.clear()
+    assert components.state.start_encoder_warmup() is None
+    components.state.start_encoder_warmup.clear()

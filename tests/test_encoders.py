@@ -1,4 +1,4 @@
-"""Frozen encoders and their disk cache (puaudit.encoders, puaudit.embedding_cache), offline.
+"""Frozen encoders and their disk cache (puaudit.embed.encoders, puaudit.embed.cache), offline.
 
 Tiny randomly initialised models saved in tmp folders exercise both pooling modes, the cache and
 the fault paths in milliseconds; the shipped all-MiniLM-L6-v2 is checked against a reference
@@ -18,8 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from puaudit.embedding_cache import EmbeddingCache, text_key  # noqa: E402
-from puaudit.encoders import (  # noqa: E402
+from puaudit.embed.cache import EmbeddingCache, text_key  # noqa: E402
+from puaudit.embed.encoders import (  # noqa: E402
     DEFAULT_MODEL_NAME,
     HFEncoder,
     TextEncoder,
@@ -478,7 +478,7 @@ def _reference(enc: HFEncoder, text: str) -> np.ndarray:
 
 
 def test_long_texts_are_cut_before_tokenising_and_embed_the_same(tiny_bert):
-    from puaudit.encoders import CHARS_PER_TOKEN
+    from puaudit.embed.encoders import CHARS_PER_TOKEN
 
     enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu")
     long = " ".join(WORDS[i % len(WORDS)] for i in range(400_000))  # ~1.8 MB, 400,000 words
@@ -492,7 +492,7 @@ def test_long_texts_are_cut_before_tokenising_and_embed_the_same(tiny_bert):
 def test_texts_that_tokenise_to_little_are_cut_again_longer(tiny_bert):
     """Runs of spaces give no tokens: the first cut holds too few words, so the text is cut
     again 4x longer until the model sees what it would have seen for the whole text."""
-    from puaudit.encoders import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
+    from puaudit.embed.encoders import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
 
     enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu")
     sparse = "".join(f"{WORDS[i % len(WORDS)]}{' ' * 500}" for i in range(80))  # ~40,000 chars
@@ -513,7 +513,7 @@ def test_default_encoder_memory_stays_flat_on_5_mb_cells():
 
     code = textwrap.dedent("""
         import json, time
-        from puaudit.encoders import get_encoder
+        from puaudit.embed.encoders import get_encoder
         def status(key):
             with open("/proc/self/status") as fh:
                 return next(int(l.split()[1]) / 1024 for l in fh if l.startswith(key))
@@ -548,7 +548,7 @@ def _old_float32_key(enc: HFEncoder) -> str:
 
 
 def test_modes_resolve_as_documented(tiny_bert, monkeypatch):
-    import puaudit.encoders as encoders
+    import puaudit.embed.encoders as encoders
 
     monkeypatch.delenv("PUAUDIT_ENCODER_MODE", raising=False)
     monkeypatch.setattr(encoders, "cpu_has_native_bf16", lambda: True)
@@ -576,7 +576,7 @@ def test_modes_resolve_as_documented(tiny_bert, monkeypatch):
 def test_cpu_bf16_detection_reads_cpuinfo_flags(monkeypatch, tmp_path):
     import builtins
 
-    import puaudit.encoders as encoders
+    import puaudit.embed.encoders as encoders
 
     real_open = builtins.open
 
@@ -643,7 +643,7 @@ def test_default_model_fast_mode_agrees_with_full(minilm):
 
 
 def test_shared_encoder_and_warm_up_return_at_once(tiny_bert, monkeypatch):
-    import puaudit.encoders as encoders
+    import puaudit.embed.encoders as encoders
 
     release = threading.Event()
     real_load = HFEncoder.load
@@ -668,7 +668,7 @@ def test_shared_encoder_and_warm_up_return_at_once(tiny_bert, monkeypatch):
 
 
 def test_warm_up_failure_is_logged_and_raised_on_use(tmp_path, monkeypatch, caplog):
-    import puaudit.encoders as encoders
+    import puaudit.embed.encoders as encoders
 
     monkeypatch.setattr(encoders, "_SHARED", {})
     encoders.warm_up_encoder(str(tmp_path / "missing")).join(30)
@@ -678,8 +678,8 @@ def test_warm_up_failure_is_logged_and_raised_on_use(tmp_path, monkeypatch, capl
 
 
 def test_cli_encoder_mode_flag(tiny_bert, tmp_path, capsys):
-    from puaudit.cli import build_parser, main
-    from puaudit.demo import generate_demo
+    from puaudit.cli.commands import build_parser, main
+    from puaudit.data.demo import generate_demo
 
     data = tmp_path / "demo.csv"
     generate_demo(n_rows=60, random_state=0).to_csv(data, index=False)

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from puaudit.audit import PairEmbeddings, PUAudit
-from puaudit.cli import main
+from puaudit.audit.estimator import PairEmbeddings, PUAudit
+from puaudit.cli.commands import main
+from puaudit.data.io import read_table, table_to_bytes
+from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table, table_to_bytes
-from puaudit.schema import load_comparisons
 from tests.make_hostile_files import HEADER, LARGE_ROWS, N_ROWS, make_hostile_files
 
 WORKS = ["latin1", "utf16", "bom", "gzip_named_csv", "quoted_newlines", "big_cell", "nan_cells",

@@ -22,12 +22,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from puaudit.audit import PairEmbeddings, PUAudit, prepare_split
-from puaudit.cli import main
+from puaudit.audit.estimator import PairEmbeddings, PUAudit, prepare_split
+from puaudit.cli.commands import main
+from puaudit.data.io import (
+    check_output_path,
+    read_embeddings_npz,
+    read_table,
+    table_to_bytes,
+    write_bytes_atomic,
+    write_table,
+)
+from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.io import (check_output_path, read_embeddings_npz, read_table, table_to_bytes,
-                        write_bytes_atomic, write_table)
-from puaudit.schema import load_comparisons
 from tests.make_hostile_files import HEADER, comparison_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +55,7 @@ def _peak_mb(code: str, *, timeout: int = 300) -> dict:
     script = textwrap.dedent("""
         import json, sys
         import numpy, pandas, pyarrow, pyarrow.parquet
-        import puaudit.io
+        import puaudit.data.io
         def _status(key):
             with open("/proc/self/status") as fh:
                 return next(int(l.split()[1]) / 1024 for l in fh if l.startswith(key))
@@ -119,7 +125,7 @@ def test_peak_memory_of_the_worst_reads_is_a_small_multiple_of_the_data():
     fresh interpreter. Before issue 12 the short-row file peaked at ~40x its decompressed size."""
     short = _peak_mb("""
         import gzip, io
-        from puaudit.io import read_table
+        from puaudit.data.io import read_table
         rows = "".join(f"p{i % 50},a{i % 7},b,A,{'B' if i % 7 == 0 else ''}\\n"
                        for i in range(1_000_000))
         raw = ("prompt,response_a,response_b,judge_winner,human_winner\\n" + rows).encode()
@@ -136,7 +142,7 @@ def test_peak_memory_of_the_worst_reads_is_a_small_multiple_of_the_data():
     bomb = _peak_mb("""
         import gzip
         from puaudit.errors import PUAuditError
-        from puaudit.io import read_table
+        from puaudit.data.io import read_table
         import zlib
         c = zlib.compressobj(9, zlib.DEFLATED, 31)
         block = b"0,0\\n" * 1_000_000
@@ -153,7 +159,7 @@ def test_peak_memory_of_the_worst_reads_is_a_small_multiple_of_the_data():
     wide = _peak_mb("""
         import time
         from puaudit.errors import PUAuditError
-        from puaudit.io import read_table
+        from puaudit.data.io import read_table
         header = ",".join(f"column_{i}" for i in range(2_000_000)).encode() + b"\\n"
         OUT = {"mb": len(header) / 2**20}
         reset()
@@ -306,7 +312,7 @@ def test_audit_refuses_to_overwrite_its_input_before_any_work(data_dir, capsys, 
         os.link(src, target)
     elif how == "relative":
         (data_dir / "sub").mkdir()
-    import puaudit.cli as cli
+    import puaudit.cli.commands as cli
 
     monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("work started"))
     rc, err = _run(["audit", src, "-o", target], capsys)
@@ -333,7 +339,7 @@ def test_manifest_and_annotators_outputs_never_overwrite_an_input(data_dir, caps
 
 
 def test_output_paths_are_checked_before_the_audit(data_dir, capsys, monkeypatch):
-    import puaudit.cli as cli
+    import puaudit.cli.commands as cli
 
     monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("work started"))
     src = data_dir / "in.csv"
@@ -442,7 +448,7 @@ def test_zero_identical_and_nan_embeddings_say_so(tmp_path, capsys, data_dir):
 
 
 def test_out_of_memory_advice_names_real_options(data_dir, capsys, monkeypatch):
-    import puaudit.cli as cli
+    import puaudit.cli.commands as cli
 
     def oom(args):
         raise MemoryError

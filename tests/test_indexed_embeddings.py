@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit import DiffRows, PairEmbeddings, PUAudit, prepare_split
-from puaudit.cli import main
+from puaudit.audit.estimator import DiffRows, PairEmbeddings, PUAudit, prepare_split
+from puaudit.cli.commands import main
+from puaudit.data.io import read_embeddings_npz
+from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.io import read_embeddings_npz
-from puaudit.schema import load_comparisons
 
 
 def test_indexed_and_per_row_embeddings_give_the_same_audit(planted):

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from puaudit.data.io import decode_text, read_table, table_to_bytes, write_table
 from puaudit.errors import PUAuditError
-from puaudit.io import decode_text, read_table, table_to_bytes, write_table
 
 CSV = 'prompt,response_a,response_b,judge\n"Hi, there","a\nb",B-side,A\nq2,x,y,tie\n'
 

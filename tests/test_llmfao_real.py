@@ -2,10 +2,10 @@
 
 import pytest
 
-from puaudit.audit import embed_table
-from puaudit.evaluate import evaluate
-from puaudit.io import read_table
-from puaudit.schema import load_comparisons
+from puaudit.audit.estimator import embed_table
+from puaudit.audit.evaluate import evaluate
+from puaudit.data.io import read_table
+from puaudit.data.schema import load_comparisons
 from tests.conftest import SHARED
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.cli import main
-from puaudit.rankings import SOURCES, simulate_comparisons
+from puaudit.cli.commands import main
+from puaudit.rankings.estimate import SOURCES, simulate_comparisons
 from tests.conftest import SHARED
 
 LLMFAO = SHARED / "data" / "llmfao" / "llmfao_crowd_vs_gpt4.csv"

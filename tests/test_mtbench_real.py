@@ -4,10 +4,10 @@ then the disk cache serves every later run)."""
 import numpy as np
 import pytest
 
-from puaudit.audit import embed_table
-from puaudit.evaluate import evaluate
-from puaudit.io import read_table
-from puaudit.schema import apply_judge_rule, load_comparisons
+from puaudit.audit.estimator import embed_table
+from puaudit.audit.evaluate import evaluate
+from puaudit.data.io import read_table
+from puaudit.data.schema import apply_judge_rule, load_comparisons
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def test_default_audit_gains_with_a_length_biased_judge_and_never_harms_gpt4(boa
 
 
 def test_prior_ot_scores_are_graded_on_real_data(mt):
-    from puaudit.audit import prepare_split, score_split
+    from puaudit.audit.estimator import prepare_split, score_split
 
     table, emb = mt
     prep = prepare_split(table, emb, p_ratio=0.3, random_state=0)
@@ -63,7 +63,7 @@ def test_prior_ot_scores_are_graded_on_real_data(mt):
 
 
 def test_reversals_fall_monotonically_as_m_rises(mt):
-    from puaudit.audit import AuditConfig, prepare_split, reversals_vs_m
+    from puaudit.audit.estimator import AuditConfig, prepare_split, reversals_vs_m
 
     table, emb = mt
     table = apply_judge_rule(table, "longer")

@@ -4,19 +4,16 @@ app's audit (hashing test encoder), markup in names shown as text."""
 
 from __future__ import annotations
 
-import os
+import json
+from pathlib import Path
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+import pytest
+from streamlit.testing.v1 import AppTest
 
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
+from puaudit.annotators.models import simulate_votes
+from puaudit.data.schema import load_comparisons
 
-import pytest  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from puaudit.annotator_models import simulate_votes  # noqa: E402
-from puaudit.schema import load_comparisons  # noqa: E402
+pytestmark = pytest.mark.usefixtures("app_env")
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "annotators.py")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from puaudit.schema import load_comparisons
+from puaudit.data.schema import load_comparisons
 from tests.test_annotators import hand_frame
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "annotators.py")
@@ -51,7 +51,7 @@ def test_page_asks_for_the_annotator_column():
 
 
 def test_page_falls_back_to_the_demo():
-    pytest.importorskip("puaudit.demo")
+    pytest.importorskip("puaudit.data.demo")
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.run()
     assert not at.exception and not at.error

@@ -1,15 +1,13 @@
 """The Annotators page's audit link, inside the app (hashing test encoder, no model)."""
 
-import os
 
 import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+from tests.conftest import ROOT
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from tests.conftest import ROOT  # noqa: E402
+pytestmark = pytest.mark.usefixtures("app_env")
 
 
 def test_audit_link_table_lists_each_annotator():

@@ -70,7 +70,7 @@ def test_prd_upload_uses_baseline_only():
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory):
     """puaudit judge on the stub: 4 questions x 4 candidates, both orders, scores."""
-    from puaudit.cli import main
+    from puaudit.cli.commands import main
     from puaudit.trustjudge.stub import StubJudgeServer, stub_answers
 
     d = tmp_path_factory.mktemp("judged")
@@ -79,7 +79,7 @@ def judged(tmp_path_factory):
         rc = main(["judge", str(d / "answers.csv"), "--endpoint", stub.url, "--model", "stub",
                    "--both-orders", "--scores", "-o", str(d / "pairs.csv"), "--no-progress"])
     assert rc == 0
-    from puaudit.io import read_table
+    from puaudit.data.io import read_table
     return read_table(d / "pairs.csv"), (d / "pairs.scores.csv").read_bytes()
 
 
@@ -148,12 +148,12 @@ def test_uses_the_data_page_table_when_it_fits(judged):
 
 
 def read_table_bytes(data):
-    from puaudit.io import read_table
+    from puaudit.data.io import read_table
     return read_table(data, name="scores.csv")
 
 
 def test_generated_audit_demo_is_offered_not_preferred():
-    from puaudit.demo import generate_demo
+    from puaudit.data.demo import generate_demo
 
     at = _with_data_page(generate_demo(n_rows=200, random_state=0), "demo data (generated)", None)
     at.run()

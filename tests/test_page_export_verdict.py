@@ -1,15 +1,14 @@
 """The Export page says, from validation rows, whether the relabelled verdicts are better or worse
 than the judge's before anyone downloads them (hashing test encoder)."""
 
-import os
 import re
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+import pytest
+from streamlit.testing.v1 import AppTest
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from tests.conftest import ROOT
 
-from tests.conftest import ROOT  # noqa: E402
+pytestmark = pytest.mark.usefixtures("app_env")
 
 
 def _verdict(at):

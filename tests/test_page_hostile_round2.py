@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+import pytest
+from streamlit.testing.v1 import AppTest
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from components.safe_text import WORD_JOINER, md, md_label, plotly_text
+from puaudit.data.demo import generate_demo
+from puaudit.embed.settings import DEFAULT_UPLOAD_LIMITS, upload_limits
+from tests.conftest import ROOT
+from tests.make_hostile_files import markup_frame, markup_pairwise, planted
 
-from components.safe_text import WORD_JOINER, md, md_label, plotly_text  # noqa: E402
-from puaudit.config import DEFAULT_UPLOAD_LIMITS, upload_limits  # noqa: E402
-from puaudit.demo import generate_demo  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
-from tests.make_hostile_files import markup_frame, markup_pairwise, planted  # noqa: E402
+pytestmark = pytest.mark.usefixtures("app_env")
 
 APP = str(ROOT / "app.py")
 TIMEOUT = 240

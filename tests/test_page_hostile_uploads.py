@@ -1,19 +1,16 @@
 """Issue 7, item 1, through the upload page: every hostile file either loads and audits, or the
 page shows our message (naming the place and the fix); never a traceback. Hashing test encoder."""
 
-import os
 import re
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+from tests.conftest import ROOT
+from tests.make_hostile_files import make_hostile_files
+from tests.test_hostile_inputs import FAILS, WORKS
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from tests.conftest import ROOT  # noqa: E402
-from tests.make_hostile_files import make_hostile_files  # noqa: E402
-from tests.test_hostile_inputs import FAILS, WORKS  # noqa: E402
+pytestmark = pytest.mark.usefixtures("app_env")
 
 
 @pytest.fixture(scope="module")

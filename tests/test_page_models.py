@@ -5,18 +5,17 @@ The audit behind the "audited" source runs with the hashing test encoder (no mod
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from puaudit.schema import load_comparisons
+from puaudit.data.schema import load_comparisons
 from tests.conftest import SHARED
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+pytestmark = pytest.mark.usefixtures("app_env")
+
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "models.py")
 LLMFAO = SHARED / "data" / "llmfao" / "llmfao_crowd_vs_gpt4.csv"
@@ -76,7 +75,7 @@ def test_missing_model_columns_message():
 
 
 def test_judge_only_table_ranks_without_audit():
-    from puaudit.rankings import simulate_comparisons
+    from puaudit.rankings.estimate import simulate_comparisons
 
     df, _ = simulate_comparisons(300, n_models=4, label_share=0.0, random_state=0)
     frame = pd.DataFrame({"prompt": [f"q{i}" for i in range(len(df))],
@@ -96,7 +95,7 @@ def test_judge_only_table_ranks_without_audit():
 
 @pytest.mark.slow
 def test_mtbench_page(mtbench_path):
-    from puaudit.io import read_table
+    from puaudit.data.io import read_table
 
     at = AppTest.from_file(PAGE, default_timeout=600)
     _load(at, read_table(mtbench_path), mtbench_path.name)
@@ -117,7 +116,7 @@ def test_mtbench_page(mtbench_path):
 def test_llmfao_page_many_models():
     if not LLMFAO.exists():
         pytest.skip("../shared/data is not present")
-    from puaudit.io import read_table
+    from puaudit.data.io import read_table
 
     at = AppTest.from_file(PAGE, default_timeout=600)
     _load(at, read_table(LLMFAO), LLMFAO.name)

@@ -4,8 +4,8 @@ import numpy as np
 import ot
 import pytest
 
+from puaudit.audit.prior_transport import prior_ot_scores
 from puaudit.errors import PUAuditError
-from puaudit.prior_transport import prior_ot_scores
 
 
 def _unit(rng, n, d):

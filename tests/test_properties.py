@@ -10,9 +10,9 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from puaudit.audit import PairEmbeddings, PUAudit
+from puaudit.audit.estimator import PairEmbeddings, PUAudit
+from puaudit.data.io import read_table, table_to_bytes
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table, table_to_bytes
 
 SETTINGS = settings(max_examples=60, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -1,4 +1,4 @@
-"""puaudit.rankings: win rates and Bradley–Terry strengths four ways, against known answers."""
+"""puaudit.rankings.estimate: win rates and Bradley–Terry strengths four ways, against known answers."""
 
 from __future__ import annotations
 
@@ -10,10 +10,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.rankings import (SOURCES, bradley_terry, length_covariate, model_rankings,
-                              simulate_comparisons, table_rankings, verdict_scores, win_rates)
-from puaudit.schema import load_comparisons
+from puaudit.rankings.estimate import (
+    SOURCES,
+    bradley_terry,
+    length_covariate,
+    model_rankings,
+    simulate_comparisons,
+    table_rankings,
+    verdict_scores,
+    win_rates,
+)
 from tests.conftest import SHARED
 
 LLMFAO = SHARED / "data" / "llmfao" / "llmfao_crowd_vs_gpt4.csv"
@@ -230,7 +238,7 @@ def test_ppi_python_imports_offline_and_keeps_warning_filters():
             "socket.socket.connect = no_net\n"
             "socket.create_connection = no_net\n"
             "import warnings\n"
-            "from puaudit.rankings import model_rankings\n"
+            "from puaudit.rankings.estimate import model_rankings\n"
             "r = model_rankings(['x', 'y', 'x', 'y'], ['y', 'x', 'y', 'x'], ['A', 'B', 'A', 'B'],"
             " ['A', None, None, 'B'], n_resamples=50)\n"
             "import sys; assert 'ppi_py' in sys.modules\n"
@@ -245,7 +253,7 @@ def test_ppi_python_imports_offline_and_keeps_warning_filters():
 
 
 def test_mtbench_four_ways(mtbench_path):
-    from puaudit.io import read_table
+    from puaudit.data.io import read_table
 
     table = load_comparisons(read_table(mtbench_path))
     audited = np.where(pd.isna(table.human.astype(object)), table.judge, table.human)
@@ -265,7 +273,7 @@ def test_mtbench_four_ways(mtbench_path):
 def test_llmfao_many_models():
     if not LLMFAO.exists():
         pytest.skip("../shared/data is not present")
-    from puaudit.io import read_table
+    from puaudit.data.io import read_table
 
     table = load_comparisons(read_table(LLMFAO))
     res = table_rankings(table, n_resamples=60)

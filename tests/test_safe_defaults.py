@@ -2,21 +2,19 @@
 remote code, no unpickling."""
 
 import os
-import tomllib
 
 import numpy as np
 import pytest
+import tomllib
+from streamlit import config as st_config
+from streamlit.testing.v1 import AppTest
 
-os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
+from puaudit.cli.commands import main
+from puaudit.embed.encoders import HFEncoder
+from puaudit.embed.settings import encoder_choices
+from tests.conftest import ROOT, planted_set
 
-from streamlit import config as st_config  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from puaudit.cli import main  # noqa: E402
-from puaudit.config import encoder_choices  # noqa: E402
-from puaudit.encoders import HFEncoder  # noqa: E402
-from tests.conftest import ROOT, planted_set  # noqa: E402
+pytestmark = pytest.mark.usefixtures("app_env")
 
 
 def test_streamlit_config_is_local_and_protected():
@@ -55,13 +53,13 @@ def test_encoders_come_only_from_the_configured_list(tmp_path, monkeypatch):
 
 
 def test_dashboard_refuses_an_encoder_label_not_offered(monkeypatch):
-    import dashboard_state
+    import components.state
     from puaudit.errors import PUAuditError
 
     monkeypatch.delenv("PUAUDIT_TEST_ENCODER", raising=False)
-    dashboard_state.load_encoder.clear()
+    components.state.load_encoder.clear()
     with pytest.raises(PUAuditError, match="not offered"):
-        dashboard_state.load_encoder.__wrapped__("/etc")
+        components.state.load_encoder.__wrapped__("/etc")
     monkeypatch.setenv("PUAUDIT_TEST_ENCODER", "hashing")
 
 

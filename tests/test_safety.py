@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
 
-from puaudit.io import read_table, table_to_bytes
-from puaudit.safety import formula_cells, is_formula, spreadsheet_safe
+from puaudit.data.io import read_table, table_to_bytes
+from puaudit.data.safety import formula_cells, is_formula, spreadsheet_safe
 
 
 @pytest.mark.parametrize("value,expected", [

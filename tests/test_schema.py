@@ -3,9 +3,14 @@ import json
 import pandas as pd
 import pytest
 
+from puaudit.data.io import read_table
+from puaudit.data.schema import (
+    apply_judge_rule,
+    detect_columns,
+    load_comparisons,
+    normalize_verdicts,
+)
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table
-from puaudit.schema import apply_judge_rule, detect_columns, load_comparisons, normalize_verdicts
 
 
 def test_mtbench_loads_with_no_mapping(mtbench_path):
@@ -104,8 +109,8 @@ def test_judge_rules():
 
 def test_one_vocabulary_for_the_audit_and_trustjudge():
     """Issue 13: the same word means the same verdict in every reader."""
+    from puaudit.data.vocabulary import VERDICT_WORDS, parse_verdict
     from puaudit.trustjudge.io import normalise_verdict
-    from puaudit.vocabulary import VERDICT_WORDS, parse_verdict
 
     for canon, words in VERDICT_WORDS.items():
         for w in words:
@@ -117,7 +122,7 @@ def test_one_vocabulary_for_the_audit_and_trustjudge():
 
 
 def test_one_column_matcher_for_the_audit_and_trustjudge():
-    from puaudit.vocabulary import match_columns
+    from puaudit.data.vocabulary import match_columns
 
     cols = ["Question ID", "Judge-Winner", "category"]
     m = match_columns(cols, {"question_id": ("question_id",), "judge": ("judge_winner",)})

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from puaudit.denoise import denoise_positives, normalize_rows
+from puaudit.audit.denoise import denoise_positives, normalize_rows
+from puaudit.audit.splits import split_rows
+from puaudit.data.io import read_table
+from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table
-from puaudit.schema import load_comparisons
-from puaudit.splits import split_rows
 
 
 def _arrays(n=400, seed=0, type_per_item=False):

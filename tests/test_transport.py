@@ -7,9 +7,13 @@ import ot
 import pytest
 from scipy.stats import spearmanr
 
-import puaudit.transport as tr
+import puaudit.audit.transport as tr
+from puaudit.audit.transport import (
+    ot_scores,
+    partial_ot_scores,
+    partial_wasserstein_plan,
+)
 from puaudit.errors import PUAuditError
-from puaudit.transport import ot_scores, partial_ot_scores, partial_wasserstein_plan
 
 
 def _unit(x):

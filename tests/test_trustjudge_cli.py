@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from puaudit.io import read_table
+from puaudit.data.io import read_table
 from puaudit.trustjudge import cli, make_demo
 
 

@@ -11,10 +11,23 @@ import pandas as pd
 import pytest
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge import (analyse, confidence_weights, perplexity, read_pairwise, read_scores,
-                                relation_weighted, score_distribution_from_logprobs, score_table,
-                                verdict_probabilities)
-from puaudit.trustjudge.prompts import PAIR_TEMPLATES, SCORE_TEMPLATES, get_template, load_template
+from puaudit.trustjudge import (
+    analyse,
+    confidence_weights,
+    perplexity,
+    read_pairwise,
+    read_scores,
+    relation_weighted,
+    score_distribution_from_logprobs,
+    score_table,
+    verdict_probabilities,
+)
+from puaudit.trustjudge.prompts import (
+    PAIR_TEMPLATES,
+    SCORE_TEMPLATES,
+    get_template,
+    load_template,
+)
 
 
 def tok(text, lp, alts=None, with_bytes=True):

@@ -7,9 +7,15 @@ import pandas as pd
 import pytest
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge import (aggregate_probabilities, normalise_verdict, pair_relations,
-                                read_pairwise, relation_baseline, relation_bidirectional,
-                                relation_ppl)
+from puaudit.trustjudge import (
+    aggregate_probabilities,
+    normalise_verdict,
+    pair_relations,
+    read_pairwise,
+    relation_baseline,
+    relation_bidirectional,
+    relation_ppl,
+)
 
 NAN = math.nan
 

@@ -23,10 +23,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from puaudit.cli import main
-from puaudit.io import read_table
+from puaudit.cli.commands import main
+from puaudit.data.io import read_table
 from puaudit.trustjudge.runner import ResponseCache
-from puaudit.trustjudge.stub import StubJudgeServer, cache_key, faults_once, stub_answers
+from puaudit.trustjudge.stub import (
+    StubJudgeServer,
+    cache_key,
+    faults_once,
+    stub_answers,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-NEVER-WRITE-ME-0123456789"
@@ -399,7 +404,7 @@ def test_concurrency_limit_is_respected(tmp_path, capsys):
 
 # --- comparisons input: judge_winner for the audit ----------------------------------------------
 def test_comparison_table_gets_judge_winner_and_loads_for_audit(tmp_path, capsys):
-    from puaudit.schema import load_comparisons
+    from puaudit.data.schema import load_comparisons
     from puaudit.trustjudge import read_pairwise
 
     table = pd.DataFrame({

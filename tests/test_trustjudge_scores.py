@@ -7,8 +7,16 @@ import pandas as pd
 import pytest
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge import (analyse, conflict_ratio, expected_relation, read_scores,
-                                score_baseline, score_distribution, score_geval, score_table)
+from puaudit.trustjudge import (
+    analyse,
+    conflict_ratio,
+    expected_relation,
+    read_scores,
+    score_baseline,
+    score_distribution,
+    score_geval,
+    score_table,
+)
 
 
 def test_scores_on_a_normalised_distribution():

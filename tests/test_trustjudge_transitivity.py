@@ -8,9 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.trustjudge import (analyse, bad_triple_tensor, bradley_terry, classify_triple,
-                                count_nontransitive, pool_counts, relation_matrix,
-                                violating_triples)
+from puaudit.trustjudge import (
+    analyse,
+    bad_triple_tensor,
+    bradley_terry,
+    classify_triple,
+    count_nontransitive,
+    pool_counts,
+    relation_matrix,
+    violating_triples,
+)
 
 S, T, E = "strict_cycle", "tie_cycle", "equivalence_contradiction"
 

@@ -10,7 +10,7 @@ import json
 import sys
 
 from puaudit.errors import PUAuditError
-from puaudit.io import check_output_path, write_table
+from puaudit.data.io import check_output_path, write_table
 from puaudit.trustjudge.relations import METHODS
 from puaudit.trustjudge.report import TrustJudgeReport, analyse
 from puaudit.trustjudge.scores import SCORE_METHODS

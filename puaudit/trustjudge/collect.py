@@ -8,7 +8,7 @@ answers (one row per question and candidate)
     ``answer`` (response, output, completion, text), optional ``category`` (question_type, type,
     task, domain). Every pair of a question's candidates is compared.
 comparisons (a PUAudit table: one row per comparison)
-    ``prompt``, ``response_a``, ``response_b`` and the other columns :func:`puaudit.schema
+    ``prompt``, ``response_a``, ``response_b`` and the other columns :func:`puaudit.data.schema
     .guess_columns` recognises (``model_a``, ``model_b``, ``question_id``, ``category``, ...).
     Each row is judged as it stands (order 1 shows response_a first) and the judge's verdict is
     written to its ``judge_winner`` column, so the table goes straight to ``puaudit audit``.
@@ -131,7 +131,7 @@ def _find(frame: pd.DataFrame, role: str, columns: Mapping[str, str] | None) -> 
 def detect_input_kind(frame: pd.DataFrame) -> str:
     """``"comparisons"`` when the table has response_a and response_b columns, ``"answers"``
     when it has candidate and answer columns; else :class:`PUAuditError`."""
-    from puaudit.schema import guess_columns
+    from puaudit.data.schema import guess_columns
 
     guessed = guess_columns(frame)
     if "response_a" in guessed and "response_b" in guessed:
@@ -276,7 +276,7 @@ def _answers(frame: pd.DataFrame, columns, name: str) -> tuple[pd.DataFrame, dic
 
 
 def _comparison_answers(frame: pd.DataFrame, name: str, *, need_models: bool):
-    from puaudit.schema import _as_text, guess_columns
+    from puaudit.data.schema import _as_text, guess_columns
 
     cols = guess_columns(frame)
     for role in ("prompt", "response_a", "response_b"):

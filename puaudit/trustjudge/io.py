@@ -1,6 +1,6 @@
 """Reading TrustJudge inputs: pairwise-verdict tables and single-score tables.
 
-Both readers accept anything :func:`puaudit.io.read_table` accepts (path, bytes, upload) or an
+Both readers accept anything :func:`puaudit.data.io.read_table` accepts (path, bytes, upload) or an
 already-loaded :class:`pandas.DataFrame`, find the columns by name (case-insensitive, common
 variants), and return a table with canonical column names and typed values.
 
@@ -40,8 +40,8 @@ import numpy as np
 import pandas as pd
 
 from puaudit.errors import PUAuditError
-from puaudit.io import read_table
-from puaudit.vocabulary import match_columns, parse_verdict
+from puaudit.data.io import read_table
+from puaudit.data.vocabulary import match_columns, parse_verdict
 
 __all__ = [
     "read_pairwise",

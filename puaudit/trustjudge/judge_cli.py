@@ -119,7 +119,7 @@ def _check_comparison_columns(plan, args) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
-    from puaudit.io import check_output_path, read_table, write_table
+    from puaudit.data.io import check_output_path, read_table, write_table
     from puaudit.trustjudge.collect import assemble, plan_judging
     from puaudit.trustjudge.prompts import get_template
     from puaudit.trustjudge.runner import JudgeClient, ResponseCache, run_requests

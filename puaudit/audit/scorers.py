@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from puaudit.denoise import normalize_rows
+from puaudit.audit.denoise import normalize_rows
 from puaudit.errors import PUAuditError
 
 __all__ = ["SCORERS", "score_targets"]
@@ -63,14 +63,14 @@ def score_targets(scorer: str, zp: np.ndarray, zu, *, m: float = 0.8,
     zp : (n_p, d) array
         Normalised difference vectors of P' (human winner minus loser). Above
         :data:`MAX_FIT_ROWS` rows a seeded sample is used (``prior-ot``, ``probe``, ``knn``).
-    zu : (n_u, d) array, or a lazy row view (:class:`puaudit.audit.DiffRows`)
+    zu : (n_u, d) array, or a lazy row view (:class:`puaudit.audit.estimator.DiffRows`)
         Normalised difference vectors of the audited rows (judge winner minus loser). All
         scorers but ``pot`` and ``full-ot`` read it block by block.
     m : float in (0, 1]
         Transported mass (``pot``) / prior share of right verdicts (``prior-ot``).
     ot_method, reg
-        Passed to :func:`puaudit.transport.partial_ot_scores` / :func:`puaudit.transport.ot_scores`;
-        ``reg`` also to :func:`puaudit.prior_transport.prior_ot_scores`.
+        Passed to :func:`puaudit.audit.transport.partial_ot_scores` / :func:`puaudit.audit.transport.ot_scores`;
+        ``reg`` also to :func:`puaudit.audit.prior_transport.prior_ot_scores`.
     n_neighbors : int
         ``knn`` only.
     probe_C : float
@@ -101,7 +101,7 @@ def score_targets(scorer: str, zp: np.ndarray, zu, *, m: float = 0.8,
     if scorer in ("pot", "full-ot"):
         zu = np.asarray(zu, dtype=np.float64)
     if scorer == "prior-ot":
-        from puaudit.prior_transport import prior_ot_scores
+        from puaudit.audit.prior_transport import prior_ot_scores
 
         kw = {} if reg is None else {"reg": reg}
         res = prior_ot_scores(zp, zu, m, random_state=random_state, score_rows=score_rows,
@@ -109,12 +109,12 @@ def score_targets(scorer: str, zp: np.ndarray, zu, *, m: float = 0.8,
         scores, info["transport"] = res if log else (res, None)
         score_rows = None
     elif scorer == "pot":
-        from puaudit.transport import partial_ot_scores
+        from puaudit.audit.transport import partial_ot_scores
 
         res = partial_ot_scores(zp, zu, m, method=ot_method, reg=reg, log=log)
         scores, info["transport"] = res if log else (res, None)
     elif scorer == "full-ot":
-        from puaudit.transport import ot_scores
+        from puaudit.audit.transport import ot_scores
 
         res = ot_scores(zp, zu, method="exact" if ot_method in ("auto", "exact", "fast") else ot_method,
                         reg=reg, log=log)

@@ -1,6 +1,6 @@
 """One audit configuration: every parameter of the audit, its default and its validation, once.
 
-:class:`AuditConfig` is what :class:`puaudit.audit.PUAudit`, :func:`puaudit.evaluate.evaluate`,
+:class:`AuditConfig` is what :class:`puaudit.audit.estimator.PUAudit`, :func:`puaudit.audit.evaluate.evaluate`,
 the command line (its options are generated from the fields here) and the dashboard (which keeps
 one in its session and uses it as its cache key) all take. It is frozen and hashable.
 """
@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass, field
 
 from puaudit.errors import PUAuditError
-from puaudit.relabel import RULES
-from puaudit.scorers import SCORERS
+from puaudit.audit.relabel import RULES
+from puaudit.audit.scorers import SCORERS
 
 __all__ = ["AuditConfig", "SCORER_CHOICES", "RULES", "OT_METHODS", "CALIBRATION_CHOICES",
            "HUMAN_SOURCES", "add_config_arguments", "config_from_args"]
@@ -69,7 +69,7 @@ class AuditConfig:
         the most probable truth of a Dawid-Skene model of the people's votes; ``crowdlab`` by
         CROWDLAB's consensus of the votes and the audit's own ``p_judge_right`` (a first audit
         on single votes, same configuration), so its validation is not independent of the
-        scorer (see :mod:`puaudit.annotator_models`).
+        scorer (see :mod:`puaudit.annotators.models`).
     random_state : int or None, default 0
         Seeds the split, the folds and any sampling.
     """
@@ -174,6 +174,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str,
         if f.name == "review_band":
             kind = float
         default_txt = "auto" if f.default is None else f.default
+        meta.setdefault("metavar", None if "choices" in meta else f.name.upper())
         g.add_argument(flag, dest=dest, default=f.default, type=kind,
                        help=f"{help_} (default {default_txt})", **meta)
 

@@ -1,6 +1,6 @@
 """One input vocabulary: the verdict words and the column-name matcher every reader uses.
 
-The audit's comparisons (:mod:`puaudit.schema`), TrustJudge's pairwise and score tables
+The audit's comparisons (:mod:`puaudit.data.schema`), TrustJudge's pairwise and score tables
 (:mod:`puaudit.trustjudge.io`) and the annotator audit all read verdicts with
 :func:`parse_verdict` and find columns with :func:`match_columns`, so a word means the same
 thing everywhere.

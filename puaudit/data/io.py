@@ -817,7 +817,7 @@ def table_to_bytes(df: pd.DataFrame, fmt: str) -> bytes:
     row, every column name and every value (CSV: as text; JSONL: floats to the last digit,
     infinities as ``1e400`` which JSON readers read back as infinity; Parquet: with their
     types). Cells are written as they are, formulas included; see
-    :func:`puaudit.safety.spreadsheet_safe` for a copy meant for spreadsheets.
+    :func:`puaudit.data.safety.spreadsheet_safe` for a copy meant for spreadsheets.
     """
     if fmt in ("csv", "tsv"):
         sep = "\t" if fmt == "tsv" else ","

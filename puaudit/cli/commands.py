@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 
-from puaudit.audit_config import config_from_args
+from puaudit.audit.config import config_from_args
 from puaudit.errors import PUAuditError
-from puaudit.jsonsafe import dumps
+from puaudit.data.jsonsafe import dumps
 
 __all__ = ["main", "build_parser"]
 
@@ -34,7 +34,7 @@ def _add_table_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_audit_args(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()) -> None:
-    from puaudit.audit_config import add_config_arguments
+    from puaudit.audit.config import add_config_arguments
 
     add_config_arguments(p, exclude=exclude)
     p.add_argument("--encoder", default=None, metavar="NAME|PATH",
@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load(args):
-    from puaudit.io import read_table
-    from puaudit.schema import apply_judge_rule, load_comparisons
+    from puaudit.data.io import read_table
+    from puaudit.data.schema import apply_judge_rule, load_comparisons
 
     df = read_table(args.input)
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
@@ -111,15 +111,15 @@ def _load(args):
 
 
 def _embeddings(args, table):
-    from puaudit.audit import PairEmbeddings, embed_table
+    from puaudit.audit.estimator import PairEmbeddings, embed_table
 
     if args.embeddings:
-        from puaudit.io import read_embeddings_npz
+        from puaudit.data.io import read_embeddings_npz
 
         # member headers are checked (shape, dtype, size) before anything is loaded
         arrays = read_embeddings_npz(args.embeddings, n_rows=len(table))
         return PairEmbeddings(**arrays, encoder=f"file:{Path(args.embeddings).name}")
-    from puaudit.encoders import get_encoder
+    from puaudit.embed.encoders import get_encoder
 
     kwargs = {"device": args.device, "mode": getattr(args, "encoder_mode", None)}
     if args.no_cache:
@@ -139,9 +139,9 @@ def _fmt(x, nd=3):
 
 
 def cmd_audit(args) -> int:
-    from puaudit.audit import PUAudit
-    from puaudit.io import check_output_path, write_bytes_atomic, write_table
-    from puaudit.manifest import run_manifest
+    from puaudit.audit.estimator import PUAudit
+    from puaudit.data.io import check_output_path, write_bytes_atomic, write_table
+    from puaudit.audit.manifest import run_manifest
 
     # Before any work: an output that is an input (or a folder, or unwritable) is refused now,
     # not after a long audit, and never overwrites the data.
@@ -198,9 +198,9 @@ def _split_list(s: str | None, allowed) -> list[str] | None:
 
 
 def cmd_evaluate(args) -> int:
-    from puaudit.audit_config import SCORER_CHOICES
-    from puaudit.evaluate import evaluate
-    from puaudit.relabel import RULES
+    from puaudit.audit.config import SCORER_CHOICES
+    from puaudit.audit.evaluate import evaluate
+    from puaudit.audit.relabel import RULES
 
     table = _load(args)
     emb = _embeddings(args, table)
@@ -233,7 +233,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from puaudit.evaluate import sweep
+    from puaudit.audit.evaluate import sweep
 
     table = _load(args)
     emb = _embeddings(args, table)
@@ -247,8 +247,8 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from puaudit.demo import generate_demo
-    from puaudit.io import check_output_path, write_table
+    from puaudit.data.demo import generate_demo
+    from puaudit.data.io import check_output_path, write_table
 
     if args.rows < 20:
         raise PUAuditError("--rows must be at least 20 for a useful demo.")
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except MemoryError:
-        # the advice names only options that exist (see puaudit.audit_config)
+        # the advice names only options that exist (see puaudit.audit.config)
         print("error: out of memory. Try a smaller file (e.g. one question type at a time), "
               "--scorer centroid (the lightest scorer; the default auto fits several), "
               "--device cpu (if a GPU ran out), or precomputed embeddings "
@@ -288,8 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-_PLUGINS = {"trustjudge": "puaudit.trustjudge.cli", "annotators": "puaudit.annotators_cli",
-            "models": "puaudit.models_cli", "judge": "puaudit.trustjudge.judge_cli"}
+_PLUGINS = {"trustjudge": "puaudit.trustjudge.cli", "annotators": "puaudit.annotators.cli",
+            "models": "puaudit.rankings.cli", "judge": "puaudit.trustjudge.judge_cli"}
 
 
 def _dispatch_plugin(args) -> int:

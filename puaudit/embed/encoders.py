@@ -39,7 +39,7 @@ same as for the whole text. When a cut text yields too few tokens (long runs of 
 symbols that tokenise to little), it is cut again ``4x`` longer, up to
 ``max_length * MAX_CHARS_PER_TOKEN`` characters; beyond that the rest is not looked at. Vectors are cached on disk, keyed by the encoder identity
 (model fingerprint, pooling, max length, normalisation) and the sha256 of each text: a rerun over
-the same data does not load the model at all. See :mod:`puaudit.embedding_cache`.
+the same data does not load the model at all. See :mod:`puaudit.embed.cache`.
 
 Precision: ``fast`` and ``full``
 --------------------------------
@@ -67,7 +67,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from puaudit.embedding_cache import EmbeddingCache, text_key
+from puaudit.embed.cache import EmbeddingCache, text_key
 from puaudit.errors import PUAuditError
 
 __all__ = [
@@ -409,7 +409,7 @@ class HFEncoder:
         # full mode is always transformers, the reference.
         self.runtime_ = "transformers"
         if mode == "fast":
-            from puaudit.bert_runtime import unsupported_reason
+            from puaudit.embed.bert_runtime import unsupported_reason
 
             if unsupported_reason(path, config) is None:
                 self.runtime_ = "lean"
@@ -558,18 +558,12 @@ class HFEncoder:
                     transformers.utils.logging.enable_progress_bar()
             if getattr(model.config, "is_encoder_decoder", False):
                 model = model.get_encoder()
-            model.eval().to(device)
-            if self.dtype_ == "bfloat16" and not self._native_bf16(torch, device):
-                _log.warning("encoder mode 'fast' (bfloat16) on %s, which has no native bfloat16: it "
-                             "may be slower than mode 'full'", device)
-            self.tokenizer_ = tokenizer
-            self.device_ = device
-            self.model_ = model
+            self._install(tokenizer, model.eval(), torch, device)
         return self
 
     def _load_lean(self, torch, device) -> None:
-        """Tokenizer and model on :mod:`puaudit.bert_runtime` (called by :meth:`load`)."""
-        from puaudit.bert_runtime import LeanTokenizer, load_lean_bert
+        """Tokenizer and model on :mod:`puaudit.embed.bert_runtime` (called by :meth:`load`)."""
+        from puaudit.embed.bert_runtime import LeanTokenizer, load_lean_bert
 
         try:
             tokenizer = LeanTokenizer(self.model_dir_)
@@ -579,6 +573,10 @@ class HFEncoder:
                 f"Cannot load the encoder from {str(self.model_dir_)!r} (mode 'fast'): "
                 f"{type(exc).__name__}: {exc}. Mode 'full' loads it through transformers instead."
             ) from exc
+        self._install(tokenizer, model, torch, device)
+
+    def _install(self, tokenizer, model, torch, device) -> None:
+        """Move ``model`` to ``device`` and keep both as the loaded encoder."""
         model.to(device)
         if self.dtype_ == "bfloat16" and not self._native_bf16(torch, device):
             _log.warning("encoder mode 'fast' (bfloat16) on %s, which has no native bfloat16: it "
@@ -899,28 +897,12 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def embed_pairs(
-    prompts: Sequence[Any],
-    responses: Sequence[Any],
-    encoder: TextEncoder,
-    *,
-    progress: Progress | None = None,
-    show_progress: bool = False,
-) -> np.ndarray:
-    """``F(x, o)`` for each row: embeds ``format_text(prompt, response)``, each distinct text once.
-
-    Missing cells (None / NaN) are embedded as empty strings.
-
-    Returns
-    -------
-    ndarray of shape (n, encoder.dim), float32, in row order.
-    """
-    if len(prompts) != len(responses):
-        raise PUAuditError(
-            f"embed_pairs got {len(prompts)} prompts but {len(responses)} responses; give one prompt per response."
-        )
-    vecs, inverse = embed_distinct(prompts, responses, encoder, progress=progress,
-                                   show_progress=show_progress)
+def embed_pairs(prompts: Sequence[Any], responses: Sequence[Any], encoder: TextEncoder,
+                **kwargs) -> np.ndarray:
+    """``F(x, o)`` for each row, shape (n, encoder.dim), float32, in row order: the vectors of
+    :func:`embed_distinct` (each distinct text embedded once) gathered per row. Missing cells
+    (None / NaN) are embedded as empty strings; ``kwargs`` are ``progress`` / ``show_progress``."""
+    vecs, inverse = embed_distinct(prompts, responses, encoder, **kwargs)
     return vecs[inverse]
 
 

@@ -5,7 +5,7 @@ comparisons (``model_a``, ``model_b`` and a verdict per row) into one leaderboar
 verdicts, side by side:
 
 ``judge``    the LLM judge's verdicts on every row;
-``audited``  the audited verdicts (:attr:`puaudit.audit.AuditResult.adjusted`, the export's
+``audited``  the audited verdicts (:attr:`puaudit.audit.estimator.AuditResult.adjusted`, the export's
              ``puaudit_adjusted``);
 ``human``    the human verdicts only, on the rows people labelled;
 ``ppi``      prediction-powered estimates (PPI++, Angelopoulos et al. 2023): the judge on every
@@ -485,12 +485,12 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
     uniform random sample of all units**; selectively chosen labels void that. Every row
     labelled leaves nothing to add: ``ppi`` is then ``human``.
     """
-    if ties not in TIES:
-        raise PUAuditError(f"ties must be one of {list(TIES)}, got {ties!r}.")
-    if not 0 < alpha < 1:
-        raise PUAuditError(f"alpha must be in (0, 1), got {alpha}.")
-    if int(n_resamples) < 50:
-        raise PUAuditError(f"n_resamples must be at least 50, got {n_resamples}.")
+    for bad, why in ((ties not in TIES, f"ties must be one of {list(TIES)}, got {ties!r}."),
+                     (not 0 < alpha < 1, f"alpha must be in (0, 1), got {alpha}."),
+                     (int(n_resamples) < 50,
+                      f"n_resamples must be at least 50, got {n_resamples}.")):
+        if bad:
+            raise PUAuditError(why)
     n_rows = len(judge)
     for name, arr in (("model_a", model_a), ("model_b", model_b), ("human", human),
                       ("audited", audited), ("groups", groups), ("length_a", length_a),
@@ -663,7 +663,7 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
 
 # --- tables -------------------------------------------------------------------------------------
 def table_models(table) -> tuple[list, list]:
-    """The ``model_a`` / ``model_b`` columns of a :class:`~puaudit.schema.ComparisonTable`.
+    """The ``model_a`` / ``model_b`` columns of a :class:`~puaudit.data.schema.ComparisonTable`.
 
     Raises
     ------
@@ -679,7 +679,7 @@ def table_models(table) -> tuple[list, list]:
 
 
 def table_rankings(table, audited=None, **kwargs) -> ModelRankings:
-    """:func:`model_rankings` of a :class:`~puaudit.schema.ComparisonTable`.
+    """:func:`model_rankings` of a :class:`~puaudit.data.schema.ComparisonTable`.
 
     Uses the table's model columns, judge and human verdicts, item ids as groups and the
     responses' lengths in characters; ``audited`` is ``AuditResult.adjusted`` (or the export's

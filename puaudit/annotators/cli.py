@@ -5,7 +5,7 @@ Prints a human summary; with ``--json`` the last line of stdout is one JSON obje
 ``flags``, plus the latent-truth model's ``skill``, ``skill_lo``, ``skill_hi``, ``cohen_kappa``,
 ... and ``model_flags``), ``overall`` (``krippendorff_alpha``, ``n_items_multi``, ...,
 ``fleiss_kappa`` where defined) and ``models`` (one full report per fitted model, confusion
-matrices included; see :mod:`puaudit.annotator_models`). Bad input prints the message on stderr
+matrices included; see :mod:`puaudit.annotators.models`). Bad input prints the message on stderr
 and returns 2.
 """
 
@@ -15,11 +15,11 @@ import argparse
 import json
 import sys
 
-from puaudit.annotator_models import MODEL_NAMES, MODELS, annotator_model_report
-from puaudit.annotators import annotator_report
+from puaudit.annotators.models import MODEL_NAMES, MODELS, annotator_model_report
+from puaudit.annotators.agreement import annotator_report
 from puaudit.errors import PUAuditError
-from puaudit.io import check_output_path, read_table, write_table
-from puaudit.schema import load_comparisons
+from puaudit.data.io import check_output_path, read_table, write_table
+from puaudit.data.schema import load_comparisons
 
 __all__ = ["add_parser", "run", "main", "COMMANDS"]
 
@@ -58,7 +58,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "P(tie), majority vote, judge) of the first model")
     p.add_argument("--json", action="store_true", help="end with one JSON line")
     p.add_argument("-o", "--output", metavar="report.csv", help="write the annotator table")
-    # puaudit.cli dispatches on ``args.run``; ``func`` serves the stand-alone entry point.
+    # puaudit.cli.commands dispatches on ``args.run``; ``func`` serves the stand-alone entry point.
     p.set_defaults(func=run, run=run)
     return p
 
@@ -82,17 +82,22 @@ def _summary(report) -> str:
     if len(elig):
         lines.append(f"Agreement with the judge (people with >= {report.params['min_votes_flag']} "
                      "strict votes):")
-        show = elig if len(elig) <= 10 else elig.iloc[list(range(5)) + list(range(-5, 0))]
-        for _, r in show.iterrows():
-            lines.append(f"  {r['annotator']:<20} {_f(r['agree_judge'])} "
-                         f"[{_f(r['agree_judge_lo'])}, {_f(r['agree_judge_hi'])}]  "
-                         f"n={r['n_agree_judge']}")
-    flagged = df[[bool(f) for f in df["flags"]]]
-    lines.append(f"Flagged: {len(flagged)}")
-    for _, r in flagged.iterrows():
-        for reason in r["flags"]:
-            lines.append(f"  {r['annotator']}: {reason}")
-    return "\n".join(lines)
+        lines += [f"  {r['annotator']:<20} {_f(r['agree_judge'])} [{_f(r['agree_judge_lo'])}, "
+                  f"{_f(r['agree_judge_hi'])}]  n={r['n_agree_judge']}" for r in _ends(elig)]
+    return "\n".join(lines + _flag_lines(df, "flags", "Flagged"))
+
+
+def _ends(frame, k: int = 5) -> list:
+    """Rows of ``frame`` to list: all of them up to 2k, else the first and last k."""
+    show = frame if len(frame) <= 2 * k else frame.iloc[list(range(k)) + list(range(-k, 0))]
+    return [r for _, r in show.iterrows()]
+
+
+def _flag_lines(df, column: str, title: str) -> list[str]:
+    """``title: N`` then one line per reason of every annotator flagged in ``column``."""
+    flagged = df[[bool(f) for f in df[column]]]
+    return [f"{title}: {len(flagged)}"] + [f"  {r['annotator']}: {reason}"
+                                          for _, r in flagged.iterrows() for reason in r[column]]
 
 
 def _model_summary(mrep) -> str:
@@ -112,17 +117,10 @@ def _model_summary(mrep) -> str:
     if len(elig):
         lines.append(f"Skill (strict votes naming the true winner, balanced; chance 0.5), "
                      f"people with >= {mrep.params['min_votes_flag']} strict votes:")
-        show = elig if len(elig) <= 10 else elig.iloc[list(range(5)) + list(range(-5, 0))]
-        for _, r in show.iterrows():
-            lines.append(f"  {r['annotator']:<20} {_f(r['skill'])} [{_f(r['skill_lo'])}, "
-                         f"{_f(r['skill_hi'])}]  kappa {_f(r['cohen_kappa'])}  "
-                         f"n={r['n_strict']}")
-    flagged = df[[bool(f) for f in df["model_flags"]]]
-    lines.append(f"Flagged by {name}: {len(flagged)}")
-    for _, r in flagged.iterrows():
-        for reason in r["model_flags"]:
-            lines.append(f"  {r['annotator']}: {reason}")
-    return "\n".join(lines)
+        lines += [f"  {r['annotator']:<20} {_f(r['skill'])} [{_f(r['skill_lo'])}, "
+                  f"{_f(r['skill_hi'])}]  kappa {_f(r['cohen_kappa'])}  n={r['n_strict']}"
+                  for r in _ends(elig)]
+    return "\n".join(lines + _flag_lines(df, "model_flags", f"Flagged by {name}"))
 
 
 #: Per-annotator fields of the primary model merged into the annotator table and JSON.
@@ -203,7 +201,7 @@ def _audit_link(table, df):
     import numpy as np
     import pandas as pd
 
-    from puaudit.annotators import annotator_score_disagreement
+    from puaudit.annotators.agreement import annotator_score_disagreement
 
     score = pd.to_numeric(df["puaudit_score"], errors="coerce").to_numpy(dtype=float, copy=True)
     if "puaudit_split" in df.columns:  # P rows carry the human verdict itself: not audited
@@ -278,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m puaudit.annotators_cli INPUT ...``."""
+    """Stand-alone entry point: ``python -m puaudit.annotators.cli INPUT ...``."""
     parser = argparse.ArgumentParser(prog="puaudit")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["annotators", *(sys.argv[1:] if argv is None else argv)])

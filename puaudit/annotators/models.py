@@ -85,9 +85,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from puaudit.annotators import _is_missing, winner_keys
+from puaudit.annotators.agreement import _is_missing, winner_keys
 from puaudit.errors import PUAuditError
-from puaudit.schema import COLUMN_ALIASES, ComparisonTable
+from puaudit.data.schema import ComparisonTable
 
 __all__ = [
     "LABELS", "MODELS", "CONSENSUS_MODELS", "VoteData", "TruthFit", "ModelReport",
@@ -178,7 +178,7 @@ def collect_votes(table: ComparisonTable, *, judge: bool = True,
     People's votes are the rows with an annotator id and a human verdict in {A, B, tie}; a
     second vote of one person on one item is left out (``n_duplicates``). The judge votes once
     per item with a person's vote: the majority of its verdicts over the item's rows (a shared
-    top count gives ``tie``, as in :func:`puaudit.annotators.annotator_report`), placed on the
+    top count gives ``tie``, as in :func:`puaudit.annotators.agreement.annotator_report`), placed on the
     item's first row holding a judge verdict.
 
     Raises
@@ -186,12 +186,9 @@ def collect_votes(table: ComparisonTable, *, judge: bool = True,
     PUAuditError
         No annotator column, no person's vote, or a person named ``judge_name``.
     """
-    if table.annotator is None:
-        names = ", ".join(COLUMN_ALIASES["annotator"])
-        raise PUAuditError(
-            f"No annotator column found (looked for: {names}). Name the column holding the "
-            "annotator ids: CLI --annotator-col COLUMN; Python columns={'annotator': 'COLUMN'}.",
-            column=None)
+    from puaudit.annotators.agreement import require_annotator_column
+
+    require_annotator_column(table)
     n = len(table)
     annot = np.array(["" if _is_missing(a) else str(a).strip() for a in table.annotator],
                      dtype=object)
@@ -1024,7 +1021,7 @@ class ModelReport:
     def to_dict(self) -> dict:
         """JSON-ready dict: ``annotators`` (records with ``confusion`` [truth][vote] and its
         interval as nested lists, NaN -> None) and ``overall``."""
-        from puaudit.annotators import _json_value
+        from puaudit.annotators.agreement import _json_value
 
         recs = []
         for j, rec in enumerate(self.annotators.to_dict(orient="records")):
@@ -1327,7 +1324,7 @@ def audit_human_labels(table: ComparisonTable, source: str, *, embeddings=None,
     if embeddings is None or config is None:
         raise PUAuditError("human_source='crowdlab' needs the embeddings and the audit "
                            "configuration (it runs the audit once on single votes first).")
-    from puaudit.audit import audit_table
+    from puaudit.audit.estimator import audit_table
 
     first = audit_table(table, embeddings, config.replace(human_source="votes"))
     return model_consensus_labels(table, model="crowdlab", p_judge_right=first.p_judge_right,

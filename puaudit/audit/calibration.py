@@ -14,7 +14,7 @@ __all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift"]
 
 
 def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
-    from puaudit.metrics import wilson_interval
+    from puaudit.audit.metrics import wilson_interval
 
     return wilson_interval(k, n, z=z)
 

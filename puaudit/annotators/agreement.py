@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from puaudit.errors import PUAuditError
-from puaudit.metrics import wilson_bounds as wilson_interval
-from puaudit.schema import COLUMN_ALIASES, ComparisonTable
+from puaudit.audit.metrics import wilson_bounds as wilson_interval
+from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
 
 __all__ = [
     "AnnotatorReport",
@@ -256,6 +256,16 @@ def _share_block(prefix: str, k, n, method: str, confidence: float) -> dict:
     return {prefix: share, f"{prefix}_lo": lo, f"{prefix}_hi": hi}
 
 
+def require_annotator_column(table) -> None:
+    """Raise a clear message when ``table`` has no annotator column."""
+    if table.annotator is None:
+        names = ", ".join(COLUMN_ALIASES["annotator"])
+        raise PUAuditError(
+            f"No annotator column found (looked for: {names}). Name the column holding the "
+            "annotator ids: CLI --annotator-col COLUMN; Python columns={'annotator': 'COLUMN'}.",
+            column=None)
+
+
 def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
                      judge_name: str = "LLM judge", judge_in_alpha: bool = False,
                      min_votes_flag: int = 30, ci_method: str = "wilson",
@@ -312,12 +322,7 @@ def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
     PUAuditError
         No annotator column, no human votes, or a person named like ``judge_name``.
     """
-    if table.annotator is None:
-        names = ", ".join(COLUMN_ALIASES["annotator"])
-        raise PUAuditError(
-            f"No annotator column found (looked for: {names}). Name the column holding the "
-            "annotator ids: CLI --annotator-col COLUMN; Python columns={'annotator': 'COLUMN'}.",
-            column=None)
+    require_annotator_column(table)
     if ci_method not in CI_METHODS:
         raise PUAuditError(f"Unknown interval method '{ci_method}': choose one of "
                            f"{list(CI_METHODS)}.")

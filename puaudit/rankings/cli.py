@@ -55,8 +55,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _audited(df, export_path, n_rows):
     """Audited verdicts from the export's ``puaudit_adjusted`` column (None when absent)."""
-    from puaudit.io import read_table
-    from puaudit.schema import normalize_verdicts
+    from puaudit.data.io import read_table
+    from puaudit.data.schema import normalize_verdicts
 
     source = df
     if export_path:
@@ -133,10 +133,10 @@ def _summary(res) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
-    from puaudit.cli import dumps
-    from puaudit.io import check_output_path, read_table, write_table
-    from puaudit.rankings import table_rankings
-    from puaudit.schema import apply_judge_rule, load_comparisons
+    from puaudit.cli.commands import dumps
+    from puaudit.data.io import check_output_path, read_table, write_table
+    from puaudit.rankings.estimate import table_rankings
+    from puaudit.data.schema import apply_judge_rule, load_comparisons
 
     try:
         if args.output:  # before any work: never overwrite an input, fail early on a bad path
@@ -168,11 +168,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m puaudit.models_cli INPUT ...``."""
-    parser = argparse.ArgumentParser(prog="puaudit")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["models", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    """Stand-alone entry point: ``python -m puaudit.rankings.cli INPUT ...``."""
+    from puaudit.cli import main as puaudit_main
+
+    return puaudit_main(["models", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

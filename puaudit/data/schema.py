@@ -1,6 +1,6 @@
 """Column roles, label vocabularies and the normalised comparison table.
 
-A table of pairwise comparisons is read as-is (see :mod:`puaudit.io`); this module finds which
+A table of pairwise comparisons is read as-is (see :mod:`puaudit.data.io`); this module finds which
 column plays which role (prompt, responses, judge and human verdicts, question type, ...), turns
 verdict labels into ``"A"``, ``"B"``, ``"tie"`` or missing, and builds a
 :class:`ComparisonTable` that the audit works on while the original frame stays untouched.
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.errors import PUAuditError
-from puaudit.vocabulary import match_columns, parse_verdict
+from puaudit.data.vocabulary import match_columns, parse_verdict
 
 __all__ = [
     "ROLES",
@@ -266,7 +266,7 @@ def load_comparisons(df: pd.DataFrame, *, columns: Mapping[str, str] | None = No
     Parameters
     ----------
     df : DataFrame
-        As returned by :func:`puaudit.io.read_table`.
+        As returned by :func:`puaudit.data.io.read_table`.
     columns : mapping role -> column, optional
         Explicit column choices (see :data:`ROLES`).
     judge_column : str, optional

@@ -7,13 +7,13 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from puaudit.audit import (PairEmbeddings, human_labels, prepare_split, relabel_with_config,
+from puaudit.audit.estimator import (PairEmbeddings, human_labels, prepare_split, relabel_with_config,
                            score_with_config)
-from puaudit.audit_config import SCORER_CHOICES, AuditConfig
+from puaudit.audit.config import SCORER_CHOICES, AuditConfig
 from puaudit.errors import PUAuditError
-from puaudit.jsonsafe import to_jsonable
-from puaudit.relabel import RULES
-from puaudit.schema import ComparisonTable
+from puaudit.data.jsonsafe import to_jsonable
+from puaudit.audit.relabel import RULES
+from puaudit.data.schema import ComparisonTable
 
 __all__ = ["evaluate", "sweep", "leaderboard_from_runs"]
 

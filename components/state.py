@@ -3,7 +3,7 @@
 State: everything a visitor loads or chooses lives in ``st.session_state`` (one per browser
 session); nothing user-specific is kept in module globals. Keys other pages may read:
 
-``table``          the :class:`~puaudit.schema.ComparisonTable` being audited
+``table``          the :class:`~puaudit.data.schema.ComparisonTable` being audited
 ``raw_frame``      the table as read (every row and column)
 ``source_name``    file name or "demo data (generated)"
 ``source_sha256``  sha256 of the uploaded bytes (None for the demo)
@@ -18,7 +18,7 @@ keyed by that hash, the encoder label and every parameter. A slider move therefo
 the audit, never the embedding.
 
 Test hook: with ``PUAUDIT_TEST_ENCODER=hashing`` the only encoder offered is
-:class:`HashingEncoder`, a deterministic bag-of-words hashing encoder (no model, instant), so
+:class:`tests.doubles.HashingEncoder`, a deterministic bag-of-words hashing encoder (no model, instant), so
 AppTest tests run fast. ``PUAUDIT_UMAP_WARMUP=0`` skips the UMAP warm-up thread and
 ``PUAUDIT_ENCODER_WARMUP=0`` the encoder's (see :func:`start_encoder_warmup`).
 """
@@ -31,22 +31,21 @@ import os
 import re
 import threading
 import time
-import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from puaudit.audit import PairEmbeddings, audit_table, embed_table, prepare_split
-from puaudit.audit_config import RULES, AuditConfig
-from puaudit.audit_config import SCORER_CHOICES as _SCORER_CHOICES
-from puaudit.config import encoder_choices
+from puaudit.audit.estimator import PairEmbeddings, audit_table, embed_table, prepare_split
+from puaudit.audit.config import RULES, AuditConfig
+from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
+from puaudit.embed.settings import encoder_choices
 from puaudit.errors import PUAuditError
-from puaudit.schema import ComparisonTable, load_comparisons
+from puaudit.data.schema import ComparisonTable, load_comparisons
 
 __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "AUDIT_DEFAULTS", "SCORER_CHOICES", "RULE_CHOICES",
-           "HashingEncoder", "encoder_options", "load_encoder", "start_umap_warmup",
+           "encoder_options", "load_encoder", "start_umap_warmup",
            "start_encoder_warmup",
            "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
            "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit", "audit_config",
@@ -54,6 +53,7 @@ __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "AUDIT_DEFAULTS", "SCORER_CHOICES", 
            "export_bytes", "umap_job", "show_error", "sha256_bytes", "favicon"]
 
 TEST_ENCODER_ENV = "PUAUDIT_TEST_ENCODER"
+_HASHING_NAME = "hashing-test"  # tests.doubles.HashingEncoder.name
 DEMO_NAME = "demo data (generated)"
 SCORER_CHOICES = _SCORER_CHOICES
 RULE_CHOICES = RULES
@@ -65,51 +65,24 @@ AUDIT_DEFAULTS = {"m": _CFG.m, "p_ratio": _CFG.p_ratio, "alpha1": _CFG.alpha1,
 _TOKEN = re.compile(r"\w+")
 
 
-class HashingEncoder:
-    """Deterministic test encoder: each word adds ±1 to one of ``dim`` slots chosen by CRC32.
-
-    .. math:: F(t)_k = \\frac{\\sum_{w \\in t,\\; h(w) = k} s(w)}{\\lVert \\cdot \\rVert}
-
-    with ``h`` and ``s`` read from the CRC32 of the lower-cased word. Same texts, same vectors,
-    in any process. For tests only (``PUAUDIT_TEST_ENCODER=hashing``).
-    """
-
-    name = "hashing-test"
-
-    def __init__(self, dim: int = 64):
-        self.dim = dim
-
-    def encode(self, texts, *, progress=None, show_progress: bool = False) -> np.ndarray:
-        texts = list(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in _TOKEN.findall(str(t).lower()):
-                h = zlib.crc32(w.encode("utf-8"))
-                out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
-            if progress is not None and (i + 1) % 256 == 0:
-                progress(i + 1, len(texts))
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        if progress is not None:
-            progress(len(texts), len(texts))
-        return out
-
-
 def encoder_options() -> list[str]:
     """Encoder labels a visitor may choose (never free text; paths come from the deployment)."""
     if os.environ.get(TEST_ENCODER_ENV) == "hashing":
-        return [HashingEncoder.name]
+        return [_HASHING_NAME]
     return list(encoder_choices())
 
 
 @st.cache_resource(show_spinner="Loading the encoder…")
 def load_encoder(label: str):
     """The encoder for ``label``, loaded once per server process."""
-    if label == HashingEncoder.name and os.environ.get(TEST_ENCODER_ENV) == "hashing":
+    if label == _HASHING_NAME and os.environ.get(TEST_ENCODER_ENV) == "hashing":
+        from tests.doubles import HashingEncoder  # the test double lives with the tests
+
         return HashingEncoder()
     choices = encoder_choices()
     if label not in choices:
         raise PUAuditError(f"Encoder '{label}' is not offered here; choose one of {list(choices)}.")
-    from puaudit.encoders import shared_encoder
+    from puaudit.embed.encoders import shared_encoder
 
     # trust_remote_code stays at its default (off): a dashboard never runs model-supplied code.
     # The instance is shared with start_encoder_warmup, which may have loaded it already.
@@ -152,7 +125,7 @@ def start_umap_warmup() -> threading.Thread | None:
     """Compile UMAP in a background thread, once per server process."""
     if os.environ.get("PUAUDIT_UMAP_WARMUP", "1") == "0":
         return None
-    from puaudit.projection import warm_umap
+    from puaudit.embed.projection import warm_umap
 
     th = threading.Thread(target=warm_umap, name="puaudit-umap-warmup", daemon=True)
     th.start()
@@ -165,7 +138,7 @@ def start_encoder_warmup() -> threading.Thread | None:
     view waits for torch and the weights, and the first embedding finds the model loaded."""
     if os.environ.get("PUAUDIT_ENCODER_WARMUP", "1") == "0" or os.environ.get(TEST_ENCODER_ENV) == "hashing":
         return None
-    from puaudit.encoders import warm_up_encoder
+    from puaudit.embed.encoders import warm_up_encoder
 
     return warm_up_encoder(next(iter(encoder_choices().values())))
 
@@ -173,7 +146,7 @@ def start_encoder_warmup() -> threading.Thread | None:
 # --- data -------------------------------------------------------------------------------------
 @st.cache_data(show_spinner=False, max_entries=4)
 def _demo_frame(n_rows: int, random_state: int):
-    from puaudit.demo import generate_demo
+    from puaudit.data.demo import generate_demo
 
     return generate_demo(n_rows=n_rows, random_state=random_state)
 
@@ -201,7 +174,7 @@ def build_table() -> ComparisonTable | None:
     ss.pop("table", None)
     ss.pop("table_error", None)
     cols = dict(ss.get("columns", {}))
-    from puaudit.schema import ROLES
+    from puaudit.data.schema import ROLES
 
     explicit = {r: cols.get(r) for r in ROLES}  # None = "no such column": no silent re-detection
     try:
@@ -316,7 +289,7 @@ def audit_config(params: dict) -> AuditConfig:
 @st.cache_data(show_spinner=False, max_entries=16)
 def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,
              _emb):
-    from puaudit.evaluate import evaluate
+    from puaudit.audit.evaluate import evaluate
 
     res = evaluate(_table, _emb, seeds=seeds, scorers=SCORER_CHOICES, rules=RULE_CHOICES,
                    config=config)
@@ -347,7 +320,7 @@ def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
 @st.cache_data(show_spinner=False, max_entries=32)
 def _m_curve(content_hash: str, encoder_label: str, config: AuditConfig, m_values: tuple,
              _table, _emb) -> list[dict]:
-    from puaudit.audit import reversals_vs_m
+    from puaudit.audit.estimator import reversals_vs_m
 
     prep = prepare_split(_table, _emb, p_ratio=config.p_ratio, random_state=config.random_state)
     return reversals_vs_m(prep, config, m_values)
@@ -389,7 +362,7 @@ def current_audit():
 @st.cache_data(show_spinner=False, max_entries=32)
 def _export_bytes(content_hash: str, params_key: str, fmt: str, safe: bool, _result) -> bytes:
     from components.metrics import spreadsheet_safe_copy
-    from puaudit.io import table_to_bytes
+    from puaudit.data.io import table_to_bytes
 
     frame = _result.to_frame()
     return table_to_bytes(spreadsheet_safe_copy(frame) if safe else frame, fmt)
@@ -408,7 +381,7 @@ def _umap_pool() -> tuple[ThreadPoolExecutor, dict, threading.Lock]:
 
 def umap_job(key: str, z: np.ndarray, seed: int) -> Future:
     """A background UMAP projection of ``z`` (one per content key per server process)."""
-    from puaudit.projection import project_2d
+    from puaudit.embed.projection import project_2d
 
     pool, jobs, lock = _umap_pool()
     with lock:

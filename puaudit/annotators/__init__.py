@@ -1,0 +1,1 @@
+"""The annotator audit: agreement statistics, latent-truth models, the CLI."""

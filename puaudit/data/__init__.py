@@ -1,0 +1,1 @@
+"""Reading tables, the input vocabulary and column roles, generated demo data, limits and JSON."""

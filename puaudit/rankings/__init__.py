@@ -1,0 +1,1 @@
+"""Model win rates and Bradley-Terry strengths four ways (judge, audited, human, PPI)."""

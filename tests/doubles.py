@@ -1,0 +1,41 @@
+"""Test doubles: a deterministic, instant stand-in for the text encoder."""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+import numpy as np
+
+__all__ = ["HashingEncoder"]
+
+_TOKEN = re.compile(r"\w+")
+
+
+class HashingEncoder:
+    """Deterministic test encoder: each word adds ±1 to one of ``dim`` slots chosen by CRC32.
+
+    .. math:: F(t)_k = \\frac{\\sum_{w \\in t,\\; h(w) = k} s(w)}{\\lVert \\cdot \\rVert}
+
+    with ``h`` and ``s`` read from the CRC32 of the lower-cased word. Same texts, same vectors,
+    in any process. For tests only (``PUAUDIT_TEST_ENCODER=hashing``).
+    """
+
+    name = "hashing-test"
+
+    def __init__(self, dim: int = 64):
+        self.dim = dim
+
+    def encode(self, texts, *, progress=None, show_progress: bool = False) -> np.ndarray:
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in _TOKEN.findall(str(t).lower()):
+                h = zlib.crc32(w.encode("utf-8"))
+                out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
+            if progress is not None and (i + 1) % 256 == 0:
+                progress(i + 1, len(texts))
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        if progress is not None:
+            progress(len(texts), len(texts))
+        return out
