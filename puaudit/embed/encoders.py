@@ -426,11 +426,12 @@ class HFEncoder:
 
     @property
     def name(self) -> str:
-        """Stable identity: ``all-MiniLM-L6-v2`` for the default, else ``<folder>@<fingerprint>``."""
+        """Stable identity: ``all-MiniLM-L6-v2`` for the default, else ``<folder>@<fingerprint>``;
+        ``+bf16`` is appended in mode ``fast``, so results and manifests say which vectors they
+        used (``all-MiniLM-L6-v2+bf16``)."""
         self._resolve()
-        if self.is_default_:
-            return DEFAULT_MODEL_NAME
-        return f"{self.model_dir_.name}@{self.fingerprint_[:10]}"
+        base = DEFAULT_MODEL_NAME if self.is_default_ else f"{self.model_dir_.name}@{self.fingerprint_[:10]}"
+        return base if self.dtype_ == "float32" else f"{base}+bf16"
 
     @property
     def dim(self) -> int:
