@@ -22,7 +22,9 @@ quick) and the default audit (``PUAudit(random_state=seed)``: scorer auto, guard
 each for seeds 0..S-1, once with the file's GPT-4 judge and once with the weak "longer answer
 wins" judge (``--judge-rule longer``), where the guarded rule does reverse verdicts. Reported per
 judge: reversals of each mode summed over the seeds, seeds whose reversed rows are identical,
-rows reversed by one mode only, and Cons_adj of each.
+rows reversed by one mode only, Cons_adj and the scorer ``auto`` chose. A control row does the
+same for the float32 vectors moved by random noise exactly as large as fast mode's change (row by
+row): how much any change of that size moves the reversals.
 
 The last line is ``ratio=<fast texts/s / sentence-transformers texts/s>``.
 sentence-transformers is needed only here (``pip install sentence-transformers``); without it the
@@ -104,22 +106,43 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
     cos = cosine(e_fast, e_full)
     print(f"  all {len(cos)} row texts: cosine fast to full min {cos.min():.6f}, mean {cos.mean():.6f}, "
           f"below 0.995: {int((cos < 0.995).sum())}")
+    # Control: the float32 vectors moved by random noise as large as fast mode's change, row by
+    # row. If the audit's reversals move as much under it, they are that sensitive to any change
+    # of this size, not to bfloat16 in particular.
+    from puaudit.audit.estimator import PairEmbeddings
+
+    rng = np.random.default_rng(0)
+
+    def jitter(e: np.ndarray, size: np.ndarray) -> np.ndarray:
+        noise = rng.normal(size=e.shape)
+        v = e + noise * (size / np.linalg.norm(noise, axis=1))[:, None]
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+    n = len(emb["full"].e_a)
+    size = np.linalg.norm(e_fast - e_full, axis=1)
+    emb["noise"] = PairEmbeddings(jitter(emb["full"].e_a, size[:n]), jitter(emb["full"].e_b, size[n:]),
+                                  encoder="float32 + noise")
+    modes = ("full", "fast", "noise")
     for judge, tab in (("GPT-4 (the file's judge)", table), ("longer answer wins", apply_judge_rule(table, "longer"))):
-        n_rev = {"full": 0, "fast": 0}
-        same_seeds, only_one, cons = 0, 0, {"full": [], "fast": []}
+        n_rev = dict.fromkeys(modes, 0)
+        same, moved, cons, chose = dict.fromkeys(modes, 0), dict.fromkeys(modes, 0), {m: [] for m in modes}, {}
         for seed in range(seeds):
             rev = {}
-            for mode in ("full", "fast"):
+            for mode in modes:
                 est = PUAudit(random_state=seed).fit(tab, emb[mode])
                 rev[mode] = set(np.flatnonzero(est.groups_ == "negative"))
                 n_rev[mode] += len(rev[mode])
                 cons[mode].append(est.metrics_["cons_adj"])
-            same_seeds += rev["full"] == rev["fast"]
-            only_one += len(rev["full"] ^ rev["fast"])
-        print(f"  judge {judge}: {seeds} seeds, reversals full {n_rev['full']} / fast {n_rev['fast']}; "
-              f"identical reversed rows in {same_seeds}/{seeds} seeds; rows reversed by one mode only "
-              f"{only_one}; Cons_adj full {np.mean(cons['full']):.4f} / fast {np.mean(cons['fast']):.4f}",
-              flush=True)
+                chose.setdefault(mode, []).append(est.result_.params.get("scorer_used"))
+            for mode in modes:
+                same[mode] += rev["full"] == rev[mode]
+                moved[mode] += len(rev["full"] ^ rev[mode])
+        print(f"  judge {judge}, {seeds} seeds:", flush=True)
+        for mode in modes:
+            print(f"    {mode:5s}: reversals {n_rev[mode]:5d}; reversed rows identical to full in "
+                  f"{same[mode]}/{seeds} seeds, rows reversed by only one of the two {moved[mode]:4d}; "
+                  f"Cons_adj {np.mean(cons[mode]):.4f}; scorer chosen by auto: {' '.join(map(str, chose[mode]))}",
+                  flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
