@@ -22,7 +22,8 @@ quick) and the default audit (``PUAudit(random_state=seed)``: scorer auto, guard
 each for seeds 0..S-1, once with the file's GPT-4 judge and once with the weak "longer answer
 wins" judge (``--judge-rule longer``), where the guarded rule does reverse verdicts. Reported per
 judge: reversals of each mode summed over the seeds, seeds whose reversed rows are identical,
-rows reversed by one mode only, Cons_adj and the scorer ``auto`` chose. A control row does the
+rows reversed by one mode only, rows put in another group (``uncertain`` instead of ``positive``:
+flagged for review, label kept), Cons_adj and the scorer ``auto`` chose. A control row does the
 same for the float32 vectors moved by random noise exactly as large as fast mode's change (row by
 row): how much any change of that size moves the reversals.
 
@@ -126,10 +127,12 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
     for judge, tab in (("GPT-4 (the file's judge)", table), ("longer answer wins", apply_judge_rule(table, "longer"))):
         n_rev = dict.fromkeys(modes, 0)
         same, moved, cons, chose = dict.fromkeys(modes, 0), dict.fromkeys(modes, 0), {m: [] for m in modes}, {}
+        regrouped = dict.fromkeys(modes, 0)
         for seed in range(seeds):
-            rev = {}
+            rev, group = {}, {}
             for mode in modes:
                 est = PUAudit(random_state=seed).fit(tab, emb[mode])
+                group[mode] = np.asarray(est.groups_, dtype=object)
                 rev[mode] = set(np.flatnonzero(est.groups_ == "negative"))
                 n_rev[mode] += len(rev[mode])
                 cons[mode].append(est.metrics_["cons_adj"])
@@ -137,10 +140,12 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
             for mode in modes:
                 same[mode] += rev["full"] == rev[mode]
                 moved[mode] += len(rev["full"] ^ rev[mode])
+                regrouped[mode] += int((group[mode] != group["full"]).sum())
         print(f"  judge {judge}, {seeds} seeds:", flush=True)
         for mode in modes:
             print(f"    {mode:5s}: reversals {n_rev[mode]:5d}; reversed rows identical to full in "
-                  f"{same[mode]}/{seeds} seeds, rows reversed by only one of the two {moved[mode]:4d}; "
+                  f"{same[mode]}/{seeds} seeds, rows reversed by only one of the two {moved[mode]:4d}, "
+                  f"rows in another group (e.g. uncertain) {regrouped[mode]:4d}; "
                   f"Cons_adj {np.mean(cons[mode]):.4f}; scorer chosen by auto: {' '.join(map(str, chose[mode]))}",
                   flush=True)
 
