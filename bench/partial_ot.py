@@ -97,9 +97,11 @@ def _child(args) -> None:
     print("RESULT " + json.dumps(res))
 
 
-def _spawn(n_p: int, n_u: int, compare: bool, backend: str, timeout: float) -> dict | None:
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--n-p", str(n_p), "--n-u",
-           str(n_u), "--backend", backend] + (["--compare"] if compare else [])
+def run_child(script: str, n_p: int, n_u: int, extra: list[str], timeout: float) -> dict | None:
+    """Run ``script --child`` for one size in a fresh process (so its peak memory is its own);
+    the child's ``RESULT {json}`` line, or None with the reason printed."""
+    cmd = [sys.executable, os.path.abspath(script), "--child", "--n-p", str(n_p), "--n-u",
+           str(n_u), *extra]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -110,6 +112,11 @@ def _spawn(n_p: int, n_u: int, compare: bool, backend: str, timeout: float) -> d
             return json.loads(line[7:])
     print(f"({n_p}, {n_u}) failed:\n{p.stderr[-2000:]}")
     return None
+
+
+def _spawn(n_p: int, n_u: int, compare: bool, backend: str, timeout: float) -> dict | None:
+    return run_child(__file__, n_p, n_u, ["--backend", backend] + (["--compare"] if compare else []),
+                     timeout)
 
 
 def main(argv=None) -> None:

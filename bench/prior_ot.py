@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -24,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from partial_ot import _peak_mb, make_structured  # noqa: E402
+from partial_ot import _peak_mb, make_structured, run_child  # noqa: E402
 
 M = 0.7
 
@@ -65,18 +64,7 @@ def run_one(n_p: int, n_u: int, *, compare: bool) -> dict:
 
 
 def _spawn(n_p: int, n_u: int, compare: bool, timeout: float) -> dict | None:
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--n-p", str(n_p), "--n-u",
-           str(n_u)] + (["--compare"] if compare else [])
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        print(f"({n_p}, {n_u}): timed out after {timeout:.0f} s")
-        return None
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    print(f"({n_p}, {n_u}) failed:\n{p.stderr[-2000:]}")
-    return None
+    return run_child(__file__, n_p, n_u, ["--compare"] if compare else [], timeout)
 
 
 def main(argv=None) -> None:

@@ -72,7 +72,7 @@ def _as_tensor(x, device, dtype):
     return torch.as_tensor(np.asarray(x), device=device).to(dtype)
 
 
-def _source_weights(zp, zs, m, *, reg, reg_m, max_iter, tol, dtype):
+def _source_weights(zp, zs, m, *, reg, reg_m, max_iter, tol):
     """Solve the unbalanced problem on targets ``zs`` with POT; return ``log(a_i u_i)`` per side.
 
     The arrays stay in their backend (numpy, or torch on the caller's device), so POT runs on
@@ -189,11 +189,11 @@ def prior_ot_scores(zp, zu, m: float, *, reg: float = PRIOR_OT_REG,
         # POT's numpy backend is faster than its torch one on CPU; on CUDA stay on the GPU
         if dev.type == "cpu":
             hp, hn, n_iter = _source_weights(zp_t.numpy(), zs_t.numpy(), m, reg=reg, reg_m=reg_m,
-                                             max_iter=max_iter, tol=tol, dtype=tdt)
+                                             max_iter=max_iter, tol=tol)
             hp, hn = torch.from_numpy(np.asarray(hp)), torch.from_numpy(np.asarray(hn))
         else:
             hp, hn, n_iter = _source_weights(zp_t, zs_t, m, reg=reg, reg_m=reg_m,
-                                             max_iter=max_iter, tol=tol, dtype=tdt)
+                                             max_iter=max_iter, tol=tol)
         del zs_t
         block = max(1024, _BLOCK_ENTRIES // max(n_p, 1))
         rows = None if score_rows is None else np.asarray(score_rows)
