@@ -5,6 +5,7 @@ cache makes reruns fast; a cold run embeds ~2,000 distinct texts)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -32,22 +33,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+@contextlib.contextmanager
+def streamlit_server(env: dict, log_name: str):
+    """``streamlit run app.py`` on a free local port with ``env``; yields its URL, stops it after.
+
+    Skips when Chromium or Playwright is missing; fails when the server does not start.
+    """
     if not Path(CHROMIUM).exists():
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     pytest.importorskip("playwright")
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "PUAUDIT_TEST_ENCODER"}
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    ENCODER_LOG.unlink(missing_ok=True)
-    env["PUAUDIT_ENCODER_LOG"] = str(ENCODER_LOG)
-    log = open(ARTIFACTS / "streamlit.log", "w")
+    log = open(ARTIFACTS / log_name, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     while time.time() < deadline:
         try:
@@ -58,13 +59,25 @@ def server():
     else:
         proc.kill()
         pytest.fail("streamlit did not start")
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    env = {k: v for k, v in os.environ.items() if k != "PUAUDIT_TEST_ENCODER"}
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    ENCODER_LOG.unlink(missing_ok=True)
+    env["PUAUDIT_ENCODER_LOG"] = str(ENCODER_LOG)
+    with streamlit_server(env, "streamlit.log") as url:
+        yield url
 
 
 def _idle(page, timeout_s: float = 900) -> None:

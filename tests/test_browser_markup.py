@@ -10,10 +10,6 @@ The server runs with the hashing test encoder (no model), so the test measures r
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +20,7 @@ from tests.make_hostile_files import (
     markup_pairwise,
     planted,
 )
-from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM, _free_port, _idle
+from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM, _idle, streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -37,34 +33,9 @@ _PLANTED_NODES = """() => [...document.querySelectorAll('img, image, a')].map(
 
 @pytest.fixture(scope="module")
 def hashing_server():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("playwright")
-    port = _free_port()
     env = {**os.environ, "PUAUDIT_TEST_ENCODER": "hashing", "PUAUDIT_UMAP_WARMUP": "0"}
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / "streamlit_markup.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start")
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with streamlit_server(env, "streamlit_markup.log") as url:
+        yield url
 
 
 def _seen(text: str) -> str:
