@@ -20,10 +20,10 @@ def _short(text: str, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def map_frame(xy: np.ndarray, result) -> pd.DataFrame:
+def map_frame(xy: np.ndarray, result, table) -> pd.DataFrame:
     """Coordinates plus what the hover shows: row, split, type, score, verdicts, prompt."""
     xy = np.asarray(xy, dtype=float)
-    t = result.table
+    t = table
     if xy.shape != (len(t), 2):
         raise PUAuditError(f"The projection has shape {xy.shape}; expected ({len(t)}, 2).")
     return pd.DataFrame({
@@ -37,10 +37,10 @@ def map_frame(xy: np.ndarray, result) -> pd.DataFrame:
     })
 
 
-def embedding_scatter(xy: np.ndarray, result, *, method: str = "pca") -> go.Figure:
+def embedding_scatter(xy: np.ndarray, result, table, *, method: str = "pca") -> go.Figure:
     """Scatter coloured by score (one colour scale for all splits; unscored rows grey),
     one trace per split so each has its own symbol and legend entry."""
-    df = map_frame(xy, result)
+    df = map_frame(xy, result, table)
     finite = df["score"][np.isfinite(df["score"])]
     cmin, cmax = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
     fig = go.Figure()

@@ -18,10 +18,10 @@ GROUP_COLOURS = {"verified (P)": "#4C78A8", "positive": "#54A24B", "negative": "
                  "uncertain": "#F2A93B"}
 
 
-def score_frame(result) -> pd.DataFrame:
+def score_frame(result, table) -> pd.DataFrame:
     """One row per scored input row: ``row`` (1-based), type, split, group, score, P(judge right),
-    verdicts and texts."""
-    t = result.table
+    verdicts and texts (``table`` is the audited ComparisonTable)."""
+    t = table
     score = np.asarray(result.score, dtype=float)
     ok = np.isfinite(score)
     idx = np.flatnonzero(ok)
@@ -64,10 +64,10 @@ def threshold_lines(result) -> list[dict]:
     return out
 
 
-def score_density(result, *, nbins: int = 40) -> go.Figure:
+def score_density(result, table, *, nbins: int = 40) -> go.Figure:
     """Overlaid score densities: verified positives P (cross-fitted scores) and the audited rows
     by final group (positive = kept, negative = reversed, uncertain)."""
-    df = score_frame(result)
+    df = score_frame(result, table)
     fig = go.Figure()
     for g, colour in GROUP_COLOURS.items():
         s = df.loc[df["group"] == g, "score"]
@@ -81,9 +81,9 @@ def score_density(result, *, nbins: int = 40) -> go.Figure:
     return fig
 
 
-def sorted_scores_figure(result, *, question_type: str | None = None) -> go.Figure:
+def sorted_scores_figure(result, table, *, question_type: str | None = None) -> go.Figure:
     """Audited rows sorted by score, coloured by group, with the thresholds as dashed lines."""
-    df = score_frame(result)
+    df = score_frame(result, table)
     df = df[df["split"] != "P"]
     if question_type is not None:
         df = df[df["question_type"] == question_type]
@@ -104,7 +104,7 @@ def sorted_scores_figure(result, *, question_type: str | None = None) -> go.Figu
     for line in threshold_lines(result):
         if question_type is not None and line["question_type"] not in (None, question_type):
             continue
-        if question_type is None and line["question_type"] is not None and _n_types(result) > 6:
+        if question_type is None and line["question_type"] is not None and _n_types(table) > 6:
             continue  # too many per-type lines to read: the page offers a type filter
         label = line["label"] + ("" if line["question_type"] is None else f" ({line['question_type']})")
         fig.add_hline(y=line["score"], line_dash="dash", line_color="#555",
@@ -114,16 +114,16 @@ def sorted_scores_figure(result, *, question_type: str | None = None) -> go.Figu
     return fig
 
 
-def _n_types(result) -> int:
-    return len(set(result.table.question_type.tolist()))
+def _n_types(table) -> int:
+    return len(set(table.question_type.tolist()))
 
 
-def nearest_threshold_rows(result, *, k: int = 5) -> pd.DataFrame:
+def nearest_threshold_rows(result, table, *, k: int = 5) -> pd.DataFrame:
     """For each threshold, the ``k`` audited rows (of its type) whose scores are nearest to it.
 
     Columns: ``threshold``, ``distance`` (score − threshold) and those of :func:`score_frame`.
     """
-    df = score_frame(result)
+    df = score_frame(result, table)
     df = df[df["split"] != "P"]
     parts = []
     for line in threshold_lines(result):

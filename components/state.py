@@ -25,7 +25,6 @@ AppTest tests run fast. ``PUAUDIT_UMAP_WARMUP=0`` skips the UMAP warm-up thread 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import re
@@ -306,15 +305,12 @@ def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *
 
 @st.cache_data(show_spinner=False, max_entries=128)
 def _audit(content_hash: str, encoder_label: str, config: AuditConfig, _table, _emb):
-    result = audit_table(_table, _emb, config)
-    # The table is the caller's: leave it out of the cached copy (cheaper to store and unpickle).
-    return dataclasses.replace(result, table=None)
+    return audit_table(_table, _emb, config)
 
 
 def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
     """The audit of ``table`` with ``params`` (cached by content hash + the whole config)."""
-    res = _audit(table_hash(table), params["encoder"], audit_config(params), table, emb)
-    return dataclasses.replace(res, table=table)
+    return _audit(table_hash(table), params["encoder"], audit_config(params), table, emb)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -360,17 +356,20 @@ def current_audit():
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _export_bytes(content_hash: str, params_key: str, fmt: str, safe: bool, _result) -> bytes:
+def _export_bytes(content_hash: str, params_key: str, fmt: str, safe: bool, _result,
+                  _table) -> bytes:
     from components.metrics import spreadsheet_safe_copy
     from puaudit.data.io import table_to_bytes
 
-    frame = _result.to_frame()
+    frame = _result.to_frame(_table)
     return table_to_bytes(spreadsheet_safe_copy(frame) if safe else frame, fmt)
 
 
-def export_bytes(result, params: dict, fmt: str, *, safe: bool = False) -> bytes:
-    """The audited table as ``fmt`` bytes (cached per result and format)."""
-    return _export_bytes(table_hash(result.table), repr(sorted(params.items())), fmt, safe, result)
+def export_bytes(result, table, params: dict, fmt: str, *, safe: bool = False) -> bytes:
+    """The audited ``table`` as ``fmt`` bytes with the audit's columns (cached per result and
+    format)."""
+    return _export_bytes(table_hash(table), repr(sorted(params.items())), fmt, safe, result,
+                         table)
 
 
 # --- UMAP in the background -------------------------------------------------------------------

@@ -49,7 +49,7 @@ def _draw():
                 st.info("Computing the UMAP layout in the background; showing PCA meanwhile.")
     if xy is None:
         xy = _pca(key, z)
-    st.plotly_chart(embedding_scatter(xy, result, method=shown), width="stretch")
+    st.plotly_chart(embedding_scatter(xy, result, table, method=shown), width="stretch")
     if shown == "umap" and pending:
         st.rerun()  # the layout arrived during a timed fragment run: redraw once, stop polling
 

@@ -23,7 +23,7 @@ params = state.audit_params()
 name = ss.get("source_name") or "table"
 stem = "demo" if name == state.DEMO_NAME else (Path(name).name.split(".")[0] or "table")
 
-frame = result.to_frame()
+frame = result.to_frame(table)
 m = result.metrics
 if m["n"]:
     verdict = (f"On {m['n']:,} held-out validation rows the exported `puaudit_adjusted` verdicts "
@@ -43,7 +43,7 @@ st.write(f"{len(frame):,} rows × {len(frame.columns)} columns "
 cols = st.columns(4)
 for col, (fmt, mime) in zip(cols, (("csv", "text/csv"), ("parquet", "application/octet-stream"),
                                    ("jsonl", "application/x-ndjson"))):
-    col.download_button(f"Download {fmt.upper()}", state.export_bytes(result, params, fmt),
+    col.download_button(f"Download {fmt.upper()}", state.export_bytes(result, table, params, fmt),
                         file_name=f"{stem}_puaudit.{fmt}", mime=mime, key=f"dl_{fmt}", on_click="ignore")
 manifest = run_manifest(result, input_name=ss.get("source_name", ""),
                         input_sha256=ss.get("source_sha256"))
@@ -60,7 +60,7 @@ if risky:
                f"{where}. The downloads above are byte-faithful; for opening in Excel or Sheets "
                "use the spreadsheet-safe copy (a leading apostrophe marks those cells as text).")
     st.download_button("Download spreadsheet-safe CSV",
-                       state.export_bytes(result, params, "csv", safe=True),
+                       state.export_bytes(result, table, params, "csv", safe=True),
                        file_name=f"{stem}_puaudit_spreadsheet_safe.csv", mime="text/csv",
                        key="dl_safe", on_click="ignore")
 

@@ -23,16 +23,16 @@ st.caption(f"Scorer **{params['scorer']}**" + (f" (chose **{_used}**)" if _used 
            + f", rule **{params['rule']}**, m = {result.m:.3f}.")
 
 st.subheader("Score densities")
-st.plotly_chart(score_density(result), width="stretch")
+st.plotly_chart(score_density(result, table), width="stretch")
 
 st.subheader("Rows sorted by score")
 types = sorted(set(table.question_type.tolist()))
 pick = st.selectbox("Question type", ["All types"] + types)
 qtype = None if pick == "All types" else pick
-st.plotly_chart(sorted_scores_figure(result, question_type=qtype), width="stretch")
+st.plotly_chart(sorted_scores_figure(result, table, question_type=qtype), width="stretch")
 
 st.subheader("Rows nearest each threshold")
-near = nearest_threshold_rows(result, k=5)
+near = nearest_threshold_rows(result, table, k=5)
 if qtype is not None:
     near = near[near["question_type"] == qtype]
 if near.empty:

@@ -36,7 +36,7 @@ def test_annotators_command_reports_audit_disagreement_on_exports(tmp_path, caps
     df, e_a, e_b = _with_votes()
     t = load_comparisons(df)
     res = PUAudit(rule="paper").fit(t, PairEmbeddings(e_a, e_b)).result_
-    export = res.to_frame()
+    export = res.to_frame(t)
     export.to_csv(tmp_path / "export.csv", index=False)
     assert main(["annotators", str(tmp_path / "export.csv"), "--json"]) == 0
     js = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -1,3 +1,5 @@
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -48,7 +50,7 @@ def test_default_m_is_agreement_on_p(planted):
     est, _ = _fit(planted)
     r = est.result_
     p = r.split == "P"
-    assert est.m_ == pytest.approx(np.mean(r.table.judge[p] == r.table.human[p]))
+    assert est.m_ == pytest.approx(np.mean(est.table_.judge[p] == est.table_.human[p]))
     est2, _ = _fit(planted, m=0.5)
     assert est2.m_ == 0.5 and est2.m_estimate_ == est.m_estimate_
 
@@ -57,13 +59,13 @@ def test_paper_rule_keeps_floor_m_share_per_type(planted):
     est, _ = _fit(planted, rule="paper", m=0.6)
     r = est.result_
     audited = np.isin(r.split, ["unlabelled", "validation"])
-    for t in set(r.table.question_type):
-        rows = audited & (r.table.question_type == t)
+    for t in set(est.table_.question_type):
+        rows = audited & (est.table_.question_type == t)
         assert (r.group[rows] == "positive").sum() == int(np.floor(0.6 * rows.sum()))
     neg = r.group == "negative"
-    assert (r.adjusted[neg] != r.table.judge[neg]).all()
+    assert (r.adjusted[neg] != est.table_.judge[neg]).all()
     pos = r.group == "positive"
-    assert (r.adjusted[pos] == r.table.judge[pos]).all()
+    assert (r.adjusted[pos] == est.table_.judge[pos]).all()
 
 
 def test_guarded_reverses_nothing_when_scores_are_noise():
@@ -79,7 +81,7 @@ def test_guarded_reverses_nothing_when_scores_are_noise():
 def test_export_keeps_every_row_and_column_in_order(planted, tmp_path):
     df, e_a, e_b, _ = planted
     est = PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
-    out = est.result_.to_frame()
+    out = est.to_frame()
     assert list(out.columns) == list(df.columns) + list(EXPORT_COLUMNS)
     pd.testing.assert_frame_equal(out[df.columns], df)
     for ext in ("csv", "parquet", "jsonl"):
@@ -92,8 +94,8 @@ def test_export_keeps_every_row_and_column_in_order(planted, tmp_path):
 
 def test_reauditing_an_export_does_not_overwrite_columns(planted):
     df, e_a, e_b, _ = planted
-    out = PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b)).result_.to_frame()
-    again = PUAudit().fit(load_comparisons(out), PairEmbeddings(e_a, e_b)).result_.to_frame()
+    out = PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b)).to_frame()
+    again = PUAudit().fit(load_comparisons(out), PairEmbeddings(e_a, e_b)).to_frame()
     assert "puaudit_score_new" in again.columns
     pd.testing.assert_series_equal(again["puaudit_score"], out["puaudit_score"])
 
@@ -211,3 +213,26 @@ def test_auto_chooses_from_p_only_and_reports_the_comparison(planted):
     assert res2.diagnostics["auto"]["log_loss"] == pytest.approx(info["log_loss"])
     np.testing.assert_array_equal(res2.group, res.group)
     assert res2.metrics["cons_orig"] != res.metrics["cons_orig"]
+
+
+def test_result_does_not_carry_the_table_and_checks_the_one_it_gets(planted):
+    df, e_a, e_b, _ = planted
+    table = load_comparisons(df)
+    est = PUAudit().fit(table, PairEmbeddings(e_a, e_b, "planted"))
+    r = est.result_
+    assert not any(isinstance(v, (pd.DataFrame, type(table))) for v in vars(r).values())
+    assert r.input.n_rows == len(df) and r.input.content_hash == table.content_hash()
+    out = r.to_frame(table)
+    assert list(out.columns[: len(df.columns)]) == list(df.columns) and len(out) == len(df)
+    pd.testing.assert_frame_equal(out, est.to_frame())
+    with pytest.raises(PUAuditError, match="rows"):
+        r.to_frame(df.iloc[:-1])
+    other = df.copy()
+    other.loc[0, "prompt"] = "changed"
+    with pytest.raises(PUAuditError, match="differ"):
+        r.to_frame(load_comparisons(other))
+    with pytest.warns(DeprecationWarning):
+        old = r.to_frame()  # the fitted table is still alive (est.table_): deprecated path works
+    pd.testing.assert_frame_equal(old, out)
+    back = pickle.loads(pickle.dumps(r))  # caches and worker processes pickle results
+    pd.testing.assert_frame_equal(back.to_frame(table), out)

@@ -89,30 +89,30 @@ def test_audit_note_when_nothing_is_reversed(paper_result):
     assert "lowered consistency by 5.0 points" in audit_note(worse)
 
 
-def test_thresholds_and_nearest_rows(paper_result):
-    r = paper_result
+def test_thresholds_and_nearest_rows(paper_result, demo):
+    r, table = paper_result, demo[1]
     lines = threshold_lines(r)
     assert {ln["question_type"] for ln in lines} == {t for t, v in r.thresholds.items()
                                                     if math.isfinite(v)}
-    near = nearest_threshold_rows(r, k=3)
+    near = nearest_threshold_rows(r, table, k=3)
     for line in lines:
         sel = near[near["threshold"] == f"lowest kept ({line['question_type']})"]
         assert 1 <= len(sel) <= 3
         np.testing.assert_allclose(sel["distance"], sel["score"] - line["score"])
         # nothing of that type is nearer than the rows listed
-        sf = score_frame(r)
+        sf = score_frame(r, table)
         sf = sf[(sf["split"] != "P") & (sf["question_type"] == line["question_type"])]
         assert np.abs(sel["distance"]).max() <= np.sort(np.abs(sf["score"] - line["score"]))[len(sel) - 1] + 1e-12
     row = near.iloc[0]
-    assert row["response_a"] == r.table.response_a[row["row"] - 1]  # texts readable, aligned
+    assert row["response_a"] == table.response_a[row["row"] - 1]  # texts readable, aligned
 
 
-def test_score_figures(paper_result):
-    r = paper_result
-    dens = score_density(r)
-    sf = score_frame(r)
+def test_score_figures(paper_result, demo):
+    r, table = paper_result, demo[1]
+    dens = score_density(r, table)
+    sf = score_frame(r, table)
     assert sum(len(t.x) for t in dens.data) == len(sf)
-    fig = sorted_scores_figure(r, question_type="coding")
+    fig = sorted_scores_figure(r, table, question_type="coding")
     ys = np.concatenate([np.asarray(t.y) for t in fig.data])
     assert len(ys) == ((sf["split"] != "P") & (sf["question_type"] == "coding")).sum()
     hlines = [s for s in fig.layout.shapes]
@@ -140,11 +140,11 @@ def test_embedding_map(paper_result, demo):
     assert xy.shape == (len(table), 2)
     var = xy.var(axis=0)
     assert var[0] >= var[1]  # first component explains the most
-    fig = embedding_scatter(xy, paper_result)
+    fig = embedding_scatter(xy, paper_result, table)
     assert sum(len(t.x) for t in fig.data) == len(table)
     symbols = {t.marker.symbol for t in fig.data}
     assert {SPLIT_SYMBOLS["P"], SPLIT_SYMBOLS["validation"], SPLIT_SYMBOLS["unlabelled"]} <= symbols
-    mf = map_frame(xy, paper_result)
+    mf = map_frame(xy, paper_result, table)
     assert (mf["row"] == np.arange(1, len(table) + 1)).all()
 
 

@@ -64,7 +64,7 @@ def test_working_files_audit_and_export_keeps_every_row(hostile, name):
     s = est.result_.summary()
     assert s["n_rows"] == N_ROWS == len(df)
     assert s["cons_orig"] is not None and 0 <= s["cons_orig"] <= 1
-    out = est.result_.to_frame()
+    out = est.to_frame()
     fmt = "jsonl" if name == "mixed_types" else "csv"
     back = read_table(table_to_bytes(out, fmt), fmt=fmt)
     assert len(back) == N_ROWS
@@ -94,7 +94,7 @@ def test_cell_contents_survive(hostile):
 def test_nan_and_empty_cells(hostile):
     df, est = _audit(hostile["nan_cells"])
     assert df.loc[0, "prompt"] == "" and df.loc[3, "human_winner"] == "NaN"
-    t = est.result_.table
+    t = est.table_
     assert t.human[3] is None  # "NaN" read as a missing verdict, the cell itself kept
     assert t.question_type[2] == "unknown"
     s = est.result_.summary()
@@ -108,16 +108,16 @@ def test_human_labels_on_every_row(hostile):
     s = r.summary()
     assert s["n_unlabelled"] == 0 and s["n_p"] + s["n_validation"] == N_ROWS
     val = r.split == "validation"
-    assert s["cons_orig"] == pytest.approx(np.mean(r.table.judge[val] == r.table.human[val]))
+    assert s["cons_orig"] == pytest.approx(np.mean(est.table_.judge[val] == est.table_.human[val]))
 
 
 def test_mixed_types_jsonl(hostile):
     df, est = _audit(hostile["mixed_types"])
-    t = est.result_.table
+    t = est.table_
     assert t.prompt[4] == "12345" and t.judge[0] == {"1": "A", "2": "B"}[str(df.loc[0, "judge_winner"])]
     assert df.loc[1, "score"] == 0.1234567890123456789  # full float precision
     with pytest.raises(PUAuditError, match="Export as JSONL or CSV"):
-        table_to_bytes(est.result_.to_frame(), "parquet")
+        table_to_bytes(est.to_frame(), "parquet")
 
 
 @pytest.mark.parametrize("name", sorted(FAILS))
@@ -180,7 +180,7 @@ def test_200k_rows_load_audit_and_export_keeps_all_rows(tmp_path):
     assert df.shape == (LARGE_ROWS, len(HEADER))
     table = load_comparisons(df)
     est = PUAudit(scorer="centroid").fit(table, _embeddings(len(table)))
-    back = read_table(table_to_bytes(est.result_.to_frame(), "csv"), fmt="csv")
+    back = read_table(table_to_bytes(est.to_frame(), "csv"), fmt="csv")
     assert len(back) == LARGE_ROWS
     assert back["question_id"].tolist() == [str(i) for i in range(LARGE_ROWS)]
     assert back["response_b"].equals(df["response_b"])

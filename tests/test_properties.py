@@ -109,7 +109,7 @@ def test_audit_export_keeps_every_input_row_and_column(extra, fmt, seed):
         est = PUAudit(scorer="centroid", random_state=seed).fit(src, emb)
     except PUAuditError:  # too few annotated rows drawn: nothing to export
         return
-    out = est.result_.to_frame()
+    out = est.to_frame()
     back = read_table(table_to_bytes(out, fmt), fmt=fmt)
     assert len(back) == n
     assert list(back.columns[: df.shape[1]]) == list(df.columns)

@@ -14,6 +14,8 @@ import dataclasses
 import math
 import sys
 import time
+import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -32,7 +34,7 @@ from puaudit.audit.scorers import SCORERS, score_targets
 from puaudit.audit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL, split_rows)
 
 __all__ = ["PairEmbeddings", "embed_table", "PreparedSplit", "prepare_split", "ScoredSplit",
-           "score_split", "relabel_split", "AuditResult", "PUAudit", "EXPORT_COLUMNS",
+           "score_split", "relabel_split", "AuditResult", "InputInfo", "PUAudit", "EXPORT_COLUMNS",
            "AuditConfig", "audit_table", "score_with_config", "relabel_with_config",
            "reversals_vs_m", "human_labels", "AUTO_CANDIDATES",
            "GROUP_VERIFIED", "GROUP_EXCLUDED"]
@@ -674,11 +676,40 @@ def _guarded_thresholds(scored: ScoredSplit, margin: float) -> dict:
     return {"all": out}
 
 
+@dataclass(frozen=True)
+class InputInfo:
+    """What an audit keeps of its input: enough to check that a table is the one it audited.
+
+    Attributes
+    ----------
+    content_hash : str
+        :meth:`ComparisonTable.content_hash` of the audited table.
+    n_rows : int
+    columns : dict
+        Role -> column name used.
+    judge_column : str
+    """
+
+    content_hash: str
+    n_rows: int
+    columns: dict
+    judge_column: str
+
+    @classmethod
+    def of(cls, table: ComparisonTable) -> "InputInfo":
+        return cls(content_hash=table.content_hash(), n_rows=len(table),
+                   columns=dict(table.columns), judge_column=table.judge_column)
+
+
 @dataclass
 class AuditResult:
-    """Everything one audit produced; arrays are aligned with the input rows."""
+    """Everything one audit produced; arrays are aligned with the input rows.
 
-    table: ComparisonTable
+    The result does not carry the input table (a million-row table is the caller's to keep or
+    drop): :meth:`to_frame` takes it and checks it against :attr:`input`.
+    """
+
+    input: InputInfo
     split: np.ndarray
     reason: np.ndarray
     score: np.ndarray
@@ -694,16 +725,17 @@ class AuditResult:
     thresholds: dict
     params: dict
     diagnostics: dict = field(default_factory=dict)
+    # a weak reference to the fitted table, only so the deprecated ``to_frame()`` keeps working
+    _table_ref: object = field(default=None, repr=False, compare=False)
 
-    def to_frame(self) -> pd.DataFrame:
-        """Every input row and column unchanged and in order, plus the ``puaudit_*`` columns.
+    def __getstate__(self) -> dict:
+        # a weak reference cannot be pickled (caches, worker processes): it stays behind
+        return {**self.__dict__, "_table_ref": None}
 
-        If the input already has a column of that name (re-auditing an export), the new column
-        gets the suffix ``_new`` (repeated as needed) so no input column is overwritten.
-        """
-        df = self.table.frame.copy()
+    def columns(self) -> dict:
+        """The ``puaudit_*`` columns (name -> array aligned with the input rows)."""
         adjusted = np.array([("" if v is None else v) for v in self.adjusted], dtype=object)
-        values = {
+        return {
             "puaudit_split": self.split.astype(object),
             "puaudit_score": self.score,
             "puaudit_p_judge_right": self.p_judge_right,
@@ -711,7 +743,40 @@ class AuditResult:
             "puaudit_adjusted": adjusted,
             "puaudit_reason": self.reason.astype(object),
         }
-        for name, v in values.items():
+
+    def check_table(self, table) -> None:
+        """Raise :class:`PUAuditError` unless ``table`` (ComparisonTable or DataFrame) has the
+        audited number of rows (and, for a ComparisonTable, the audited content)."""
+        n = len(table)
+        if n != self.input.n_rows:
+            raise PUAuditError(f"This table has {n} rows; the audit was run on "
+                               f"{self.input.n_rows}. Pass the table that was audited.")
+        if isinstance(table, ComparisonTable) and table.content_hash() != self.input.content_hash:
+            raise PUAuditError("This table's texts or verdicts differ from the audited table's. "
+                               "Pass the table that was audited (or audit this one).")
+
+    def to_frame(self, table=None) -> pd.DataFrame:
+        """Every input row and column unchanged and in order, plus the ``puaudit_*`` columns.
+
+        Parameters
+        ----------
+        table : ComparisonTable or DataFrame
+            The audited input (its ``frame`` is used for a ComparisonTable).
+
+        If the input already has a column of that name (re-auditing an export), the new column
+        gets the suffix ``_new`` (repeated as needed) so no input column is overwritten.
+        """
+        if table is None:
+            table = self._table_ref() if callable(self._table_ref) else None
+            if table is None:
+                raise PUAuditError("AuditResult.to_frame needs the audited table: "
+                                   "result.to_frame(table) (or PUAudit.to_frame()).")
+            warnings.warn("AuditResult.to_frame() without the table is deprecated; pass it: "
+                          "result.to_frame(table), or use PUAudit.to_frame().",
+                          DeprecationWarning, stacklevel=2)
+        self.check_table(table)
+        df = (table.frame if isinstance(table, ComparisonTable) else table).copy()
+        for name, v in self.columns().items():
             col = name
             while col in df.columns:
                 col += "_new"
@@ -776,9 +841,10 @@ class PUAudit:
     config_ : AuditConfig
         The configuration used.
     result_ : AuditResult
-    split_, scores_, p_judge_right_, groups_, adjusted_, m_, m_estimate_, metrics_, per_type_,
-    embeddings_
+    split_, scores_, p_judge_right_, groups_, adjusted_, m_, m_estimate_, metrics_, per_type_
         Shortcuts into ``result_``.
+    table_, embeddings_ : ComparisonTable, PairEmbeddings
+        The fitted input (references, not copies) — :meth:`to_frame` uses ``table_``.
     """
 
     def __init__(self, config: AuditConfig | None = None, *, encoder=None, **params):
@@ -806,7 +872,7 @@ class PUAudit:
 
         Sets ``config_``, ``result_`` (:class:`AuditResult`) and the shortcuts ``split_``,
         ``scores_``, ``p_judge_right_``, ``groups_``, ``adjusted_``, ``m_``, ``m_estimate_``,
-        ``metrics_``, ``per_type_``, ``embeddings_``.
+        ``metrics_``, ``per_type_``, ``table_``, ``embeddings_``.
         """
         cfg = self.resolved_config()
         if isinstance(table, pd.DataFrame):
@@ -817,12 +883,18 @@ class PUAudit:
         self.config_ = cfg
         self.result_ = audit_table(table, embeddings, cfg)
         r = self.result_
-        self.embeddings_ = embeddings
+        self.table_, self.embeddings_ = table, embeddings
         self.split_, self.scores_, self.p_judge_right_ = r.split, r.score, r.p_judge_right
         self.groups_, self.adjusted_ = r.group, r.adjusted
         self.m_, self.m_estimate_ = r.m, r.m_estimate
         self.metrics_, self.per_type_ = r.metrics, r.per_type
         return self
+
+    def to_frame(self) -> pd.DataFrame:
+        """The fitted table with the ``puaudit_*`` columns (:meth:`AuditResult.to_frame`)."""
+        if not hasattr(self, "result_"):
+            raise PUAuditError("Call fit(table) before to_frame().")
+        return self.result_.to_frame(self.table_)
 
 
 def human_labels(table: ComparisonTable, config: AuditConfig,
@@ -897,11 +969,12 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
               "encoder": embeddings.encoder}
     diagnostics = {**scored.diagnostics, "split": prep.split_log, "stages": stages.rows}
     return AuditResult(
-        table=table, split=prep.split, reason=prep.reason, score=scored.score,
+        input=InputInfo.of(table), split=prep.split, reason=prep.reason, score=scored.score,
         p_judge_right=scored.p_judge_right, group=rel["group"], adjusted=rel["adjusted"],
         in_p_prime=scored.in_p_prime, m=scored.m, m_estimate=prep.m_estimate,
         metrics=rel["metrics"], per_type=rel["per_type"], expected=rel["expected"],
-        thresholds=rel["thresholds"], params=params, diagnostics=diagnostics)
+        thresholds=rel["thresholds"], params=params, diagnostics=diagnostics,
+        _table_ref=weakref.ref(table))
 
 
 def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,

@@ -163,7 +163,7 @@ def cmd_audit(args) -> int:
         peak = "" if st["peak_rss_mb"] is None else f", peak memory {st['peak_rss_mb']:,.0f} MB"
         print(f"  {st['stage']}: {st['seconds']:.1f}s{peak}", file=sys.stderr)
     res = est.result_
-    out = res.to_frame()
+    out = res.to_frame(table)
     write_table(out, args.output)
     summary = res.summary()
     if summary["delta"] is not None and summary["delta"] < 0:

@@ -382,7 +382,7 @@ def _sniff_separator(text: str) -> str:
     return top if counts[top] > counts[","] else ","
 
 
-def _pack_strings(values: Sequence) -> "pa.Array":
+def _pack_strings(values: Sequence):
     import pyarrow as pa
 
     return pa.array(values, type=pa.large_string())
