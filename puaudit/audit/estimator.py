@@ -303,16 +303,18 @@ def _denoise_by_type(prep: PreparedSplit, rows: np.ndarray, *, alpha1: float, al
     return np.concatenate(kept) if kept else np.zeros(0, dtype=int)
 
 
-def _score_by_type(prep: PreparedSplit, p_prime: np.ndarray, targets: np.ndarray, *, scorer: str,
-                   m: float, per_type: bool, opts: dict, score_from: int = 0) -> np.ndarray:
-    """Score ``targets[score_from:]`` (row indices, judge orientation) against ``p_prime`` rows.
+def _type_jobs(prep: PreparedSplit, p_prime: np.ndarray, targets: np.ndarray, *,
+               per_type: bool, score_from: int = 0) -> list[tuple]:
+    """One job per question type of ``targets``: ``(src, target_rows, score_rows, want)``.
 
-    Every target is part of the transport scorers' target measure; only the rows from
-    ``score_from`` on are scored and returned (cross-fitting needs the held-out rows' scores).
+    ``src`` are the verified positives the scorer is fitted on (that type's rows of ``p_prime``,
+    or all of them when the type has none), ``target_rows`` the type's targets (every one is in
+    the transport scorers' target measure), ``score_rows`` which of them to score (None: all),
+    ``want`` where the scores go in ``targets``.
     """
-    out = np.full(len(targets), np.nan)
+    jobs: list[tuple] = []
     if len(targets) == 0:
-        return out[score_from:]
+        return jobs
     qt = prep.question_type
     groups = sorted(set(qt[targets].tolist())) if per_type else [None]
     for t in groups:
@@ -326,9 +328,42 @@ def _score_by_type(prep: PreparedSplit, p_prime: np.ndarray, targets: np.ndarray
             src = p_prime
         pos = np.flatnonzero(sel)
         score_rows = None if score_from == 0 else np.flatnonzero(pos >= score_from)
-        out[want] = score_targets(scorer, prep.z_human(src)[:], prep.z_judge(targets[sel]), m=m,
-                                  score_rows=score_rows, **opts)
-    return out[score_from:]
+        jobs.append((src, targets[sel], score_rows, want))
+    return jobs
+
+
+def _score_job(prep: PreparedSplit, job: tuple, *, scorer: str, m: float, opts: dict) -> np.ndarray:
+    """Scores of one per-type job of :func:`_type_jobs` (what one Ray task runs)."""
+    src, target_rows, score_rows = job[:3]
+    return score_targets(scorer, prep.z_human(src)[:], prep.z_judge(target_rows), m=m,
+                         score_rows=score_rows, **opts)
+
+
+def _score_by_type(prep: PreparedSplit, calls: list[tuple], *, scorer: str, m: float,
+                   per_type: bool, opts: dict, map_fn: Callable | None = None) -> list[np.ndarray]:
+    """Score ``targets[score_from:]`` (row indices, judge orientation) against ``p_prime`` rows,
+    per question type, for each ``(p_prime, targets, score_from)`` in ``calls``.
+
+    Every target is part of the transport scorers' target measure; only the rows from
+    ``score_from`` on are scored and returned (cross-fitting needs the held-out rows' scores).
+    The per-type jobs of all calls are independent: ``map_fn(fn, prep, jobs)`` (the Ray
+    backend, :class:`puaudit.scale.ray_score.RayMap`) gets them all at once; by default they
+    run here, one after the other. Either way the results are the same.
+    """
+    from functools import partial
+
+    plans = [_type_jobs(prep, pp, targets, per_type=per_type, score_from=sf)
+             for pp, targets, sf in calls]
+    jobs = [job[:3] for plan in plans for job in plan]
+    fn = partial(_score_job, scorer=scorer, m=m, opts=opts)
+    results = iter(map_fn(fn, prep, jobs) if map_fn is not None else [fn(prep, j) for j in jobs])
+    out = []
+    for (_, targets, sf), plan in zip(calls, plans):
+        o = np.full(len(targets), np.nan)
+        for job in plan:
+            o[job[3]] = next(results)
+        out.append(o[sf:])
+    return out
 
 
 def _item_folds(items: np.ndarray, n_folds: int, rng: np.random.Generator) -> np.ndarray:
@@ -349,7 +384,7 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
                 ot_method: str = "auto", reg: float | None = None, n_folds: int = 5,
                 calibration: str = "isotonic", calibrate: bool = True, n_neighbors: int = 15,
                 denoise: bool | None = None, candidates: tuple[str, ...] = AUTO_CANDIDATES,
-                random_state: int | None = 0) -> ScoredSplit:
+                random_state: int | None = 0, map_fn: Callable | None = None) -> ScoredSplit:
     r"""Denoise P, score audited rows, and cross-fit the score -> P(judge right) map on P.
 
     Cross-fitting: P items are cut into ``n_folds`` folds; for each fold the scorer is fitted on
@@ -373,6 +408,10 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
     P' for the paper's transport scorers (``pot``, ``full-ot``), all of P for the others
     (``prior-ot``, ``centroid``, ``probe``, ``knn`` average noise out themselves; on MT-Bench
     with the "longer wins" judge, dropping half of P cost the probe about half its gain).
+
+    ``map_fn(fn, prep, jobs)``: runs the independent per-type jobs of the full fit and of every
+    fold (default: here, in order; the Ray backend passes
+    :class:`puaudit.scale.ray_score.RayMap` to run them as Ray tasks). Same results either way.
     """
     if scorer != "auto" and scorer not in SCORERS:
         raise PUAuditError(f"Unknown scorer '{scorer}': choose 'auto' or one of {list(SCORERS)}.")
@@ -391,7 +430,8 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
     small = len(prep.p_rows) * len(prep.u_rows) < 20_000_000
     kw = dict(m_used=m_used, alpha1=alpha1, alpha2=alpha2, per_type=per_type,
               ot_method=ot_method, reg=reg, n_folds=n_folds, calibration=calibration,
-              calibrate=calibrate, n_neighbors=n_neighbors, random_state=random_state)
+              calibrate=calibrate, n_neighbors=n_neighbors, random_state=random_state,
+              map_fn=map_fn)
     with threadpool_limits(limits=1 if small else None):
         if scorer == "auto":
             scored = _score_auto(prep, candidates=candidates, denoise=denoise, **kw)
@@ -523,7 +563,8 @@ def _snap(x: np.ndarray) -> np.ndarray:
 
 
 def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_type, ot_method, reg,
-                 n_folds, calibration, calibrate, n_neighbors, denoise, random_state) -> ScoredSplit:
+                 n_folds, calibration, calibrate, n_neighbors, denoise, random_state,
+                 map_fn=None) -> ScoredSplit:
     t0 = time.perf_counter()
     opts = {"ot_method": ot_method, "reg": reg, "n_neighbors": n_neighbors,
             "random_state": random_state}
@@ -533,9 +574,6 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
     in_pp = np.zeros(n, bool)
     in_pp[p_prime] = True
     score = np.full(n, np.nan)
-    score[u_rows] = _snap(_score_by_type(prep, p_prime, u_rows, scorer=scorer, m=m_used,
-                                         per_type=per_type, opts=opts))
-    t_score = time.perf_counter() - t0
     calibrator = None
     cv_scores = np.zeros(0)
     cv_correct = np.zeros(0, dtype=bool)
@@ -546,17 +584,22 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
     if calibrate and k >= 2:
         rng = np.random.default_rng(None if random_state is None else random_state + 7919)
         folds = _item_folds(prep.item_id[p_rows], k, rng)
+    # the full fit, then each fold's fit scoring its held-out rows (all independent jobs)
+    calls, fold_of_call = [(p_prime, u_rows, 0)], []
+    for f in range(k if calibrate and k >= 2 else 0):
+        pp = _denoise_by_type(prep, p_rows[folds != f], alpha1=alpha1, alpha2=alpha2,
+                              enabled=denoise)
+        if len(pp):
+            calls.append((pp, np.concatenate([u_rows, p_rows[folds == f]]), len(u_rows)))
+            fold_of_call.append(f)
+    scores = _score_by_type(prep, calls, scorer=scorer, m=m_used, per_type=per_type, opts=opts,
+                            map_fn=map_fn)
+    score[u_rows] = _snap(scores[0])
+    t_score = time.perf_counter() - t0  # full fit and folds
+    if calibrate and k >= 2:
         cv = np.full(len(p_rows), np.nan)
-        for f in range(k):
-            held = p_rows[folds == f]
-            train = p_rows[folds != f]
-            pp = _denoise_by_type(prep, train, alpha1=alpha1, alpha2=alpha2, enabled=denoise)
-            if len(pp) == 0:
-                continue
-            targets = np.concatenate([u_rows, held])
-            cv[folds == f] = _score_by_type(prep, pp, targets, scorer=scorer, m=m_used,
-                                            per_type=per_type, opts=opts,
-                                            score_from=len(u_rows))
+        for f, s in zip(fold_of_call, scores[1:]):
+            cv[folds == f] = s
         cv = _snap(cv)
         ok = np.isfinite(cv)
         cv_scores = cv[ok]
@@ -833,6 +876,10 @@ class PUAudit:
         Every audit parameter with its default (see :class:`puaudit.audit.config.AuditConfig`).
     encoder : str or TextEncoder, optional
         Model name or local Hugging Face directory; default all-MiniLM-L6-v2.
+    backend : {"local", "ray"}
+        ``ray``: embed the distinct texts with Ray Data and run the scoring and cross-fitting
+        jobs as Ray tasks on the connected cluster (a local one is started when none is), same
+        result as ``local`` (:mod:`puaudit.scale`, ``pip install -e .[ray]``, docs/ray.md).
     **params
         Any :class:`AuditConfig` field, overriding ``config`` (``PUAudit(scorer="probe")``).
 
@@ -847,9 +894,11 @@ class PUAudit:
         The fitted input (references, not copies) — :meth:`to_frame` uses ``table_``.
     """
 
-    def __init__(self, config: AuditConfig | None = None, *, encoder=None, **params):
+    def __init__(self, config: AuditConfig | None = None, *, encoder=None, backend: str = "local",
+                 **params):
         self.config = config
         self.encoder = encoder
+        self.backend = backend
         self.params = params
 
     def __getattr__(self, name):
@@ -877,11 +926,22 @@ class PUAudit:
         cfg = self.resolved_config()
         if isinstance(table, pd.DataFrame):
             table = load_comparisons(table)
+        map_fn = None
+        if self.backend == "ray":
+            from puaudit.scale.ray_embed import embed_table_ray
+            from puaudit.scale.ray_score import RayMap
+
+            if embeddings is None:
+                embeddings = embed_table_ray(table, self.encoder, progress=progress,
+                                             show_progress=show_progress)
+            map_fn = RayMap()
+        elif self.backend != "local":
+            raise PUAuditError(f"Unknown backend {self.backend!r}: choose 'local' or 'ray'.")
         if embeddings is None:
             embeddings = embed_table(table, self.encoder, progress=progress,
                                      show_progress=show_progress)
         self.config_ = cfg
-        self.result_ = audit_table(table, embeddings, cfg)
+        self.result_ = audit_table(table, embeddings, cfg, map_fn=map_fn)
         r = self.result_
         self.table_, self.embeddings_ = table, embeddings
         self.split_, self.scores_, self.p_judge_right_ = r.split, r.score, r.p_judge_right
@@ -914,12 +974,14 @@ def human_labels(table: ComparisonTable, config: AuditConfig,
     return None
 
 
-def score_with_config(prep: PreparedSplit, config: AuditConfig) -> ScoredSplit:
-    """:func:`score_split` with the parameters of ``config``."""
+def score_with_config(prep: PreparedSplit, config: AuditConfig, *,
+                      map_fn: Callable | None = None) -> ScoredSplit:
+    """:func:`score_split` with the parameters of ``config`` (``map_fn``: see there)."""
     return score_split(prep, scorer=config.scorer, m=config.m, alpha1=config.alpha1,
                        alpha2=config.alpha2, per_type=config.per_type,
                        ot_method=config.ot_method, reg=config.reg, n_folds=config.n_folds,
-                       calibration=config.calibration, random_state=config.random_state)
+                       calibration=config.calibration, random_state=config.random_state,
+                       map_fn=map_fn)
 
 
 def relabel_with_config(prep: PreparedSplit, scored: ScoredSplit, config: AuditConfig, *,
@@ -953,15 +1015,18 @@ def _peak_rss_mb() -> float | None:
 
 
 def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
-                prep: PreparedSplit | None = None) -> AuditResult:
-    """One audit: split, score, relabel and measure (the functional form of :class:`PUAudit`)."""
+                prep: PreparedSplit | None = None, map_fn: Callable | None = None) -> AuditResult:
+    """One audit: split, score, relabel and measure (the functional form of :class:`PUAudit`).
+
+    ``map_fn``: runs the scoring jobs (see :func:`score_split`; the Ray backend's tasks).
+    """
     stages = _StageLog()
     if prep is None:
         prep = prepare_split(table, embeddings, p_ratio=config.p_ratio,
                              random_state=config.random_state,
                              human=human_labels(table, config, embeddings))
     stages.done("split")
-    scored = score_with_config(prep, config)
+    scored = score_with_config(prep, config, map_fn=map_fn)
     stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
     rel = relabel_with_config(prep, scored, config)
     stages.done("relabel + measure")

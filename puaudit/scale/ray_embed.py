@@ -1,0 +1,295 @@
+"""Embedding distinct texts with Ray Data: an actor pool, one encoder per actor.
+
+The local path (:func:`puaudit.audit.estimator.embed_table`) embeds each distinct
+``format_text(prompt, response)`` once, in one process. Here the same distinct texts, minus
+those already in the content-keyed embedding cache, become a Ray dataset of blocks of
+``batch_size`` texts; ``map_batches`` hands each block to one actor of a pool
+(:class:`EmbedActor`), which holds one encoder for its whole life (the model is loaded once per
+actor, not per batch) and on a GPU cluster asks for one GPU.
+
+Every finished batch is written by its actor to the embedding cache as one new shard (atomic
+rename, see :mod:`puaudit.embed.cache`) *before* it is returned, so a worker that dies keeps
+what it finished: Ray restarts the actor and retries only the unfinished blocks, and a run that
+fails altogether is resumed by running it again (the finished texts are cache hits). The
+vectors also travel back to the driver, which fills any of them missing from its own view of
+the cache (workers on machines that do not share the cache folder).
+
+The result is laid out exactly as the local path's: vectors in order of first appearance,
+``idx_a`` / ``idx_b`` per row, so the same encoder gives the same :class:`PairEmbeddings`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from puaudit.embed.cache import EmbeddingCache, text_key
+from puaudit.embed.encoders import DEFAULT, HFEncoder, _as_text, _slug, format_text
+from puaudit.errors import PUAuditError
+from puaudit.scale.ray_backend import cluster_cpus, cluster_gpus, connect
+
+__all__ = ["embed_table_ray", "embed_texts_ray", "store_folder", "EmbedActor", "worker_encoder",
+           "BATCH_SIZE"]
+
+#: texts per Ray block and per ``map_batches`` call; also the cache shard written per batch
+BATCH_SIZE = 512
+
+
+def store_folder(encoder, cache_dir: Any = DEFAULT) -> Path | None:
+    """The embedding-cache folder of ``encoder`` under ``cache_dir`` (None: no cache).
+
+    ``DEFAULT`` uses the encoder's own setting (``HFEncoder(cache_dir=...)``, the CLI's
+    ``--cache-dir`` / ``--no-cache``), else ``$PUAUDIT_CACHE_DIR`` or ``~/.cache/puaudit``. An
+    :class:`HFEncoder` gets the very folder its local ``encode`` uses, so local and Ray runs
+    share their vectors; any other encoder gets a folder named by its class, name and dimension.
+    """
+    if isinstance(cache_dir, type(DEFAULT)):
+        cache_dir = getattr(encoder, "cache_dir", DEFAULT) if isinstance(encoder, HFEncoder) \
+            else DEFAULT
+    if cache_dir is None:
+        return None
+    if isinstance(cache_dir, type(DEFAULT)):
+        from puaudit.embed.encoders import default_cache_dir
+
+        root = default_cache_dir()
+    else:
+        root = Path(os.fspath(cache_dir)).expanduser()
+    name = str(getattr(encoder, "name", type(encoder).__name__))
+    if isinstance(encoder, HFEncoder):
+        ident = encoder.cache_key
+    else:
+        cls = f"{type(encoder).__module__}.{type(encoder).__qualname__}"
+        ident = hashlib.sha256(f"{cls}|{name}|{int(encoder.dim)}".encode()).hexdigest()
+    return root / "embeddings" / f"{_slug(name)}-{ident[:16]}"
+
+
+def worker_encoder(encoder, *, gpu: bool, threads: int | None):
+    """A fresh, picklable copy of ``encoder`` for one actor.
+
+    An :class:`HFEncoder` is rebuilt from its parameters, unloaded, without its own cache (the
+    actor writes the store itself, one shard per batch) and with the precision mode resolved
+    here on the driver, so every worker computes the vectors the driver's cache key names.
+    Any other encoder is sent as it is and must pickle.
+    """
+    if isinstance(encoder, HFEncoder):
+        encoder._resolve()
+        device = encoder.device
+        if device == "auto":
+            device = "cuda" if gpu else "cpu"
+        return HFEncoder(encoder.model_path, pooling=encoder.pooling,
+                         max_length=encoder.max_length, batch_size=encoder.batch_size,
+                         device=device, cache_dir=None,
+                         trust_remote_code=encoder.trust_remote_code,
+                         num_threads=encoder.num_threads if gpu or threads is None else threads,
+                         normalize=encoder.normalize, mode=encoder.mode_)
+    try:
+        pickle.dumps(encoder)
+    except Exception as exc:
+        raise PUAuditError(
+            f"The encoder {type(encoder).__name__} cannot be sent to Ray workers ({exc}): use a "
+            "model name or folder (an HFEncoder), or an encoder object that pickles.") from None
+    return encoder
+
+
+def _write_batch(folder: str, dim: int, keys: list[bytes], vecs: np.ndarray) -> None:
+    """One cache shard for one finished batch (a short-lived cache object: nothing is kept)."""
+    cache = EmbeddingCache(folder, dim=dim, flush_every=len(keys) + 1)
+    cache.put(keys, vecs)
+    cache.flush()
+
+
+class EmbedActor:
+    """A Ray Data actor: one encoder, loaded once; each call embeds one batch of texts.
+
+    Parameters
+    ----------
+    encoder : TextEncoder
+        From :func:`worker_encoder`.
+    folder : str or None
+        The cache folder each finished batch is written to before it is returned.
+    dim : int
+    """
+
+    def __init__(self, encoder, folder: str | None, dim: int):
+        self.encoder = encoder
+        self.folder = folder
+        self.dim = int(dim)
+        if hasattr(encoder, "load"):
+            encoder.load()
+
+    def __call__(self, batch: dict) -> dict:
+        texts = [str(t) for t in batch["text"]]
+        vecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        if vecs.shape != (len(texts), self.dim):
+            raise PUAuditError(f"The encoder returned an array of shape {vecs.shape} for "
+                               f"{len(texts)} texts; expected ({len(texts)}, {self.dim}).")
+        if self.folder is not None:
+            _write_batch(self.folder, self.dim, [text_key(t) for t in texts], vecs)
+        return {"slot": np.asarray(batch["slot"], dtype=np.int64), "vec": vecs}
+
+
+def _pool(encoder, num_workers: int | None, cpus_per_worker: float) -> tuple[int, float, float]:
+    """(actors, CPUs per actor, GPUs per actor): one GPU each on a GPU cluster (for an
+    :class:`HFEncoder` not pinned to the CPU), else ``cpus_per_worker`` CPUs each."""
+    gpus = cluster_gpus()
+    use_gpu = gpus >= 1 and isinstance(encoder, HFEncoder) and encoder.device in ("auto", "cuda")
+    if use_gpu:
+        n = int(gpus) if num_workers is None else int(num_workers)
+        return max(1, n), 1.0, 1.0
+    n = int(cluster_cpus() // cpus_per_worker) if num_workers is None else int(num_workers)
+    return max(1, n), float(cpus_per_worker), 0.0
+
+
+def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
+                    num_workers: int | None = None, cpus_per_worker: float = 1.0,
+                    batch_size: int = BATCH_SIZE, max_restarts: int = -1,
+                    progress: Callable[[int, int], Any] | None = None) -> np.ndarray:
+    """Embed distinct ``texts`` on the connected Ray cluster; (len(texts), dim) float32.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        Distinct texts (duplicates are embedded twice; :func:`embed_table_ray` deduplicates).
+    encoder : TextEncoder
+    cache_dir : str, None or DEFAULT
+        The embedding store (see :func:`store_folder`); on a multi-machine cluster name a
+        folder every worker and the driver share, or workers write to their own disks.
+    num_workers : int, optional
+        Actors in the pool. Default: one per GPU on a GPU cluster, else CPUs / ``cpus_per_worker``.
+    cpus_per_worker : float
+        CPUs (torch threads) per CPU actor.
+    batch_size : int
+        Texts per block, per actor call and per cache shard.
+    max_restarts : int
+        How often Ray restarts a dead actor (``-1``: always, the Ray Data default; its
+        unfinished blocks are retried). ``0`` fails the run when a worker dies.
+    progress : callable(done, total), optional
+        Counts of texts (cache hits count as done).
+
+    Raises
+    ------
+    PUAuditError
+        Ray missing, the encoder cannot be shipped, or a worker failed (the message says how
+        many finished embeddings are kept in the store).
+    """
+    ray = connect()
+    import pyarrow as pa
+
+    texts = list(texts)
+    dim = int(encoder.dim)
+    total = len(texts)
+    out = np.zeros((total, dim), dtype=np.float32)
+    if not total:
+        return out
+    folder = store_folder(encoder, cache_dir)
+    keys = [text_key(t) for t in texts]
+    cache = None
+    if folder is not None:
+        try:
+            cache = EmbeddingCache(folder, dim=dim, meta={"name": str(encoder.name), "dim": dim})
+        except OSError as exc:
+            raise PUAuditError(f"Cannot use the embedding store {str(folder)!r}: {exc}. Name a "
+                               "writable folder (--cache-dir) or disable it (--no-cache).") from None
+        vecs, found = cache.get(keys)
+        out[found] = vecs[found]
+    else:
+        found = np.zeros(total, dtype=bool)
+    missing = np.flatnonzero(~found)
+    done = total - len(missing)
+    if progress is not None:
+        progress(done, total)
+    if not len(missing):
+        return out
+    n_workers, cpus, gpus = _pool(encoder, num_workers, cpus_per_worker)
+    spec = worker_encoder(encoder, gpu=gpus > 0, threads=max(1, int(cpus)))
+    bs = max(1, int(batch_size))
+    blocks = [pa.table({"slot": missing[s:s + bs],
+                        "text": [texts[i] for i in missing[s:s + bs]]})
+              for s in range(0, len(missing), bs)]
+    ds = ray.data.from_arrow(blocks).map_batches(
+        EmbedActor, fn_constructor_kwargs={"encoder": spec, "dim": dim,
+                                           "folder": None if folder is None else str(folder)},
+        batch_size=bs, batch_format="numpy", concurrency=n_workers, num_cpus=cpus,
+        num_gpus=gpus or None, max_restarts=int(max_restarts))
+    got = np.zeros(total, dtype=bool)
+    got[found] = True
+    try:
+        for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
+            slot = np.asarray(batch["slot"], dtype=np.int64)
+            out[slot] = batch["vec"]
+            got[slot] = True
+            done += len(slot)
+            if progress is not None:
+                progress(done, total)
+    except (ray.exceptions.RayError, ray.exceptions.RaySystemError) as exc:
+        kept = ""
+        if cache is not None:
+            _, now = cache.get([keys[i] for i in missing])
+            kept = (f"; {int(now.sum())} of the {len(missing)} texts it had to embed are "
+                    f"finished and kept in {folder}: run it again to resume")
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PUAuditError(f"A Ray worker failed while embedding ({type(exc).__name__}: "
+                           f"{first[:300]}){kept}.") from None
+    if not got.all():
+        raise PUAuditError(f"Ray returned embeddings for {int(got.sum())} of {total} texts; "
+                           "run it again (finished texts are reused).")
+    if cache is not None:  # workers that do not share the store: the driver keeps their vectors
+        _, seen = cache.get([keys[i] for i in missing])
+        if not seen.all():
+            lost = missing[~seen]
+            cache.put([keys[i] for i in lost], out[lost])
+            cache.flush()
+    return out
+
+
+def embed_table_ray(table, encoder=None, *, cache_dir: Any = DEFAULT,
+                    num_workers: int | None = None, cpus_per_worker: float = 1.0,
+                    batch_size: int = BATCH_SIZE, max_restarts: int = -1,
+                    progress: Callable[[int, int], Any] | None = None,
+                    show_progress: bool = False):
+    """:func:`puaudit.audit.estimator.embed_table` on Ray: same texts, same layout, same vectors.
+
+    ``encoder``: a :class:`TextEncoder`, a model name / local folder, or None for the default.
+    The other options are :func:`embed_texts_ray`'s. ``show_progress`` prints a line per 10%
+    on stderr (Ray Data draws its own bars too).
+    """
+    from puaudit.audit.estimator import PairEmbeddings
+    from puaudit.embed.encoders import get_encoder
+
+    if encoder is None or isinstance(encoder, str):
+        encoder = get_encoder(encoder)
+    n = len(table)
+    first: dict[str, int] = {}
+    prompts = np.concatenate([table.prompt, table.prompt])
+    responses = np.concatenate([table.response_a, table.response_b])
+    inverse = np.fromiter(
+        (first.setdefault(format_text(_as_text(p), _as_text(r)), len(first))
+         for p, r in zip(prompts, responses)), dtype=np.int64, count=len(prompts))
+    del prompts, responses
+    if show_progress and progress is None:
+        progress = _stderr_progress()
+    vectors = embed_texts_ray(list(first), encoder, cache_dir=cache_dir, num_workers=num_workers,
+                              cpus_per_worker=cpus_per_worker, batch_size=batch_size,
+                              max_restarts=max_restarts, progress=progress)
+    return PairEmbeddings(vectors=vectors, idx_a=inverse[:n], idx_b=inverse[n:],
+                          encoder=str(getattr(encoder, "name", encoder)))
+
+
+def _stderr_progress() -> Callable[[int, int], None]:
+    last = [-1]
+
+    def report(done: int, total: int) -> None:
+        tenth = (10 * done) // max(total, 1)
+        if tenth != last[0]:
+            last[0] = tenth
+            print(f"embedding on Ray: {done:,} of {total:,} distinct texts", file=sys.stderr,
+                  flush=True)
+
+    return report
