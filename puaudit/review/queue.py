@@ -1,0 +1,125 @@
+"""Which rows are worth a human check first.
+
+The audit gives every audited row a calibrated probability ``p`` that the judge is right and a
+group (``positive`` kept, ``negative`` reversed, ``uncertain`` left alone by the guarded rule).
+Without a review, a row ends with the adjusted verdict, right with probability
+``max(p, 1 − p)``; a human check makes it right, so its value is about ``min(p, 1 − p)``,
+largest at ``p = 0.5``. The queue therefore takes
+
+1. the guarded rule's ``uncertain`` rows (the audit would not decide them),
+2. then the reversal candidates (``negative``: a check confirms or undoes a reversal),
+3. then every other row,
+
+each tier by ``|p − 0.5|`` (closest to a coin flip first; rows without a probability last),
+ties by row order. ``order="random"`` is the baseline: a seeded random permutation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from puaudit.audit.relabel import GROUP_NEG, GROUP_UNCERTAIN
+from puaudit.audit.splits import SPLIT_U
+from puaudit.errors import PUAuditError
+from puaudit.review.keys import row_keys
+
+__all__ = ["ORDERS", "TIER_NAMES", "review_order", "review_queue"]
+
+ORDERS = ("value", "random")
+TIER_NAMES = {0: "uncertain", 1: "reversal candidate", 2: "other"}
+
+
+def _tiers(group) -> np.ndarray:
+    g = np.asarray(group, dtype=object)
+    return np.where(g == GROUP_UNCERTAIN, 0, np.where(g == GROUP_NEG, 1, 2))
+
+
+def review_order(p_judge_right, group, candidates, *, order: str = "value",
+                 random_state: int | None = 0) -> np.ndarray:
+    """Indices of ``candidates`` (row indices) in review order.
+
+    Parameters
+    ----------
+    p_judge_right, group : arrays over all rows (an :class:`~puaudit.audit.estimator.AuditResult`'s)
+    candidates : int array of row indices (or a boolean mask)
+    order : {"value", "random"}
+    """
+    if order not in ORDERS:
+        raise PUAuditError(f"Unknown review order '{order}': choose one of {list(ORDERS)}.")
+    cand = np.asarray(candidates)
+    if cand.dtype == bool:
+        cand = np.flatnonzero(cand)
+    cand = cand.astype(np.int64)
+    if order == "random":
+        return np.random.default_rng(random_state).permutation(cand)
+    p = np.asarray(p_judge_right, dtype=np.float64)[cand]
+    dist = np.where(np.isnan(p), np.inf, np.abs(p - 0.5))
+    tier = _tiers(np.asarray(group, dtype=object)[cand])
+    return cand[np.lexsort((cand, dist, tier))]
+
+
+def review_queue(table, result, *, order: str = "value", random_state: int | None = 0,
+                 candidates=None, question_types=None, models=None) -> pd.DataFrame:
+    """The review queue of an audit, one line per distinct row content.
+
+    Parameters
+    ----------
+    table : ComparisonTable
+        The table the audit ran on.
+    result : AuditResult
+    candidates : mask or indices, optional
+        Rows that may be reviewed; default the audit's unlabelled rows (a strict judge verdict and
+        no human verdict).
+    question_types, models : collections, optional
+        Keep rows of these question types / where model A or model B is one of these.
+
+    Returns
+    -------
+    DataFrame with ``rank`` (1 = first), ``row`` (0-based index into the table), ``key``,
+    ``tier``, ``p_judge_right``, ``group``, ``judge``, ``question_type``, ``model_a``,
+    ``model_b``. Rows sharing a content key appear once (the first of them).
+    """
+    n = len(table)
+    if len(result.split) != n:
+        raise PUAuditError(f"The audit has {len(result.split)} rows but the table has {n}: "
+                           "rerun the audit on this table.")
+    if candidates is None:
+        mask = np.asarray(result.split, dtype=object) == SPLIT_U
+    else:
+        c = np.asarray(candidates)
+        mask = c.astype(bool) if c.dtype == bool else np.isin(np.arange(n), c)
+    keys = row_keys(table)
+    ma = _model_col(table, "model_a")
+    mb = _model_col(table, "model_b")
+    if question_types is not None:
+        mask &= np.isin(np.asarray(table.question_type, dtype=object).astype(str),
+                        [str(t) for t in question_types])
+    if models is not None and ma is not None:
+        wanted = [str(m) for m in models]
+        mask &= np.isin(ma.astype(str), wanted) | np.isin(mb.astype(str), wanted)
+    # one line per content key: the first row carrying it
+    first = ~pd.Series(keys).duplicated().to_numpy()
+    rows = review_order(result.p_judge_right, result.group, mask & first, order=order,
+                        random_state=random_state)
+    group = np.asarray(result.group, dtype=object)[rows]
+    return pd.DataFrame({
+        "rank": np.arange(1, len(rows) + 1),
+        "row": rows,
+        "key": keys[rows],
+        "tier": [TIER_NAMES[t] for t in _tiers(group)],
+        "p_judge_right": np.asarray(result.p_judge_right, dtype=np.float64)[rows],
+        "group": group,
+        "judge": np.asarray(table.judge, dtype=object)[rows],
+        "question_type": np.asarray(table.question_type, dtype=object)[rows],
+        "model_a": (ma[rows] if ma is not None else np.full(len(rows), "", dtype=object)),
+        "model_b": (mb[rows] if mb is not None else np.full(len(rows), "", dtype=object)),
+    })
+
+
+def _model_col(table, role: str):
+    col = table.columns.get(role)
+    if col is None or col not in table.frame.columns:
+        return None
+    return np.array(["" if v is None or (isinstance(v, float) and v != v) else str(v)
+                     for v in table.frame[col].tolist()], dtype=object)
