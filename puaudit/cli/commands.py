@@ -289,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 _PLUGINS = {"trustjudge": "puaudit.trustjudge.cli", "annotators": "puaudit.annotators.cli",
-            "models": "puaudit.rankings.cli", "judge": "puaudit.trustjudge.judge_cli"}
+            "models": "puaudit.rankings.cli", "judge": "puaudit.trustjudge.judge_cli",
+            "review": "puaudit.review.cli"}
 
 
 def _dispatch_plugin(args) -> int:
