@@ -76,7 +76,7 @@ def make_inputs(n: int, folder: Path, *, d: int = 384, n_prompts: int = 400,
 def run_one(csv: Path, npz: Path, out: Path) -> tuple[float, float]:
     code = (
         "import resource, sys, runpy;"
-        "sys.argv = ['puaudit', 'audit', %r, '-o', %r, '--embeddings', %r];"
+        "sys.argv = ['puaudit', 'audit', %r, '-o', %r, '--embeddings', %r, '--max-rows', '0'];"
         "from puaudit.cli.commands import main;"
         "rc = main(sys.argv[1:]);"
         "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr);"

@@ -15,11 +15,12 @@ import argparse
 import json
 import sys
 
-from puaudit.annotators.models import MODEL_NAMES, MODELS, annotator_model_report
 from puaudit.annotators.agreement import annotator_report
-from puaudit.errors import PUAuditError
-from puaudit.data.io import check_output_path, read_table, write_table
+from puaudit.annotators.models import MODEL_NAMES, MODELS, annotator_model_report
+from puaudit.cli.limits import add_max_rows_argument, read_input
+from puaudit.data.io import check_output_path, write_table
 from puaudit.data.schema import load_comparisons
+from puaudit.errors import PUAuditError
 
 __all__ = ["add_parser", "run", "main", "COMMANDS"]
 
@@ -32,6 +33,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "annotators", help="per-annotator reliability and biases (the LLM judge included)",
         description=__doc__.splitlines()[0])
     p.add_argument("input", metavar="INPUT", help="CSV / TSV / Parquet / JSONL comparison table")
+    add_max_rows_argument(p)
     p.add_argument("--annotator-col", metavar="C", help="column holding the annotator ids")
     p.add_argument("--judge-col", metavar="C", help="column holding the LLM judge's verdicts")
     p.add_argument("--human-col", metavar="C", help="column holding the human votes")
@@ -224,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "consensus_output", None):
             check_output_path(args.consensus_output, inputs=[args.input], outputs=[args.output],
                               what="--consensus-output")
-        df = read_table(args.input)
+        df = read_input(args.input, args)
         columns = {}
         if args.annotator_col:
             columns["annotator"] = args.annotator_col

@@ -15,6 +15,7 @@ from pathlib import Path
 
 
 from puaudit.audit.config import config_from_args
+from puaudit.cli.limits import add_max_rows_argument, read_input
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import dumps
 
@@ -31,6 +32,7 @@ def _add_table_args(p: argparse.ArgumentParser) -> None:
                        help=f"column holding the {role.replace('_', ' ')}")
     p.add_argument("--judge-rule", choices=["longer", "shorter", "position-a"], default=None,
                    help="replace the judge's verdicts by a deterministic rule (a reproducible weak judge)")
+    add_max_rows_argument(p)
 
 
 def _add_audit_args(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()) -> None:
@@ -99,10 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load(args):
-    from puaudit.data.io import read_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
 
-    df = read_table(args.input)
+    df = read_input(args.input, args)
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
     table = load_comparisons(df, columns=cols, name=Path(args.input).name)
     if getattr(args, "judge_rule", None):

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from puaudit.cli.limits import add_max_rows_argument, read_input
 from puaudit.errors import PUAuditError
 
 __all__ = ["add_parser", "run", "main"]
@@ -27,6 +28,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "models", help="model win rates and Bradley-Terry rankings: judge, audited, human, PPI",
         description=__doc__.splitlines()[0])
     p.add_argument("input", metavar="INPUT", help="CSV / TSV / Parquet / JSONL comparison table")
+    add_max_rows_argument(p)
     p.add_argument("--audit-export", metavar="FILE", default=None,
                    help="a `puaudit audit` export of INPUT (same rows): its puaudit_adjusted "
                         "column gives the audited verdicts")
@@ -53,14 +55,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _audited(df, export_path, n_rows):
+def _audited(df, export_path, n_rows, args):
     """Audited verdicts from the export's ``puaudit_adjusted`` column (None when absent)."""
-    from puaudit.data.io import read_table
     from puaudit.data.schema import normalize_verdicts
 
     source = df
     if export_path:
-        source = read_table(export_path)
+        source = read_input(export_path, args)
         if len(source) != n_rows:
             raise PUAuditError(f"{Path(export_path).name} has {len(source)} rows but INPUT has "
                                f"{n_rows}; pass the export written by `puaudit audit` for this "
@@ -134,20 +135,20 @@ def _summary(res) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
     from puaudit.cli.commands import dumps
-    from puaudit.data.io import check_output_path, read_table, write_table
-    from puaudit.rankings.estimate import table_rankings
+    from puaudit.data.io import check_output_path, write_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
+    from puaudit.rankings.estimate import table_rankings
 
     try:
         if args.output:  # before any work: never overwrite an input, fail early on a bad path
             check_output_path(args.output, inputs=[args.input, args.audit_export],
                               what="output (-o)")
-        df = read_table(args.input)
+        df = read_input(args.input, args)
         cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
         table = load_comparisons(df, columns=cols, name=Path(args.input).name)
         if args.judge_rule:
             table = apply_judge_rule(table, args.judge_rule)
-        audited = _audited(df, args.audit_export, len(df))
+        audited = _audited(df, args.audit_export, len(df), args)
         res = table_rankings(table, audited=audited, ties=args.ties,
                              length_control=args.length_control, n_resamples=args.resamples,
                              alpha=args.alpha, random_state=args.seed)

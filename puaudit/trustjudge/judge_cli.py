@@ -14,6 +14,7 @@ import math
 import sys
 from pathlib import Path
 
+from puaudit.cli.limits import add_max_rows_argument, read_input
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.collect import WINNER_RULES
 
@@ -36,6 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("input", metavar="INPUT",
                    help="answers (question_id, question, candidate, answer) or comparisons "
                         "(prompt, response_a, response_b, ...)")
+    add_max_rows_argument(p)
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="pairwise table (answers input), or the input table with the judge's "
                         "verdicts (comparisons input); the scores table with --scores-only")
@@ -119,7 +121,7 @@ def _check_comparison_columns(plan, args) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
-    from puaudit.data.io import check_output_path, read_table, write_table
+    from puaudit.data.io import check_output_path, write_table
     from puaudit.trustjudge.collect import assemble, plan_judging
     from puaudit.trustjudge.prompts import get_template
     from puaudit.trustjudge.runner import JudgeClient, ResponseCache, run_requests
@@ -138,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_path(path, inputs=[args.input], outputs=outputs, what=what, table=table)
             outputs.append(path)
 
-    frame = read_table(args.input)
+    frame = read_input(args.input, args)
     client = JudgeClient(endpoint=args.endpoint, model=args.model, api_key_env=args.api_key_env,
                          timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
                          max_backoff=args.max_backoff, temperature=args.temperature,
