@@ -67,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_args(p)
     _add_audit_args(p)
     p.add_argument("--manifest", default=None, help="also write a JSON run manifest here")
+    p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
+                   help="run on Ray (pip install -e .[ray]): distinct texts embedded by Ray Data, "
+                        "scoring and cross-fitting folds as Ray tasks; same result as without. "
+                        "ADDRESS: a cluster (HOST:6379); none: the cluster started on this machine "
+                        "(ray start --head) or a new local one. See docs/ray.md")
 
     p = sub.add_parser("evaluate", help="repeated seeded audits: mean (sd) of consistency")
     p.add_argument("input")
@@ -129,7 +134,12 @@ def _embeddings(args, table):
         kwargs["cache_dir"] = args.cache_dir
     encoder = get_encoder(args.encoder, **kwargs)
     t0 = time.perf_counter()
-    emb = embed_table(table, encoder, show_progress=True)
+    if getattr(args, "ray", None):
+        from puaudit.scale.ray_embed import embed_table_ray
+
+        emb = embed_table_ray(table, encoder, show_progress=True)
+    else:
+        emb = embed_table(table, encoder, show_progress=True)
     print(f"embedded {len(table)} rows with {emb.encoder} in {time.perf_counter() - t0:.1f}s",
           file=sys.stderr)
     return emb
@@ -151,10 +161,14 @@ def cmd_audit(args) -> int:
     if args.manifest:
         check_output_path(args.manifest, inputs=inputs, outputs=[args.output],
                           what="manifest (--manifest)", table=False)
+    if args.ray:  # a missing Ray or an unreachable cluster is reported before any work
+        from puaudit.scale import connect
+
+        connect(args.ray)
     table = _load(args)
     emb = _embeddings(args, table)
     cfg = config_from_args(args)
-    est = PUAudit(cfg)
+    est = PUAudit(cfg, backend="ray" if args.ray else "local")
     t0 = time.perf_counter()
     print(f"auditing {len(table):,} rows (scorer {cfg.scorer}, rule {cfg.rule}, "
           f"{cfg.calibration} calibration with cross-fitting)...", file=sys.stderr, flush=True)

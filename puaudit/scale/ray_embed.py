@@ -24,6 +24,7 @@ import hashlib
 import os
 import pickle
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -213,11 +214,15 @@ def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
     blocks = [pa.table({"slot": missing[s:s + bs],
                         "text": [texts[i] for i in missing[s:s + bs]]})
               for s in range(0, len(missing), bs)]
-    ds = ray.data.from_arrow(blocks).map_batches(
-        EmbedActor, fn_constructor_kwargs={"encoder": spec, "dim": dim,
-                                           "folder": None if folder is None else str(folder)},
-        batch_size=bs, batch_format="numpy", concurrency=n_workers, num_cpus=cpus,
-        num_gpus=gpus or None, max_restarts=int(max_restarts))
+    extra = {} if int(max_restarts) == -1 else {"max_restarts": int(max_restarts)}
+    with warnings.catch_warnings():  # Ray >= 2.60 flags max_restarts (no named parameter yet)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ds = ray.data.from_arrow(blocks).map_batches(
+            EmbedActor, fn_constructor_kwargs={"encoder": spec, "dim": dim,
+                                               "folder": None if folder is None else str(folder)},
+            batch_size=bs, batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=n_workers), num_cpus=cpus,
+            num_gpus=gpus or None, **extra)
     got = np.zeros(total, dtype=bool)
     got[found] = True
     try:
@@ -228,7 +233,7 @@ def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
             done += len(slot)
             if progress is not None:
                 progress(done, total)
-    except (ray.exceptions.RayError, ray.exceptions.RaySystemError) as exc:
+    except ray.exceptions.RayError as exc:
         kept = ""
         if cache is not None:
             _, now = cache.get([keys[i] for i in missing])
