@@ -29,7 +29,8 @@ audit_pages = [
 people_pages = [st.Page(f"pages/{name}.py", title=title, icon=icon)
                 for name, title, icon in (("consistency", "Consistency", ":material/sync_alt:"),
                                           ("annotators", "Annotators", ":material/groups:"),
-                                          ("models", "Models", ":material/leaderboard:"))
+                                          ("models", "Models", ":material/leaderboard:"),
+                                          ("review", "Review", ":material/rate_review:"))
                 if (ROOT / "pages" / f"{name}.py").is_file()]
 
 sections = {"PUAudit": audit_pages}

@@ -1,0 +1,152 @@
+"""Pure builders for the Review page: who reviews, what the queue shows, one row's texts, the
+decision record, progress, disagreements and the export with review columns (no Streamlit)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from puaudit.errors import PUAuditError
+from puaudit.review.feedback import (base_table, latest_votes, review_summary,
+                                     with_review_columns)
+from puaudit.review.keys import row_keys
+
+__all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
+           "progress_counts", "disagreements_frame", "decision_log", "export_frame",
+           "audited_frame", "VERDICT_BUTTONS"]
+
+#: (verdict, button label) in the order shown
+VERDICT_BUTTONS = (("A", "A is better"), ("B", "B is better"), ("tie", "Tie"), ("skip", "Skip"))
+
+
+def reviewer_identity(user: dict | None, typed: str | None) -> tuple[str, bool]:
+    """(reviewer name, from_login). A signed-in user (Streamlit authentication) is named by the
+    login (name, else email) and cannot type another name; otherwise the typed name is used,
+    "" when none was typed (the page then asks for one)."""
+    user = dict(user or {})
+    if user.get("is_logged_in"):
+        name = str(user.get("name") or user.get("email") or user.get("sub") or "").strip()
+        if name:
+            return name[:200], True
+    return ("" if typed is None else str(typed).strip())[:200], False
+
+
+def pending_queue(queue: pd.DataFrame, decisions: pd.DataFrame, reviewer: str) -> pd.DataFrame:
+    """The queue without the rows this reviewer already decided (a skip counts as decided),
+    with ``others``: how many other reviewers voted on each row."""
+    q = queue.copy()
+    if decisions is None or len(decisions) == 0:
+        q["others"] = 0
+        return q
+    mine = set(decisions.loc[decisions["reviewer"] == reviewer, "row_key"])
+    votes = latest_votes(decisions)
+    others = votes[votes["reviewer"] != reviewer].groupby("row_key").size()
+    q = q[~q["key"].isin(mine)].copy()
+    q["others"] = q["key"].map(others).fillna(0).astype(int).to_numpy()
+    return q
+
+
+def row_view(table, result, row: int) -> dict:
+    """The texts and audit facts of one row, for reading side by side."""
+    p = float(result.p_judge_right[row]) if result.p_judge_right is not None else float("nan")
+    cols = table.columns
+    frame = table.frame
+
+    def cell(role):
+        c = cols.get(role)
+        if c is None or c not in frame.columns:
+            return ""
+        v = frame[c].iloc[row]
+        return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+    return {"row": int(row), "key": str(row_keys(table)[row]), "prompt": str(table.prompt[row]),
+            "response_a": str(table.response_a[row]), "response_b": str(table.response_b[row]),
+            "judge": table.judge[row], "question_type": str(table.question_type[row]),
+            "model_a": cell("model_a"), "model_b": cell("model_b"),
+            "p_judge_right": p, "group": str(result.group[row]),
+            "adjusted": result.adjusted[row]}
+
+
+def decision_record(view: dict, verdict: str, reviewer: str, note: str, settings: dict,
+                    dataset: str) -> dict:
+    """What the store keeps for one click: the row key, the verdict, who, the note, and the audit
+    settings and facts the decision was made under."""
+    if not reviewer:
+        raise PUAuditError("A reviewer name is required: enter your name above before deciding.",
+                           column="reviewer")
+    p = view.get("p_judge_right")
+    return {"row_key": view["key"], "verdict": verdict, "reviewer": reviewer,
+            "note": (note or "").strip(), "settings": dict(settings), "dataset": dataset,
+            "judge_verdict": view.get("judge"),
+            "p_judge_right": None if p is None or p != p else float(p),
+            "audit_group": view.get("group")}
+
+
+def progress_counts(decisions: pd.DataFrame, queue_len: int, reviewer: str) -> dict:
+    """Numbers for the progress line: decisions on this table, reviewers, yours, disagreements,
+    rows still in your queue."""
+    if decisions is None or len(decisions) == 0:
+        return {"n_decisions": 0, "n_rows": 0, "n_reviewers": 0, "n_mine": 0,
+                "n_disagreements": 0, "n_left": int(queue_len)}
+    summ = review_summary(decisions)
+    return {"n_decisions": int(len(decisions)), "n_rows": int(decisions["row_key"].nunique()),
+            "n_reviewers": int(decisions["reviewer"].nunique()),
+            "n_mine": int((decisions["reviewer"] == reviewer).sum()),
+            "n_disagreements": int(summ["disagreement"].sum()) if len(summ) else 0,
+            "n_left": int(queue_len)}
+
+
+def disagreements_frame(decisions: pd.DataFrame, table) -> pd.DataFrame:
+    """Rows where reviewers voted differently: first table row, prompt excerpt, every vote."""
+    summ = review_summary(decisions)
+    cols = ["row", "question_type", "prompt", "votes", "notes"]
+    if len(summ) == 0:
+        return pd.DataFrame(columns=cols)
+    summ = summ[summ["disagreement"]]
+    base = base_table(table)
+    first = pd.Series(np.arange(len(base)), index=row_keys(base))
+    first = first[~first.index.duplicated()]
+    out = []
+    for r in summ.itertuples():
+        i = first.get(r.row_key)
+        if i is None:
+            continue
+        out.append({"row": int(i), "question_type": str(base.question_type[i]),
+                    "prompt": _excerpt(base.prompt[i]), "votes": r.votes, "notes": r.notes})
+    return pd.DataFrame(out, columns=cols)
+
+
+def decision_log(decisions: pd.DataFrame, table, *, limit: int = 200) -> pd.DataFrame:
+    """The latest decisions on this table, newest first, with the first table row they match."""
+    cols = ["when", "reviewer", "verdict", "row", "judge", "note"]
+    if decisions is None or len(decisions) == 0:
+        return pd.DataFrame(columns=cols)
+    base = base_table(table)
+    first = pd.Series(np.arange(len(base)), index=row_keys(base))
+    first = first[~first.index.duplicated()]
+    d = decisions.iloc[::-1].head(limit)
+    return pd.DataFrame({
+        "when": d["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S UTC").to_numpy(),
+        "reviewer": d["reviewer"].to_numpy(), "verdict": d["verdict"].to_numpy(),
+        "row": [int(first[k]) if k in first.index else -1 for k in d["row_key"]],
+        "judge": d["judge_verdict"].fillna("").to_numpy(), "note": d["note"].to_numpy()},
+        columns=cols)
+
+
+def audited_frame(result, table) -> pd.DataFrame:
+    """``result.to_frame(table)`` (the audit result does not carry its table)."""
+    try:
+        return result.to_frame(table)
+    except TypeError:  # an older AuditResult whose to_frame() takes no table
+        return result.to_frame()
+
+
+def export_frame(result, table, decisions: pd.DataFrame) -> pd.DataFrame:
+    """The audited export of the table as loaded (every input row and column, in order), the
+    ``puaudit_*`` columns, then the ``puaudit_review_*`` columns."""
+    return with_review_columns(audited_frame(result, table), table, decisions)
+
+
+def _excerpt(text, n: int = 120) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= n else s[: n - 1] + "…"

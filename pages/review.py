@@ -1,0 +1,208 @@
+"""Review: people check the rows the audit doubts; decisions persist and flow back as labels."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from components import state
+from components.review import (VERDICT_BUTTONS, decision_log, decision_record,
+                               disagreements_frame, export_frame, pending_queue, progress_counts,
+                               reviewer_identity, row_view)
+from components.safe_text import md
+from puaudit.data.io import table_to_bytes
+from puaudit.errors import PUAuditError
+from puaudit.review.feedback import base_table, latest_votes, merge_decisions
+from puaudit.review.keys import row_keys
+from puaudit.review.queue import review_queue
+from puaudit.review.store import get_store
+
+st.title("Review")
+st.caption("Check the rows where a human verdict is worth most: the audit's uncertain rows, then "
+           "its reversal candidates, then the rows closest to a coin flip. Decisions are saved in "
+           "a database, survive restarts, and can be fed back into the audit as human labels.")
+
+table, emb, result = state.current_audit()
+ss = st.session_state
+params = state.audit_params()
+base = base_table(table)
+keys = row_keys(base)
+
+# -- who reviews ---------------------------------------------------------------------------------
+try:
+    user = {k: st.user.get(k) for k in ("is_logged_in", "name", "email", "sub")}
+except Exception:  # no user information in this context
+    user = {}
+if "w_review_name" not in ss:
+    ss["w_review_name"] = ss.get("review_name", "")
+name, from_login = reviewer_identity(user, ss.get("w_review_name"))
+if from_login:
+    st.caption(f"Reviewing as {md(name)} (signed in).")
+else:
+    st.text_input("Your name (required to review)", key="w_review_name", max_chars=200)
+    name, _ = reviewer_identity(user, ss.get("w_review_name"))
+    ss["review_name"] = name
+
+# -- the store -----------------------------------------------------------------------------------
+try:
+    store = get_store()
+except PUAuditError as exc:
+    state.show_error(exc)
+    st.stop()
+pending = ss.setdefault("review_pending", [])
+if pending:  # decisions the database refused earlier: retried on every run, never dropped
+    try:
+        store.add_many(pending)
+        st.success(f"Saved {len(pending)} decision(s) that were waiting for the database.")
+        ss["review_pending"] = pending = []
+    except PUAuditError as exc:
+        st.warning(f"{len(pending)} decision(s) are kept in this browser session until the "
+                   f"database accepts them. {md(exc)}")
+try:
+    decisions = store.decisions(keys)
+except PUAuditError as exc:
+    state.show_error(exc)
+    st.stop()
+if pending:
+    extra = pd.DataFrame(pending)
+    extra["created_at"] = pd.to_datetime(extra["created_at"], utc=True)
+    seen = pd.concat([decisions, extra[[c for c in decisions.columns if c in extra]]],
+                     ignore_index=True)
+else:
+    seen = decisions
+
+flash = ss.pop("review_flash", None)
+if flash:
+    (st.success if flash[0] == "success" else st.error)(md(flash[1]))
+
+# -- the queue -----------------------------------------------------------------------------------
+with st.expander("Queue order and filters", expanded=False):
+    order = st.radio("Order", ["value", "random"], horizontal=True, key="w_review_order",
+                     format_func=lambda o: {"value": "Value of a check (default)",
+                                            "random": "Random (baseline)"}[o])
+    types = sorted({str(t) for t in base.question_type})
+    pick_types = st.multiselect("Question types", types, key="w_review_types")
+    model_cols = [c for c in (base.columns.get("model_a"), base.columns.get("model_b")) if c]
+    models = sorted({str(v) for c in model_cols for v in base.frame[c].dropna().tolist()})
+    pick_models = st.multiselect("Models", models, key="w_review_models") if models else []
+try:
+    queue = review_queue(table, result, order=order, random_state=int(params["seed"]),
+                         question_types=pick_types or None, models=pick_models or None)
+except PUAuditError as exc:
+    state.show_error(exc)
+    st.stop()
+todo = pending_queue(queue, seen, name)
+counts = progress_counts(seen, len(todo), name)
+c = st.columns(5)
+c[0].metric("Left in your queue", f"{counts['n_left']:,}")
+c[1].metric("Your decisions", f"{counts['n_mine']:,}")
+c[2].metric("Decisions on this table", f"{counts['n_decisions']:,}")
+c[3].metric("Reviewers", counts["n_reviewers"])
+c[4].metric("Rows where reviewers disagree", counts["n_disagreements"])
+
+
+def _decide(verdict: str, view: dict, who: str) -> None:
+    try:
+        rec = decision_record(view, verdict, who, ss.get("w_review_note", ""),
+                              state.audit_config(params).to_dict(), ss.get("source_name", ""))
+    except PUAuditError as exc:
+        ss["review_flash"] = ("error", str(exc))
+        return
+    rec["uid"] = uuid.uuid4().hex  # set now: a retry after a failure never saves it twice
+    rec["created_at"] = datetime.now(timezone.utc)
+    try:
+        store.add(**rec)
+        ss["review_flash"] = ("success", f"Saved: {verdict} on row {view['row']} by {who}.")
+    except PUAuditError as exc:
+        ss["review_pending"].append(rec)
+        ss["review_flash"] = ("error", f"{exc} The decision is kept in this session and saved "
+                                       "as soon as the database accepts it.")
+    ss["w_review_note"] = ""
+
+
+if todo.empty:
+    st.success("Nothing left in your queue with these filters.")
+else:
+    labels = {int(r.row): f"#{r.rank} · row {r.row} · {r.tier} · P(judge right) "
+                          f"{r.p_judge_right:.2f} · {r.question_type}"
+                          + (f" · {r.others} other vote(s)" if r.others else "")
+              for r in todo.head(200).itertuples()}
+    row = st.selectbox("Row to review (the queue's first by default)", list(labels),
+                       format_func=lambda r: labels[r], key="w_review_row")
+    view = row_view(table, result, int(row))
+    meta = " · ".join(x for x in (view["question_type"],
+                                  f"{view['model_a']} vs {view['model_b']}"
+                                  if view["model_a"] else "") if x)
+    st.markdown(f"**Prompt** ({md(meta)})")  # data: text, never Markdown
+    st.text(view["prompt"])
+    a, b = st.columns(2)
+    with a:
+        st.markdown("**Response A**")
+        st.text(view["response_a"])
+    with b:
+        st.markdown("**Response B**")
+        st.text(view["response_b"])
+    with st.expander("What the judge and the audit said"):
+        st.write(f"Judge: {md(view['judge'])} · audit group: {md(view['group'])} · "
+                 f"P(judge right) {view['p_judge_right']:.2f} · adjusted verdict: "
+                 f"{md(view['adjusted'] or '—')}")
+    st.text_input("Note (optional)", key="w_review_note", max_chars=2000)
+    if not name:
+        st.info("Enter your name above to record decisions.")
+    cols = st.columns(len(VERDICT_BUTTONS))
+    for col, (verdict, label) in zip(cols, VERDICT_BUTTONS):
+        col.button(label, key=f"review_{verdict}", on_click=_decide, args=(verdict, view, name),
+                   disabled=not name, type="primary" if verdict in ("A", "B") else "secondary",
+                   width="stretch")
+
+# -- decisions flow back -------------------------------------------------------------------------
+st.subheader("Use the decisions in the audit")
+votes = latest_votes(decisions)
+merged = table is not base
+
+
+def _apply() -> None:
+    try:
+        ss["table"] = merge_decisions(base, store.decisions(keys))
+    except PUAuditError as exc:
+        ss["review_flash"] = ("error", str(exc))
+
+
+def _unapply() -> None:
+    ss["table"] = base
+
+
+if merged:
+    st.info(f"The audit now counts {table.extra.get('review_n_votes', 0)} review vote(s) as human "
+            f"labels (annotator = reviewer): {int((result.split == 'P').sum()):,} verified rows "
+            f"in P, {int((result.split == 'validation').sum()):,} validation rows. The Audit, "
+            "Annotators and Export pages use them.")
+else:
+    st.caption(f"{len(votes):,} review vote(s) (A, B or tie; the latest per reviewer and row) can "
+               "become human labels; the audit then reruns with a larger P.")
+b1, b2 = st.columns(2)
+b1.button(f"Rerun the audit with the review votes ({len(votes):,})", on_click=_apply,
+          disabled=len(votes) == 0, key="review_apply")
+b2.button("Back to the file's own labels", on_click=_unapply, disabled=not merged,
+          key="review_unapply")
+
+dis = disagreements_frame(decisions, table)
+if len(dis):
+    st.subheader("Reviewers disagree")
+    st.dataframe(dis, hide_index=True, width="stretch")
+
+st.subheader("Decisions on this table")
+st.dataframe(decision_log(decisions, table), hide_index=True, width="stretch", height=240)
+name_src = ss.get("source_name") or "table"
+stem = "demo" if name_src == state.DEMO_NAME else (Path(name_src).name.split(".")[0] or "table")
+st.download_button("Download the audited table with review columns (CSV)",
+                   table_to_bytes(export_frame(result, table, decisions), "csv"),
+                   file_name=f"{stem}_puaudit_review.csv", mime="text/csv",
+                   key="review_download", on_click="ignore")
+st.caption(f"Database: {md(store.location)}. Every input row and column, the puaudit_* columns, "
+           "and puaudit_review_* (consensus, every vote, disagreement, notes). "
+           "`puaudit review export` writes the decisions themselves.")

@@ -1,0 +1,134 @@
+"""pages/review.py under Streamlit's AppTest (hashing test encoder, demo data): a name is
+required, a click saves a decision with the audit settings, two reviewers on one row are both
+kept and their disagreement shown, decisions flow back into the audit and the Annotators page,
+a signed-in reviewer is named by the login, a corrupt or locked database gives a clear message
+and no decision is lost."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from puaudit.review.store import ReviewStore
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.usefixtures("app_env")
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "review.sqlite"
+    monkeypatch.delenv("PUAUDIT_REVIEW_URL", raising=False)
+    monkeypatch.setenv("PUAUDIT_REVIEW_DB", str(path))
+    return path
+
+
+def _review_page(user=None):
+    at = AppTest.from_file(APP, default_timeout=180)
+    if user is not None:
+        at.user = user
+    at.run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _metric(at, label):
+    return [m.value for m in at.metric if m.label == label][0]
+
+
+def _current_row(at):
+    return at.selectbox(key="w_review_row").value
+
+
+def _store(db):
+    return ReviewStore(f"sqlite:///{db}")
+
+
+def test_name_required_then_decisions_saved_with_settings(db):
+    at = _review_page()
+    assert at.button(key="review_A").disabled  # no name yet
+    left = int(_metric(at, "Left in your queue").replace(",", ""))
+    assert left > 0
+    at.text_input(key="w_review_name").input("alice").run()
+    first = _current_row(at)
+    at.text_input(key="w_review_note").input("A answers the question")
+    at.button(key="review_A").click().run()
+    assert not at.exception
+    d = _store(db).decisions()
+    assert d["verdict"].tolist() == ["A"] and d["reviewer"].tolist() == ["alice"]
+    assert d.loc[0, "note"] == "A answers the question"
+    settings = json.loads(d.loc[0, "settings"])
+    assert settings["p_ratio"] == 0.3 and settings["rule"] == "guarded"
+    assert d.loc[0, "audit_group"] in ("uncertain", "negative", "positive")
+    assert _current_row(at) != first  # the queue moved on
+    assert _metric(at, "Your decisions") == "1"
+    assert int(_metric(at, "Left in your queue").replace(",", "")) == left - 1
+    at.button(key="review_skip").click().run()
+    at.button(key="review_tie").click().run()
+    assert _store(db).decisions()["verdict"].tolist() == ["A", "skip", "tie"]
+
+    # a second reviewer in another session sees alice's row (with her vote counted, not shown)
+    bob = _review_page()
+    bob.text_input(key="w_review_name").input("bob").run()
+    assert _current_row(bob) == first
+    bob.button(key="review_B").click().run()
+    assert _metric(bob, "Rows where reviewers disagree") == "1"
+    dis = [df.value for df in bob.dataframe if "votes" in df.value.columns][0]
+    assert dis["row"].tolist() == [first]
+    assert set(dis["votes"].iloc[0].split("; ")) == {"alice: A", "bob: B"}
+
+    # decisions flow back: the audit reruns with the votes, reviewers become annotators
+    bob.button(key="review_apply").click().run()
+    assert not bob.exception
+    table = bob.session_state["table"]
+    assert table.extra["review_n_votes"] == 3  # alice A, alice tie, bob B (the skip is no vote)
+    assert {"alice", "bob"} <= set(table.annotator)
+    bob.switch_page("pages/annotators.py").run()
+    assert not bob.exception
+    names = [df.value for df in bob.dataframe if "Annotator" in df.value.columns][0]["Annotator"]
+    assert {"alice", "bob"} <= set(names)
+
+
+def test_signed_in_reviewer_is_named_by_the_login(db):
+    at = _review_page(user={"is_logged_in": True, "name": "Dana Reviewer",
+                            "email": "dana@example.org"})
+    assert not [t for t in at.text_input if t.key == "w_review_name"]  # cannot be typed
+    assert any("Dana Reviewer" in c.value for c in at.caption)
+    at.button(key="review_B").click().run()
+    assert _store(db).decisions()["reviewer"].tolist() == ["Dana Reviewer"]
+
+
+def test_corrupt_database_is_a_clear_message_and_left_untouched(db):
+    junk = b"not a database" * 500
+    db.write_bytes(junk)
+    at = _review_page()
+    assert any("not a valid SQLite database" in e.value for e in at.error)
+    assert db.read_bytes() == junk
+
+
+def test_locked_database_keeps_the_decision_until_it_can_be_saved(db, monkeypatch):
+    import puaudit.review.store as store_mod
+
+    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_S", 0.2)
+    at = _review_page()
+    at.text_input(key="w_review_name").input("carol").run()
+    first = _current_row(at)
+    other = sqlite3.connect(db, timeout=0.1, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        at.button(key="review_A").click().run()
+        assert not at.exception
+        assert any("is locked" in e.value and "kept in this session" in e.value for e in at.error)
+        assert _current_row(at) != first  # the pending decision counts for the queue
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    at.run()
+    assert any("Saved 1 decision(s) that were waiting" in s.value for s in at.success)
+    d = _store(db).decisions()
+    assert d["reviewer"].tolist() == ["carol"] and d["verdict"].tolist() == ["A"]
