@@ -5,7 +5,9 @@ Generated comparisons over a pool of distinct answers with precomputed embedding
 distinct texts (planted: the better answer is shifted along a hidden direction), so the numbers
 measure the audit itself (reading, splits, the automatic scorer choice with cross-fitting,
 relabelling, export), not the encoder. Each size runs ``puaudit audit`` in a fresh process; peak
-memory is the child's maximum RSS.
+memory is the child's own high-water mark (VmHWM; ``ru_maxrss`` would carry over the parent's
+peak across exec). ``--format parquet`` writes the input as Parquet and the export as Parquet,
+the streamed path (only the audit's columns are read; the export is written batch by batch).
 
 The last line is ``ratio=<(t_largest / t_previous) / (n_largest / n_previous)>``: 1.0 means the
 audit grows linearly between the two largest sizes, above 1 faster than linear.
@@ -28,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def make_inputs(n: int, folder: Path, *, d: int = 384, n_prompts: int = 400,
-                annotated: float = 0.3, judge_acc: float = 0.7, seed: int = 0) -> tuple[Path, Path]:
+                annotated: float = 0.3, judge_acc: float = 0.7, seed: int = 0,
+                fmt: str = "csv") -> tuple[Path, Path]:
     """``n`` comparisons over a pool of distinct answers (as real judge logs have: many pairs,
     fewer distinct texts), with precomputed embeddings of the distinct texts only.
 
@@ -65,9 +68,12 @@ def make_inputs(n: int, folder: Path, *, d: int = 384, n_prompts: int = 400,
                        "response_a": np.char.add("answer ", ia.astype(str)),
                        "response_b": np.char.add("answer ", ib.astype(str)),
                        "judge_winner": judge, "human_winner": human})
-    csv = folder / f"in_{n}.csv"
+    csv = folder / f"in_{n}.{fmt}"
     npz = folder / f"emb_{n}.npz"
-    df.to_csv(csv, index=False)
+    if fmt == "parquet":
+        df.to_parquet(csv, index=False, row_group_size=65_536)
+    else:
+        df.to_csv(csv, index=False)
     # the encoder's own layout: each distinct "Question: ...\nAnswer: ..." text once
     np.savez(npz, vectors=vectors, idx_a=ia, idx_b=ib)
     return csv, npz
@@ -75,11 +81,12 @@ def make_inputs(n: int, folder: Path, *, d: int = 384, n_prompts: int = 400,
 
 def run_one(csv: Path, npz: Path, out: Path) -> tuple[float, float]:
     code = (
-        "import resource, sys, runpy;"
+        "import sys;"
         "sys.argv = ['puaudit', 'audit', %r, '-o', %r, '--embeddings', %r, '--max-rows', '0'];"
         "from puaudit.cli.commands import main;"
         "rc = main(sys.argv[1:]);"
-        "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr);"
+        "hwm = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM'));"
+        "print('PEAK_KB', hwm, file=sys.stderr);"
         "sys.exit(rc)" % (str(csv), str(out), str(npz)))
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
@@ -95,14 +102,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1k and 10k rows only")
     ap.add_argument("--sizes", type=int, nargs="+", default=None)
+    ap.add_argument("--format", choices=["csv", "parquet"], default="csv",
+                    help="input and export format (parquet: the streamed path)")
     args = ap.parse_args()
     sizes = args.sizes or ([10_000, 100_000] if args.quick else [100_000, 1_000_000, 3_000_000])
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for n in sizes:
-            csv, npz = make_inputs(n, tmp)
-            wall, peak = run_one(csv, npz, tmp / f"out_{n}.csv")
+            csv, npz = make_inputs(n, tmp, fmt=args.format)
+            wall, peak = run_one(csv, npz, tmp / f"out_{n}.{args.format}")
             rows.append((n, wall, peak))
             print(f"rows={n:>7}  wall={wall:8.1f}s  peak_rss={peak:8.0f} MB", flush=True)
     print()

@@ -790,6 +790,10 @@ class AuditResult:
     def check_table(self, table) -> None:
         """Raise :class:`PUAuditError` unless ``table`` (ComparisonTable or DataFrame) has the
         audited number of rows (and, for a ComparisonTable, the audited content)."""
+        if isinstance(table, ComparisonTable) and table.extra.get("streamed_from"):
+            raise PUAuditError("This table was read column by column from "
+                               f"{table.extra['streamed_from']} and keeps no frame: write the "
+                               "export with puaudit.data.parquet_stream.write_export_parquet.")
         n = len(table)
         if n != self.input.n_rows:
             raise PUAuditError(f"This table has {n} rows; the audit was run on "

@@ -105,12 +105,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _streams(args) -> bool:
+    """Parquet in and Parquet out: read only the audit's columns, stream the export."""
+    from puaudit.data.parquet_stream import is_parquet_path
+
+    return is_parquet_path(args.input) and is_parquet_path(getattr(args, "output", None) or "")
+
+
+def _progress(what: str):
+    """A stderr progress line every 10% of a large file."""
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        if total >= 500_000 and (done == total or done / total >= last[0] + 0.1):
+            last[0] = done / total
+            print(f"  {what} {done:,}/{total:,} rows", file=sys.stderr, flush=True)
+    return report
+
+
 def _load(args):
     from puaudit.data.schema import apply_judge_rule, load_comparisons
 
-    df = read_input(args.input, args)
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
-    table = load_comparisons(df, columns=cols, name=Path(args.input).name)
+    if _streams(args):
+        from puaudit.cli.limits import limits_from
+        from puaudit.data.parquet_stream import read_comparisons_parquet
+
+        table = read_comparisons_parquet(args.input, columns=cols, **limits_from(args),
+                                         progress=_progress("read"))
+    else:
+        df = read_input(args.input, args)
+        table = load_comparisons(df, columns=cols, name=Path(args.input).name)
     if getattr(args, "judge_rule", None):
         table = apply_judge_rule(table, args.judge_rule)
     return table
@@ -178,8 +203,17 @@ def cmd_audit(args) -> int:
         peak = "" if st["peak_rss_mb"] is None else f", peak memory {st['peak_rss_mb']:,.0f} MB"
         print(f"  {st['stage']}: {st['seconds']:.1f}s{peak}", file=sys.stderr)
     res = est.result_
-    out = res.to_frame(table)
-    write_table(out, args.output)
+    if _streams(args):
+        from puaudit.data.parquet_stream import write_export_parquet
+
+        import pyarrow.parquet as pq
+
+        write_export_parquet(res, args.input, args.output, progress=_progress("wrote"))
+        shape = (res.input.n_rows, len(pq.read_schema(args.output).names))
+    else:
+        out = res.to_frame(table)
+        write_table(out, args.output)
+        shape = out.shape
     summary = res.summary()
     if summary["delta"] is not None and summary["delta"] < 0:
         print(f"warning: on {summary['n_validation']} validation rows the relabelled verdicts agree "
@@ -198,7 +232,7 @@ def cmd_audit(args) -> int:
         print(f"auto chose {res.diagnostics['auto']['chosen']}: {res.diagnostics['auto']['reason']}")
     print(f"Cons_orig {_fmt(summary['cons_orig'])}  Cons_adj {_fmt(summary['cons_adj'])}  change "
           f"{_fmt(summary['delta'])}  (validation rows: {summary['n_validation']})")
-    print(f"groups: {summary['groups']}; wrote {len(out)} rows x {out.shape[1]} columns to {args.output}")
+    print(f"groups: {summary['groups']}; wrote {shape[0]} rows x {shape[1]} columns to {args.output}")
     if args.json:
         print(dumps(summary))
     return 0

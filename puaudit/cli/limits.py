@@ -15,7 +15,7 @@ import os
 from puaudit.errors import PUAuditError
 
 __all__ = ["DEFAULT_MAX_ROWS", "BYTES_PER_ROW", "add_max_rows_argument", "max_rows_from",
-           "read_input"]
+           "limits_from", "read_input"]
 
 DEFAULT_MAX_ROWS = 1_000_000
 BYTES_PER_ROW = 1_100  # measured audit memory per row beyond the table (bench/scaling.py)
@@ -54,17 +54,21 @@ def max_rows_from(args) -> int | None:
     return None if n == 0 else n
 
 
+def limits_from(args) -> dict:
+    """``max_rows`` (and the message that says how to raise it) for a reader."""
+    limit = max_rows_from(args)
+    if limit is None:
+        return {"max_rows": None}
+    gb = limit * BYTES_PER_ROW / 1e9
+    return {"max_rows": limit, "limit_hint": (
+        f"Rows: the audit needs about {BYTES_PER_ROW / 1000:.1f} KB of memory per row "
+        f"({gb:.1f} GB at {limit:,} rows, before the table itself). On a machine with the "
+        f"memory, pass --max-rows N (0 = no limit) or set ${ENV}; or split the file (e.g. one "
+        f"question type at a time).")}
+
+
 def read_input(path, args):
-    """:func:`puaudit.data.io.read_table` of ``path`` with the run's row limit and a message
-    that says how to raise it."""
+    """:func:`puaudit.data.io.read_table` of ``path`` with the run's row limit."""
     from puaudit.data.io import read_table
 
-    limit = max_rows_from(args)
-    hint = None
-    if limit is not None:
-        gb = limit * BYTES_PER_ROW / 1e9
-        hint = (f"Rows: the audit needs about {BYTES_PER_ROW / 1000:.1f} KB of memory per row "
-                f"({gb:.1f} GB at {limit:,} rows, before the table itself). On a machine with "
-                f"the memory, pass --max-rows N (0 = no limit) or set ${ENV}; or split the file "
-                f"(e.g. one question type at a time).")
-    return read_table(path, max_rows=limit, **({"limit_hint": hint} if hint else {}))
+    return read_table(path, **limits_from(args))

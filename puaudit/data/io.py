@@ -659,7 +659,14 @@ def _read_parquet(data: bytes, name: str, *, max_bytes: int = MAX_UNCOMPRESSED_B
     except Exception as exc:  # pyarrow raises many types for corrupt files
         raise PUAuditError(f"{name}: not a readable Parquet file ({type(exc).__name__}: {exc}). "
                            "Re-export it, or upload CSV / JSONL.") from None
-    # integers with missing values: nullable integers, not floats (which round beyond 2**53)
+    return arrow_frame_fixups(df, table, name)
+
+
+def arrow_frame_fixups(df: pd.DataFrame, table, name: str) -> pd.DataFrame:
+    """``table.to_pandas()`` (``df``) as :func:`read_table` returns it: integer columns with
+    missing values as nullable integers (not floats, which round beyond 2**53), names as text."""
+    import pyarrow as pa
+
     for col in list(df.columns):
         i = table.schema.get_field_index(str(col))
         if (i >= 0 and pa.types.is_integer(table.schema.field(i).type)
