@@ -13,7 +13,7 @@ from puaudit.review.keys import row_keys
 
 __all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
            "progress_counts", "disagreements_frame", "decision_log", "export_frame",
-           "audited_frame", "VERDICT_BUTTONS"]
+           "audited_frame", "review_export", "VERDICT_BUTTONS"]
 
 #: (verdict, button label) in the order shown
 VERDICT_BUTTONS = (("A", "A is better"), ("B", "B is better"), ("tie", "Tie"), ("skip", "Skip"))
@@ -150,3 +150,22 @@ def export_frame(result, table, decisions: pd.DataFrame) -> pd.DataFrame:
 def _excerpt(text, n: int = 120) -> str:
     s = " ".join(str(text).split())
     return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def review_export(result, table) -> pd.DataFrame | None:
+    """The Export page's frame when review decisions concern this table: the rows as loaded,
+    the ``puaudit_*`` and the ``puaudit_review_*`` columns. ``None`` when no decision touches the
+    table (and no votes are merged into it), or when the store cannot be read (the export then
+    goes on without review columns)."""
+    from puaudit.review.store import get_store, store_exists
+
+    base = base_table(table)
+    if base is table and not store_exists():
+        return None  # no database yet: no decisions (and none is created here)
+    try:
+        decisions = get_store().decisions(row_keys(base))
+    except PUAuditError:
+        decisions = None
+    if (decisions is None or len(decisions) == 0) and base is table:
+        return None
+    return export_frame(result, table, decisions)

@@ -10,8 +10,10 @@ import streamlit as st
 
 from components import state
 from components.metrics import formula_cells
+from components.review import review_export
 from components.safe_text import md
 from puaudit.audit.manifest import run_manifest
+from puaudit.data.io import table_to_bytes
 
 st.title("Export")
 st.caption("Every input row and column, unchanged and in order, plus the puaudit_* columns "
@@ -24,6 +26,11 @@ name = ss.get("source_name") or "table"
 stem = "demo" if name == state.DEMO_NAME else (Path(name).name.split(".")[0] or "table")
 
 frame = result.to_frame(table)
+# Review decisions on these rows ride along as puaudit_review_* columns; a table with review votes
+# merged in is exported as the rows that were loaded (docs/review.md).
+reviewed = review_export(result, table)
+if reviewed is not None:
+    frame = reviewed
 m = result.metrics
 if m["n"]:
     verdict = (f"On {m['n']:,} held-out validation rows the exported `puaudit_adjusted` verdicts "
@@ -43,7 +50,9 @@ st.write(f"{len(frame):,} rows × {len(frame.columns)} columns "
 cols = st.columns(4)
 for col, (fmt, mime) in zip(cols, (("csv", "text/csv"), ("parquet", "application/octet-stream"),
                                    ("jsonl", "application/x-ndjson"))):
-    col.download_button(f"Download {fmt.upper()}", state.export_bytes(result, table, params, fmt),
+    data = (state.export_bytes(result, table, params, fmt) if reviewed is None
+            else table_to_bytes(frame, fmt))
+    col.download_button(f"Download {fmt.upper()}", data,
                         file_name=f"{stem}_puaudit.{fmt}", mime=mime, key=f"dl_{fmt}", on_click="ignore")
 manifest = run_manifest(result, input_name=ss.get("source_name", ""),
                         input_sha256=ss.get("source_sha256"))

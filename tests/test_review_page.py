@@ -92,6 +92,12 @@ def test_name_required_then_decisions_saved_with_settings(db):
     assert not bob.exception
     names = [df.value for df in bob.dataframe if "Annotator" in df.value.columns][0]["Annotator"]
     assert {"alice", "bob"} <= set(names)
+    # the Export page exports the rows that were loaded, with the review columns
+    bob.switch_page("pages/export.py").run()
+    assert not bob.exception
+    assert any(m.value.startswith("600 rows") for m in bob.markdown), [m.value for m in bob.markdown]
+    shown = bob.dataframe[-1].value
+    assert "puaudit_review_votes" in shown.columns and "puaudit_adjusted" in shown.columns
 
 
 def test_signed_in_reviewer_is_named_by_the_login(db):

@@ -39,7 +39,7 @@ from puaudit.data.jsonsafe import to_jsonable
 from puaudit.errors import PUAuditError
 from puaudit.review import VERDICTS
 
-__all__ = ["ReviewStore", "Decision", "get_store", "default_url", "DECISION_COLUMNS",
+__all__ = ["ReviewStore", "Decision", "get_store", "store_exists", "default_url", "DECISION_COLUMNS",
            "URL_ENV", "DB_ENV", "BUSY_TIMEOUT_S"]
 
 URL_ENV = "PUAUDIT_REVIEW_URL"
@@ -368,3 +368,19 @@ def get_store(url: str | None = None) -> ReviewStore:
             store = ReviewStore(url)
             _STORES[url] = store
         return store
+
+
+def store_exists(url: str | None = None) -> bool:
+    """False only for an SQLite file that does not exist yet (nothing to read; readers such as
+    the Export page then create nothing)."""
+    url = url or default_url()
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return True  # let the store say what is wrong
+    if parsed.get_backend_name() != "sqlite":
+        return True
+    db = parsed.database or ""
+    if not db or db == ":memory:" or db.startswith("file:"):
+        return True
+    return Path(db).exists()
