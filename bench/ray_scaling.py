@@ -1,0 +1,209 @@
+"""The Ray backend (issue 20): embedding with 1 vs 2 local Ray workers, and a 1M-row Parquet file
+audited end to end through Ray with the driver's peak memory.
+
+1. **Speed-up.** Distinct generated texts are embedded by :func:`embed_texts_ray` (Ray Data,
+   actor pool) with one worker, then with two, each run starting its actors afresh and with no
+   cache. The encoder is a stub of realistic cost: it *sleeps* ``--per-text`` seconds per text
+   (default 0.049 s, the measured cost of all-MiniLM-L6-v2 on this 2-core machine: 947 MT-Bench
+   texts in 46 s) and returns hashing vectors. Sleeping does not compete for the CPU, so this
+   measures what Ray's scheduling gives when each worker has its own compute (another machine,
+   a GPU) -- not what two CPU-bound encoders on the same two cores would give (about nothing).
+2. **1M rows end to end** (skipped by ``--quick``; ``--rows N``). ``bench/scaling.py``'s
+   generated comparisons (400 prompts, 50,000 distinct answers, planted embeddings) written as
+   Parquet; a fresh child process reads it, embeds the distinct texts through Ray with a stub
+   that returns each answer's planted vector after sleeping ``--per-text-1m`` seconds per text
+   (default 1 ms: the pipeline, not the model, is measured), audits with the default settings
+   (auto scorer, cross-fitting folds and per-type jobs as Ray tasks), and writes the Parquet
+   export. Reading and writing use the streaming Parquet path
+   (:mod:`puaudit.data.parquet_stream`) when it is present, else ``read_table`` / ``to_frame``.
+   Reported: wall time per stage and the driver's peak RSS (``ru_maxrss`` of the child; Ray's
+   workers are other processes and are not included).
+
+The last line is ``ratio=<t(1 worker) / t(2 workers)>`` for the embedding stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: seconds per text of all-MiniLM-L6-v2 on the 2-core development machine (947 texts in 46 s)
+MEASURED_PER_TEXT_S = 46 / 947
+
+
+class SleepEncoder:
+    """Stub encoder: sleeps ``per_text`` seconds per text, returns hashing vectors (or, with
+    ``npz``, the planted vector of the answer number that ends each text)."""
+
+    name = "sleep-stub"
+
+    def __init__(self, per_text: float, dim: int = 384, npz: str | None = None):
+        self.per_text, self.dim, self.npz = per_text, dim, npz
+
+    def encode(self, texts, **kwargs) -> np.ndarray:
+        texts = list(texts)
+        time.sleep(self.per_text * len(texts))
+        if self.npz is not None:
+            if getattr(self, "_vectors", None) is None:
+                self._vectors = np.load(self.npz)["vectors"]
+            ids = [int(re.search(r"(\d+)\s*$", t).group(1)) for t in texts]
+            return self._vectors[ids].astype(np.float32)
+        from tests.doubles import HashingEncoder
+
+        return HashingEncoder(self.dim).encode(texts)
+
+
+def _ray_init(num_cpus: int):
+    import ray
+
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    return ray
+
+
+def speedup(n_texts: int, per_text: float, batch: int) -> tuple[float, float]:
+    """Seconds to embed ``n_texts`` distinct texts with 1 and with 2 Ray workers."""
+    from puaudit.scale.ray_embed import embed_texts_ray
+
+    texts = [f"Question: generated prompt {i % 50}\nAnswer: generated answer {i}"
+             for i in range(n_texts)]
+    enc = SleepEncoder(per_text)
+    # warm-up: Ray Data's first run starts worker processes and imports (not counted)
+    embed_texts_ray(texts[:8], SleepEncoder(0.0), cache_dir=None, num_workers=2, batch_size=4)
+    times = {}
+    for workers in (1, 2):
+        t0 = time.perf_counter()
+        out = embed_texts_ray(texts, enc, cache_dir=None, num_workers=workers, batch_size=batch)
+        times[workers] = time.perf_counter() - t0
+        assert out.shape == (n_texts, enc.dim)
+        print(f"embed {n_texts} texts x {per_text * 1000:.0f} ms, {workers} worker(s): "
+              f"{times[workers]:.1f} s ({n_texts / times[workers]:.1f} texts/s; serial sleep "
+              f"alone {n_texts * per_text / workers:.1f} s)", flush=True)
+    return times[1], times[2]
+
+
+def _child(parquet: str, npz: str, out: str, per_text: float) -> None:
+    """The 1M run's driver process: Parquet in, Ray embedding + scoring, Parquet out."""
+    import resource
+
+    _ray_init(2)
+    from puaudit import PUAudit
+
+    stages, t0 = {}, time.perf_counter()
+
+    def done(name):
+        nonlocal t0
+        stages[name] = {"s": round(time.perf_counter() - t0, 1), "peak_rss_mb": round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+        t0 = time.perf_counter()
+
+    try:
+        from puaudit.data.parquet_stream import read_comparisons_parquet, write_export_parquet
+        streaming = True
+    except ImportError:
+        streaming = False
+    if streaming:
+        table = read_comparisons_parquet(parquet, max_rows=None)
+    else:
+        from puaudit.data.io import read_table
+        from puaudit.data.schema import load_comparisons
+
+        table = load_comparisons(read_table(parquet, max_rows=None))
+    done("read")
+    from puaudit.scale.ray_embed import embed_table_ray
+
+    emb = embed_table_ray(table, SleepEncoder(per_text, npz=npz), cache_dir=None,
+                          num_workers=2, batch_size=2048)
+    done("embed (Ray Data, 2 workers)")
+    est = PUAudit(backend="ray").fit(table, emb)
+    done("audit (scoring jobs as Ray tasks)")
+    if streaming:
+        write_export_parquet(est.result_, parquet, out)
+    else:
+        from puaudit.data.io import write_table
+
+        write_table(est.result_.to_frame(table), out)
+    done("write export")
+    s = est.result_.summary()
+    print("RESULT " + json.dumps({
+        "streaming_parquet": streaming, "stages": stages, "n_rows": s["n_rows"],
+        "n_texts": int(len(emb.vectors)), "scorer_used": s["scorer_used"],
+        "cons_orig": s["cons_orig"], "cons_adj": s["cons_adj"],
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
+
+
+def end_to_end(n_rows: int, per_text: float) -> dict:
+    import pandas as pd
+
+    from bench.scaling import make_inputs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        csv, npz = make_inputs(n_rows, tmp)
+        parquet = tmp / f"in_{n_rows}.parquet"
+        pd.read_csv(csv, keep_default_na=False).to_parquet(parquet, index=False)
+        csv.unlink()
+        mb = parquet.stat().st_size / 2**20
+        print(f"{n_rows:,} rows -> {parquet.name} ({mb:.0f} MB)", flush=True)
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", str(parquet), str(npz),
+             str(tmp / "out.parquet"), str(per_text)],
+            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        wall = time.perf_counter() - t0
+        lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        if proc.returncode != 0 or not lines:
+            raise SystemExit(f"the {n_rows:,}-row run failed:\n{proc.stderr[-3000:]}")
+        res = json.loads(lines[-1][len("RESULT "):])
+        out_rows = __import__("pyarrow.parquet").parquet.ParquetFile(
+            tmp / "out.parquet").metadata.num_rows
+        res.update(wall_s=round(wall, 1), out_rows=out_rows, parquet_mb=round(mb))
+        return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="120 texts, no 1M-row run")
+    ap.add_argument("--texts", type=int, default=600)
+    ap.add_argument("--per-text", type=float, default=MEASURED_PER_TEXT_S)
+    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the end-to-end run")
+    ap.add_argument("--per-text-1m", type=float, default=0.001)
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        p, npz, out, per = args.child
+        _child(p, npz, out, float(per))
+        return
+    if not args.quick and args.rows:
+        r = end_to_end(args.rows, args.per_text_1m)
+        print(f"end to end: {r['n_rows']:,} rows ({r['n_texts']:,} distinct texts, Parquet "
+              f"{r['parquet_mb']} MB, streaming Parquet path: {r['streaming_parquet']}) in "
+              f"{r['wall_s']} s; driver peak RSS {r['peak_rss_mb']:,} MB; scorer "
+              f"{r['scorer_used']}, Cons_orig {r['cons_orig']:.3f} -> Cons_adj "
+              f"{r['cons_adj']:.3f}; export rows {r['out_rows']:,}")
+        for name, st in r["stages"].items():
+            print(f"  {name}: {st['s']} s, driver peak so far {st['peak_rss_mb']:,} MB")
+    n = 120 if args.quick else args.texts
+    ray = _ray_init(2)
+    try:
+        t1, t2 = speedup(n, args.per_text, batch=max(5, n // 24))
+    finally:
+        ray.shutdown()
+    print(f"ratio={t1 / t2:.3f}")
+
+
+if __name__ == "__main__":
+    main()
