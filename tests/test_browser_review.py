@@ -1,0 +1,104 @@
+"""The Review page in a real browser (Chromium via Playwright, hashing test encoder, demo data):
+two reviewers in two browser sessions review three rows each, clicking at the same time; the
+server restarts; the decisions are all there; the export downloaded from the page contains them."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pandas as pd
+import pytest
+
+from puaudit.review.store import ReviewStore
+from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM, _idle, _metric, streamlit_server
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _env(db) -> dict:
+    env = dict(os.environ)
+    env.update(PUAUDIT_TEST_ENCODER="hashing", PUAUDIT_UMAP_WARMUP="0",
+               PUAUDIT_REVIEW_DB=str(db))
+    env.pop("PUAUDIT_REVIEW_URL", None)
+    return env
+
+
+def _open_review(page, url: str, name: str) -> None:
+    page.goto(url + "/review")
+    page.wait_for_selector('[data-testid="stMetric"]:has-text("Left in your queue")')
+    _idle(page)
+    box = page.get_by_label("Your name (required to review)")
+    box.fill(name)
+    box.press("Enter")
+    _idle(page)
+    page.wait_for_selector('button:has-text("A is better"):not([disabled])')
+
+
+def _current_row(page) -> int:
+    box = page.locator('[data-testid="stSelectbox"]', has_text="Row to review").first
+    text = box.inner_text() + " " + box.locator("input").input_value()
+    found = re.search(r"row (\d+)", text)
+    assert found, text
+    return int(found.group(1))
+
+
+def test_review_three_rows_restart_find_and_export(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    db = tmp_path / "review.sqlite"
+    env = _env(db)
+    clicks = {"alice": ("A is better", "B is better", "Tie"),
+              "bob": ("B is better", "B is better", "A is better")}
+    reviewed = {"alice": [], "bob": []}
+    with streamlit_server(env, "streamlit_review_1.log") as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        pages = {}
+        for who in clicks:  # two browser sessions (separate cookies and session state)
+            page = browser.new_context(viewport={"width": 1400, "height": 1600}).new_page()
+            page.set_default_timeout(300_000)
+            _open_review(page, url, who)
+            pages[who] = page
+        for i in range(3):
+            for who, page in pages.items():
+                reviewed[who].append(_current_row(page))
+            for who, page in pages.items():  # both click before either waits: concurrent writes
+                page.get_by_role("button", name=clicks[who][i]).click()
+            for page in pages.values():
+                _idle(page, 300)
+        pages["alice"].screenshot(path=str(ARTIFACTS / "page_review.png"), full_page=True)
+        for page in pages.values():
+            assert page.locator('[data-testid="stException"]').count() == 0
+        browser.close()
+    assert len(set(reviewed["alice"])) == 3 and len(set(reviewed["bob"])) == 3
+
+    saved = ReviewStore(f"sqlite:///{db}").decisions()
+    assert len(saved) == 6  # nothing lost
+    assert saved.groupby("reviewer").size().to_dict() == {"alice": 3, "bob": 3}
+
+    # a new server process on the same database finds the decisions
+    with streamlit_server(env, "streamlit_review_2.log") as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1600}, accept_downloads=True)
+        page.set_default_timeout(300_000)
+        _open_review(page, url, "alice")
+        assert _metric(page, "Decisions on this table") == "6"
+        assert _metric(page, "Your decisions") == "3"
+        assert _current_row(page) not in reviewed["alice"]  # her rows are done
+        with page.expect_download() as dl:
+            page.get_by_role("button",
+                             name="Download the audited table with review columns (CSV)").click()
+        path = tmp_path / "review_export.csv"
+        dl.value.save_as(path)
+        browser.close()
+
+    out = pd.read_csv(path, dtype=str, keep_default_na=False)
+    assert len(out) == 600  # every demo row
+    assert {"puaudit_adjusted", "puaudit_review_votes", "puaudit_review_verdict"} <= set(out.columns)
+    voted = out[out["puaudit_review_n_votes"] != "0"]
+    rows = set(reviewed["alice"]) | set(reviewed["bob"])
+    assert set(voted.index) == rows
+    verdict_of = {"A is better": "A", "B is better": "B", "Tie": "tie"}
+    for who in clicks:
+        for r, label in zip(reviewed[who], clicks[who]):
+            assert f"{who}: {verdict_of[label]}" in out.loc[r, "puaudit_review_votes"]
