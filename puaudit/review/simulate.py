@@ -8,8 +8,9 @@ are set aside so that no item straddles P and validation) and the audit reruns w
 configuration. Measured on the original validation rows (a fixed set, the same for both orders):
 
 ``cons_final``
-    agreement with people of the final labels: the reviewer's verdict on reviewed items, the
-    rerun audit's adjusted verdict elsewhere.
+    agreement with people of the final labels: the reviewer's verdict on reviewed items (on each
+    of the item's rows, in that row's A/B orientation), the rerun audit's adjusted verdict
+    elsewhere.
 ``cons_remaining``, ``judge_remaining``
     on the validation rows not reviewed: the rerun audit's adjusted verdicts and the judge's own
     (their difference is the audit's lift there, free of which rows were taken out).
@@ -57,6 +58,7 @@ def simulate_review(table, embeddings, config: AuditConfig | None = None, *,
         judge = np.asarray(prep0.judge, dtype=object)
         val = np.flatnonzero(prep0.split == SPLIT_VAL)
         items = np.asarray(table.item_id, dtype=object)
+        texts = (np.asarray(table.response_a, dtype=object), np.asarray(table.response_b, dtype=object))
         rows.append(_measure(seed, "none", 0, val, np.array([], dtype=np.int64), res0, hum, judge,
                              set()))
         for order in orders:
@@ -80,7 +82,7 @@ def simulate_review(table, embeddings, config: AuditConfig | None = None, *,
                                            m_estimate=float(np.mean(judge[p] == hum[p])))
                 res = audit_table(table, embeddings, cfg, prep=prep)
                 rows.append(_measure(seed, order, k, val, chosen, res, hum, judge, done,
-                                     items=items))
+                                     items=items, texts=texts))
                 if progress:
                     progress(rows[-1])
         # budget 0 is the same audit for every order
@@ -91,15 +93,22 @@ def simulate_review(table, embeddings, config: AuditConfig | None = None, *,
     return out.sort_values(["seed", "order", "budget"]).reset_index(drop=True)
 
 
-def _measure(seed, order, k, val, chosen, res, hum, judge, done, *, items=None) -> dict:
+def _measure(seed, order, k, val, chosen, res, hum, judge, done, *, items=None,
+             texts=None) -> dict:
     final = np.asarray(res.adjusted, dtype=object).copy()
     if len(chosen):
-        # every validation row of a reviewed item ends with the reviewer's verdict
-        verdict = dict(zip(items[chosen].tolist(), hum[chosen].tolist()))
+        # every validation row of a reviewed item ends with the reviewer's verdict, read in the
+        # row's own orientation (an item's rows may show the two answers in either order)
+        rep = dict(zip(items[chosen].tolist(), chosen.tolist()))
+        ra, rb = texts
         for i in val:
-            v = verdict.get(items[i])
-            if v is not None:
-                final[i] = v
+            r = rep.get(items[i])
+            if r is None:
+                continue
+            if ra[i] == ra[r] and rb[i] == rb[r]:
+                final[i] = hum[r]
+            elif ra[i] == rb[r] and rb[i] == ra[r]:
+                final[i] = {"A": "B", "B": "A"}.get(hum[r], hum[r])
         reviewed = np.isin(items[val], list(done))
     else:
         reviewed = np.zeros(len(val), dtype=bool)
