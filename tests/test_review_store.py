@@ -191,3 +191,11 @@ def test_damaged_after_decisions_were_made(tmp_path):
 def test_bad_url_is_a_clear_error():
     with pytest.raises(PUAuditError, match="not a valid SQLAlchemy URL"):
         ReviewStore("not a url at all")
+
+
+def test_many_keys_are_read_in_one_scan(tmp_path):
+    s = ReviewStore(_url(tmp_path))
+    s.add_many([{"row_key": f"k{i}", "verdict": "A", "reviewer": "r"} for i in range(10)])
+    keys = [f"x{i}" for i in range(2500)] + ["k3", "k7"]
+    assert sorted(s.decisions(keys)["row_key"]) == ["k3", "k7"]
+    assert sorted(s.decisions(keys[-2:])["row_key"]) == ["k3", "k7"]

@@ -292,10 +292,13 @@ class ReviewStore:
         rows: list = []
         with self._guard("read decisions"):
             with self.engine.connect() as conn:
-                if keys is None:
+                wanted = None if keys is None else {str(k) for k in keys}
+                if wanted is None or len(wanted) > 2000:  # one scan, filtered here
                     rows = conn.execute(q).all()
+                    if wanted is not None:
+                        rows = [r for r in rows if r.row_key in wanted]
                 else:
-                    keys = sorted({str(k) for k in keys})
+                    keys = sorted(wanted)
                     for i in range(0, len(keys), 500):
                         rows += conn.execute(q.where(Decision.row_key.in_(keys[i:i + 500]))).all()
         df = pd.DataFrame([tuple(r) for r in rows], columns=DECISION_COLUMNS)
