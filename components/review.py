@@ -19,16 +19,22 @@ __all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
 VERDICT_BUTTONS = (("A", "A is better"), ("B", "B is better"), ("tie", "Tie"), ("skip", "Skip"))
 
 
-def reviewer_identity(user: dict | None, typed: str | None) -> tuple[str, bool]:
-    """(reviewer name, from_login). A signed-in user (Streamlit authentication) is named by the
-    login (name, else email) and cannot type another name; otherwise the typed name is used,
-    "" when none was typed (the page then asks for one)."""
+def reviewer_identity(user: dict | None, typed: str | None) -> tuple[str, str]:
+    """(reviewer name, how): ``how`` is ``"login"`` when a signed-in user (Streamlit
+    authentication) is named by the login (name, else email), ``"sign-in"`` when the operator
+    configured authentication and nobody is signed in (no name may be typed: the name is ""),
+    else ``"typed"`` with the typed name ("" when none was typed; the page asks for one).
+
+    ``user`` is ``st.user`` as a dict: it has ``is_logged_in`` only when authentication is
+    configured."""
     user = dict(user or {})
-    if user.get("is_logged_in"):
-        name = str(user.get("name") or user.get("email") or user.get("sub") or "").strip()
-        if name:
-            return name[:200], True
-    return ("" if typed is None else str(typed).strip())[:200], False
+    if "is_logged_in" in user:
+        if user.get("is_logged_in"):
+            name = str(user.get("name") or user.get("email") or user.get("sub") or "").strip()
+            if name:
+                return name[:200], "login"
+        return "", "sign-in"
+    return ("" if typed is None else str(typed).strip())[:200], "typed"
 
 
 def pending_queue(queue: pd.DataFrame, decisions: pd.DataFrame, reviewer: str) -> pd.DataFrame:

@@ -34,14 +34,17 @@ keys = row_keys(base)
 
 # -- who reviews ---------------------------------------------------------------------------------
 try:
-    user = {k: st.user.get(k) for k in ("is_logged_in", "name", "email", "sub")}
+    user = {k: st.user.get(k) for k in ("is_logged_in", "name", "email", "sub") if k in st.user}
 except Exception:  # no user information in this context
     user = {}
 if "w_review_name" not in ss:
     ss["w_review_name"] = ss.get("review_name", "")
-name, from_login = reviewer_identity(user, ss.get("w_review_name"))
-if from_login:
+name, how = reviewer_identity(user, ss.get("w_review_name"))
+if how == "login":
     st.caption(f"Reviewing as {md(name)} (signed in).")
+elif how == "sign-in":  # the operator set up authentication: names come from the login only
+    st.info("Sign in to review: your name comes from your login.")
+    st.button("Sign in", key="review_login", on_click=st.login)
 else:
     st.text_input("Your name (required to review)", key="w_review_name", max_chars=200)
     name, _ = reviewer_identity(user, ss.get("w_review_name"))
@@ -151,7 +154,7 @@ else:
                  f"P(judge right) {view['p_judge_right']:.2f} · adjusted verdict: "
                  f"{md(view['adjusted'] or '—')}")
     st.text_input("Note (optional)", key="w_review_note", max_chars=2000)
-    if not name:
+    if not name and how == "typed":
         st.info("Enter your name above to record decisions.")
     cols = st.columns(len(VERDICT_BUTTONS))
     for col, (verdict, label) in zip(cols, VERDICT_BUTTONS):

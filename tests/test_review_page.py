@@ -109,6 +109,14 @@ def test_signed_in_reviewer_is_named_by_the_login(db):
     assert _store(db).decisions()["reviewer"].tolist() == ["Dana Reviewer"]
 
 
+def test_with_authentication_configured_nobody_types_a_name(db):
+    at = _review_page(user={"is_logged_in": False})
+    assert not [t for t in at.text_input if t.key == "w_review_name"]
+    assert at.button(key="review_login") is not None
+    assert at.button(key="review_A").disabled
+    assert _store(db).count() == 0
+
+
 def test_corrupt_database_is_a_clear_message_and_left_untouched(db):
     junk = b"not a database" * 500
     db.write_bytes(junk)
@@ -138,3 +146,14 @@ def test_locked_database_keeps_the_decision_until_it_can_be_saved(db, monkeypatc
     assert any("Saved 1 decision(s) that were waiting" in s.value for s in at.success)
     d = _store(db).decisions()
     assert d["reviewer"].tolist() == ["carol"] and d["verdict"].tolist() == ["A"]
+
+
+def test_reviewer_identity_rules():
+    from components.review import reviewer_identity
+
+    assert reviewer_identity({}, " ann ") == ("ann", "typed")
+    assert reviewer_identity({"email": "x@y"}, "") == ("", "typed")  # no auth configured
+    assert reviewer_identity({"is_logged_in": True, "name": "Dana", "email": "d@x"}, "evil") == \
+        ("Dana", "login")
+    assert reviewer_identity({"is_logged_in": True, "email": "d@x"}, "evil") == ("d@x", "login")
+    assert reviewer_identity({"is_logged_in": False}, "evil") == ("", "sign-in")
