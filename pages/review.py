@@ -19,7 +19,7 @@ from puaudit.errors import PUAuditError
 from puaudit.review.feedback import base_table, latest_votes, merge_decisions
 from puaudit.review.keys import row_keys
 from puaudit.review.queue import review_queue
-from puaudit.review.store import get_store
+from puaudit.review.store import default_url, empty_decisions, get_store, store_exists
 
 st.title("Review")
 st.caption("Check the rows where a human verdict is worth most: the audit's uncertain rows, then "
@@ -50,15 +50,20 @@ else:
     name, _ = reviewer_identity(user, ss.get("w_review_name"))
     ss["review_name"] = name
 
-# -- the store -----------------------------------------------------------------------------------
+flash = ss.pop("review_flash", None)
+if flash:
+    (st.success if flash[0] == "success" else st.error)(md(flash[1]))
+
+# -- the store (created with the first decision: visiting this page writes nothing) --------------
 try:
-    store = get_store()
+    store = get_store() if store_exists() else None
 except PUAuditError as exc:
     state.show_error(exc)
     st.stop()
 pending = ss.setdefault("review_pending", [])
 if pending:  # decisions the database refused earlier: retried on every run, never dropped
     try:
+        store = get_store()
         store.add_many(pending)
         st.success(f"Saved {len(pending)} decision(s) that were waiting for the database.")
         ss["review_pending"] = pending = []
@@ -66,7 +71,7 @@ if pending:  # decisions the database refused earlier: retried on every run, nev
         st.warning(f"{len(pending)} decision(s) are kept in this browser session until the "
                    f"database accepts them. {md(exc)}")
 try:
-    decisions = store.decisions(keys)
+    decisions = store.decisions(keys) if store is not None else empty_decisions()
 except PUAuditError as exc:
     state.show_error(exc)
     st.stop()
@@ -77,10 +82,6 @@ if pending:
                      ignore_index=True)
 else:
     seen = decisions
-
-flash = ss.pop("review_flash", None)
-if flash:
-    (st.success if flash[0] == "success" else st.error)(md(flash[1]))
 
 # -- the queue -----------------------------------------------------------------------------------
 with st.expander("Queue order and filters", expanded=False):
@@ -118,7 +119,7 @@ def _decide(verdict: str, view: dict, who: str) -> None:
     rec["uid"] = uuid.uuid4().hex  # set now: a retry after a failure never saves it twice
     rec["created_at"] = datetime.now(timezone.utc)
     try:
-        store.add(**rec)
+        get_store().add(**rec)
         ss["review_flash"] = ("success", f"Saved: {verdict} on row {view['row']} by {who}.")
     except PUAuditError as exc:
         ss["review_pending"].append(rec)
@@ -170,7 +171,7 @@ merged = table is not base
 
 def _apply() -> None:
     try:
-        ss["table"] = merge_decisions(base, store.decisions(keys))
+        ss["table"] = merge_decisions(base, get_store().decisions(keys))
     except PUAuditError as exc:
         ss["review_flash"] = ("error", str(exc))
 
@@ -206,6 +207,7 @@ st.download_button("Download the audited table with review columns (CSV)",
                    table_to_bytes(export_frame(result, table, decisions), "csv"),
                    file_name=f"{stem}_puaudit_review.csv", mime="text/csv",
                    key="review_download", on_click="ignore")
-st.caption(f"Database: {md(store.location)}. Every input row and column, the puaudit_* columns, "
+where = store.location if store is not None else default_url().removeprefix("sqlite:///")
+st.caption(f"Database: {md(where)}. Every input row and column, the puaudit_* columns, "
            "and puaudit_review_* (consensus, every vote, disagreement, notes). "
            "`puaudit review export` writes the decisions themselves.")

@@ -51,6 +51,7 @@ def _store(db):
 
 def test_name_required_then_decisions_saved_with_settings(db):
     at = _review_page()
+    assert not db.exists()  # visiting the page creates no database
     assert at.button(key="review_A").disabled  # no name yet
     left = int(_metric(at, "Left in your queue").replace(",", ""))
     assert left > 0
@@ -129,6 +130,7 @@ def test_locked_database_keeps_the_decision_until_it_can_be_saved(db, monkeypatc
     import puaudit.review.store as store_mod
 
     monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_S", 0.2)
+    _store(db).dispose()  # the database exists (WAL): readers go on while a writer holds it
     at = _review_page()
     at.text_input(key="w_review_name").input("carol").run()
     first = _current_row(at)

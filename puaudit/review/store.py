@@ -39,7 +39,8 @@ from puaudit.data.jsonsafe import to_jsonable
 from puaudit.errors import PUAuditError
 from puaudit.review import VERDICTS
 
-__all__ = ["ReviewStore", "Decision", "get_store", "store_exists", "default_url", "DECISION_COLUMNS",
+__all__ = ["ReviewStore", "Decision", "get_store", "store_exists", "empty_decisions", "default_url",
+           "DECISION_COLUMNS",
            "URL_ENV", "DB_ENV", "BUSY_TIMEOUT_S"]
 
 URL_ENV = "PUAUDIT_REVIEW_URL"
@@ -76,6 +77,13 @@ class Decision(Base):
     audit_group: Mapped[str | None] = mapped_column(String(32), nullable=True)
     #: the audit settings the decision was made under (AuditConfig.to_dict() as JSON)
     settings: Mapped[str] = mapped_column(Text, default="{}")
+
+
+def empty_decisions() -> pd.DataFrame:
+    """A decisions frame with no rows (the columns of :meth:`ReviewStore.decisions`)."""
+    df = pd.DataFrame(columns=DECISION_COLUMNS)
+    df["created_at"] = pd.to_datetime(df["created_at"], utc=True)
+    return df
 
 
 def default_url() -> str:
