@@ -9,7 +9,7 @@ import streamlit as st
 
 
 from components import state
-from components.metrics import formula_cells
+from components.metrics import formula_cells, spreadsheet_safe_copy
 from components.review import review_export
 from components.safe_text import md
 from puaudit.audit.manifest import run_manifest
@@ -68,8 +68,9 @@ if risky:
     st.warning(f"Some cells start with =, +, - or @ and a spreadsheet would run them as formulas: "
                f"{where}. The downloads above are byte-faithful; for opening in Excel or Sheets "
                "use the spreadsheet-safe copy (a leading apostrophe marks those cells as text).")
-    st.download_button("Download spreadsheet-safe CSV",
-                       state.export_bytes(result, table, params, "csv", safe=True),
+    safe = (state.export_bytes(result, table, params, "csv", safe=True) if reviewed is None
+            else table_to_bytes(spreadsheet_safe_copy(frame), "csv"))
+    st.download_button("Download spreadsheet-safe CSV", safe,
                        file_name=f"{stem}_puaudit_spreadsheet_safe.csv", mime="text/csv",
                        key="dl_safe", on_click="ignore")
 

@@ -1,5 +1,5 @@
 """Command line: ``puaudit audit | evaluate | sweep | demo | trustjudge | judge | annotators |
-models``.
+models | review``.
 
 Bad input prints one clear message on stderr and exits with status 2 (never a traceback).
 With ``--json`` the last line printed is one JSON object.
