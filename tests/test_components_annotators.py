@@ -15,7 +15,7 @@ from components.annotators import (
 )
 from puaudit.annotators.agreement import annotator_report
 from puaudit.data.schema import load_comparisons
-from tests.test_annotators import hand_frame
+from tests.test_annotators_agreement import hand_frame
 
 
 @pytest.fixture(scope="module")

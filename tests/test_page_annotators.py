@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from puaudit.data.schema import load_comparisons
-from tests.test_annotators import hand_frame
+from tests.test_annotators_agreement import hand_frame
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "annotators.py")
 

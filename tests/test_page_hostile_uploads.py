@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
 from tests.make_hostile_files import make_hostile_files
-from tests.test_hostile_inputs import FAILS, WORKS
+from tests.test_data_hostile_inputs import FAILS, WORKS
 
 pytestmark = pytest.mark.usefixtures("app_env")
 

@@ -18,7 +18,7 @@ with ``x_0 = LN(E_word[ids] + E_pos[0..L-1] + E_type[0])``. Only folders this de
 accepted (:func:`unsupported_reason` says why not): ``model_type`` ``bert``, absolute positions,
 ``gelu``, an encoder (not a decoder), weights in ``model.safetensors`` and a ``tokenizer.json``
 whose normaliser agrees with ``tokenizer_config.json`` (transformers would rebuild it otherwise).
-Anything else runs through transformers as before. ``tests/test_bert_runtime.py`` checks the
+Anything else runs through transformers as before. ``tests/test_embed_bert_runtime.py`` checks the
 token ids and the hidden states against transformers.
 """
 
