@@ -355,6 +355,13 @@ def current_audit():
     return table, emb, result
 
 
+def audit_view():
+    """(table, embeddings, result, params) of this session's audit, for a page that shows it
+    (an error box and a stopped page when there is none: :func:`current_audit`)."""
+    table, emb, result = current_audit()
+    return table, emb, result, audit_params()
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def _export_bytes(content_hash: str, params_key: str, fmt: str, safe: bool, _result,
                   _table) -> bytes:

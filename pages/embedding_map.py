@@ -17,8 +17,7 @@ st.caption("Each point is one comparison: the difference between the embeddings 
            "positives (P), diamonds validation rows, dots unlabelled rows.")
 
 state.start_umap_warmup()
-table, emb, result = state.current_audit()
-params = state.audit_params()
+table, emb, result, params = state.audit_view()
 key = f"{state.table_hash(table)}|{params['encoder']}|{params['seed']}"
 
 

@@ -19,9 +19,8 @@ st.title("Export")
 st.caption("Every input row and column, unchanged and in order, plus the puaudit_* columns "
            "(split, score, P(judge right), group, adjusted verdict, reason).")
 
-table, emb, result = state.current_audit()
+table, emb, result, params = state.audit_view()
 ss = st.session_state
-params = state.audit_params()
 name = ss.get("source_name") or "table"
 stem = "demo" if name == state.DEMO_NAME else (Path(name).name.split(".")[0] or "table")
 

@@ -18,9 +18,8 @@ st.caption("Consistency with people per question type, before (Cons_orig) and af
            "the audit. With several judge columns — several judges, or one judge before and "
            "after a presentation attack such as padded answers — compare them side by side.")
 
-table, emb, result = state.current_audit()
+table, emb, result, params = state.audit_view()
 ss = st.session_state
-params = state.audit_params()
 frame = ss["raw_frame"]
 candidates = judge_candidates(frame, ss["columns"]) or [table.judge_column]
 picked = st.multiselect("Judge columns to audit", candidates, default=candidates[:2],

@@ -22,13 +22,13 @@ from puaudit.review.queue import review_queue
 from puaudit.review.store import default_url, empty_decisions, get_store, store_exists
 
 st.title("Review")
-st.caption("Check the rows where a human verdict is worth most: the audit's uncertain rows, then "
-           "its reversal candidates, then the rows closest to a coin flip. Decisions are saved in "
-           "a database, survive restarts, and can be fed back into the audit as human labels.")
+st.caption("Check the rows where a human verdict is worth most: the audit's uncertain rows, "
+           "then its reversal candidates, then the rows closest to a coin flip. "
+           "Decisions are saved in a database and survive restarts; "
+           "they can be fed back into the audit as human labels.")
 
-table, emb, result = state.current_audit()
+table, emb, result, params = state.audit_view()
 ss = st.session_state
-params = state.audit_params()
 base = base_table(table)
 keys = row_keys(base)
 

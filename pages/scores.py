@@ -15,8 +15,7 @@ st.title("Scores")
 st.caption("Each audited row's score says how well its judge-ordered difference embedding is "
            "matched by verified human preferences. Low scores are the reversal candidates.")
 
-table, emb, result = state.current_audit()
-params = state.audit_params()
+table, emb, result, params = state.audit_view()
 _used = result.params.get("scorer_used", params["scorer"])
 st.caption(f"Scorer **{params['scorer']}**" + (f" (chose **{_used}**)" if _used != params["scorer"]
                                                else "")

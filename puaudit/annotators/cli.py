@@ -17,7 +17,7 @@ import sys
 
 from puaudit.annotators.agreement import annotator_report
 from puaudit.annotators.models import MODEL_NAMES, MODELS, annotator_model_report
-from puaudit.cli.limits import add_max_rows_argument, read_input
+from puaudit.cli.limits import add_input_arguments, read_input
 from puaudit.data.io import check_output_path, write_table
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
@@ -32,8 +32,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "annotators", help="per-annotator reliability and biases (the LLM judge included)",
         description=__doc__.splitlines()[0])
-    p.add_argument("input", metavar="INPUT", help="CSV / TSV / Parquet / JSONL comparison table")
-    add_max_rows_argument(p)
+    add_input_arguments(p)
     p.add_argument("--annotator-col", metavar="C", help="column holding the annotator ids")
     p.add_argument("--judge-col", metavar="C", help="column holding the LLM judge's verdicts")
     p.add_argument("--human-col", metavar="C", help="column holding the human votes")
@@ -278,11 +277,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m puaudit.annotators.cli INPUT ...``."""
-    parser = argparse.ArgumentParser(prog="puaudit")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["annotators", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    """Stand-alone entry point: ``python -m puaudit.annotators.cli INPUT ...`` (the errors and exit codes of ``puaudit``)."""
+    from puaudit.cli import main as puaudit_main
+
+    return puaudit_main(["annotators", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import os
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["DEFAULT_MAX_ROWS", "BYTES_PER_ROW", "add_max_rows_argument", "max_rows_from",
+__all__ = ["DEFAULT_MAX_ROWS", "BYTES_PER_ROW", "add_max_rows_argument", "add_input_arguments", "max_rows_from",
            "limits_from", "read_input"]
 
 DEFAULT_MAX_ROWS = 1_000_000
@@ -39,6 +39,13 @@ def add_max_rows_argument(p: argparse.ArgumentParser) -> None:
                    help=f"read at most N data rows (default {DEFAULT_MAX_ROWS:,} or ${ENV}, "
                         f"which keeps a run under about 3 GB; 0 = no limit: the audit needs "
                         f"about {BYTES_PER_ROW / 1000:.1f} KB per row)")
+
+
+def add_input_arguments(p: argparse.ArgumentParser, *,
+                        help: str = "CSV / TSV / Parquet / JSONL comparison table") -> None:
+    """The ``INPUT`` table of a command and its row limit (:func:`add_max_rows_argument`)."""
+    p.add_argument("input", metavar="INPUT", help=help)
+    add_max_rows_argument(p)
 
 
 def max_rows_from(args) -> int | None:

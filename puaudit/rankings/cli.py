@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from puaudit.cli.limits import add_max_rows_argument, read_input
+from puaudit.cli.limits import add_input_arguments, read_input
 from puaudit.errors import PUAuditError
 
 __all__ = ["add_parser", "run", "main"]
@@ -27,8 +27,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "models", help="model win rates and Bradley-Terry rankings: judge, audited, human, PPI",
         description=__doc__.splitlines()[0])
-    p.add_argument("input", metavar="INPUT", help="CSV / TSV / Parquet / JSONL comparison table")
-    add_max_rows_argument(p)
+    add_input_arguments(p)
     p.add_argument("--audit-export", metavar="FILE", default=None,
                    help="a `puaudit audit` export of INPUT (same rows): its puaudit_adjusted "
                         "column gives the audited verdicts")

@@ -115,11 +115,10 @@ def _import(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m puaudit.review.cli export|import ...``."""
-    parser = argparse.ArgumentParser(prog="puaudit")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["review", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    """Stand-alone entry point: ``python -m puaudit.review.cli export|import ...`` (the errors and exit codes of ``puaudit``)."""
+    from puaudit.cli import main as puaudit_main
+
+    return puaudit_main(["review", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
