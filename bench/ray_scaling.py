@@ -216,6 +216,8 @@ def main() -> None:
         if r["same_groups_as_local"] is not None:
             print(f"  same split and groups as the local path: {r['same_groups_as_local']}")
     n = 120 if args.quick else args.texts
+    if n < 2:
+        raise SystemExit("--texts must be at least 2")
     ray = _ray_init(2)
     try:
         t1, t2 = speedup(n, args.per_text, batch=max(5, n // 24))
