@@ -180,3 +180,19 @@ def test_an_unknown_backend_is_refused(planted):
     df, e_a, e_b, _ = planted
     with pytest.raises(PUAuditError, match="Unknown backend 'spark'"):
         PUAudit(backend="spark").fit(df, PairEmbeddings(e_a, e_b))
+
+
+@needs_ray
+def test_an_unreachable_cluster_is_reported_at_once(monkeypatch, tmp_path, capsys, planted):
+    import ray
+
+    from puaudit.cli.commands import main
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh process
+    src = tmp_path / "t.csv"
+    planted[0].to_csv(src, index=False)
+    for address in ("127.0.0.1:1", "ray://127.0.0.1:1"):
+        assert main(["audit", str(src), "-o", str(tmp_path / "o.csv"), "--ray", address]) == 2
+        err = capsys.readouterr().err
+        assert f"No Ray cluster answers at '{address}'" in err and "ray start --head" in err
+    assert not (tmp_path / "o.csv").exists()

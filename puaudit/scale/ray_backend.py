@@ -59,6 +59,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None):
         return ray
     kwargs = {"ignore_reinit_error": True, "log_to_driver": True}
     if address not in (None, "", "auto"):
+        _check_reachable(address)  # Ray itself retries an unreachable address for minutes
         kwargs["address"] = address
     elif num_cpus is not None:
         kwargs["num_cpus"] = int(num_cpus)
@@ -71,6 +72,27 @@ def connect(address: str | None = None, *, num_cpus: int | None = None):
             "(see docs/ray.md) and pass its address (--ray HOST:6379), or omit the address to "
             "start a local instance.") from None
     return ray
+
+
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Raise :class:`PUAuditError` at once when ``HOST:PORT`` (or ``ray://HOST:PORT``) does not
+    accept a TCP connection; other forms (``local``, a path) are left to Ray."""
+    import re
+    import socket
+
+    m = re.fullmatch(r"(?:ray://)?\[?([^\[\]/]+?)\]?:(\d+)", address.strip())
+    if m is None:
+        return
+    host, port = m.group(1), int(m.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise PUAuditError(
+            f"No Ray cluster answers at {address!r} ({exc.strerror or exc}). Start one with "
+            "`ray start --head` on that machine (see docs/ray.md), check the host and port "
+            "(6379 by default; ray:// addresses use the client port, 10001), or omit the "
+            "address to start a local instance.") from None
 
 
 def cluster_gpus() -> float:
