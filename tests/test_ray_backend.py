@@ -63,6 +63,15 @@ class DyingEncoder(HashingEncoder):
         return super().encode(texts, **kwargs)
 
 
+class FailingEncoder(HashingEncoder):
+    """The hashing test encoder, failing on every batch as a broken model would."""
+
+    name = "failing-test"
+
+    def encode(self, texts, **kwargs):
+        raise ValueError("the model exploded")
+
+
 def _encoded(folder: Path) -> int:
     return sum(int(x) for p in folder.glob("encoded-*.txt") for x in p.read_text().split())
 
@@ -196,3 +205,13 @@ def test_an_unreachable_cluster_is_reported_at_once(monkeypatch, tmp_path, capsy
         err = capsys.readouterr().err
         assert f"No Ray cluster answers at '{address}'" in err and "ray start --head" in err
     assert not (tmp_path / "o.csv").exists()
+
+
+@needs_ray
+def test_an_encoder_error_on_a_worker_is_reported_plainly(ray_local, tmp_path):
+    from puaudit.scale.ray_embed import embed_texts_ray
+
+    with pytest.raises(PUAuditError, match=r"\(ValueError: the model exploded\); no text was "
+                                           r"finished"):
+        embed_texts_ray(_texts(20), FailingEncoder(), cache_dir=tmp_path, num_workers=1,
+                        batch_size=10)

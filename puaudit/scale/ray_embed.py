@@ -238,10 +238,10 @@ def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
         if cache is not None:
             _, now = cache.get([keys[i] for i in missing])
             kept = (f"; {int(now.sum())} of the {len(missing)} texts it had to embed are "
-                    f"finished and kept in {folder}: run it again to resume")
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise PUAuditError(f"A Ray worker failed while embedding ({type(exc).__name__}: "
-                           f"{first[:300]}){kept}.") from None
+                    f"finished and kept in {folder}: run it again to resume") if now.any() \
+                else "; no text was finished"
+        raise PUAuditError(f"A Ray worker failed while embedding ({_root_cause(exc)}){kept}.") \
+            from None
     if not got.all():
         raise PUAuditError(f"Ray returned embeddings for {int(got.sum())} of {total} texts; "
                            "run it again (finished texts are reused).")
@@ -252,6 +252,20 @@ def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
             cache.put([keys[i] for i in lost], out[lost])
             cache.flush()
     return out
+
+
+def _root_cause(exc: BaseException) -> str:
+    """``Type: message`` of the error under Ray's wrappers (the encoder's own, which Ray only
+    keeps as text in the traceback it carries), on one line without terminal colours."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    for line in text.splitlines():
+        m = re.match(r"(?!ray\.)([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$", line.strip())
+        if m:
+            return f"{m.group(1).rsplit('.', 1)[-1]}: {m.group(2)[:300]}"
+    first = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    return f"{type(exc).__name__}: {first[:300]}" if first else type(exc).__name__
 
 
 def embed_table_ray(table, encoder=None, *, cache_dir: Any = DEFAULT,
