@@ -224,3 +224,36 @@ def test_an_encoder_error_on_a_worker_is_reported_plainly(ray_local, tmp_path):
                                            r"finished"):
         embed_texts_ray(_texts(20), FailingEncoder(), cache_dir=tmp_path, num_workers=1,
                         batch_size=10)
+
+
+def test_gpu_clusters_get_one_gpu_per_encoder_actor(monkeypatch):
+    """The actor pool's shape (no cluster needed): one actor per GPU with num_gpus=1 for a model
+    encoder on a GPU cluster; CPU actors otherwise; the copy sent to workers is unloaded, has no
+    cache of its own and the precision mode fixed on the driver."""
+    import pickle
+    import threading
+
+    from puaudit.embed.encoders import get_encoder
+    from puaudit.scale import ray_embed
+
+    enc = get_encoder(None, mode="full")
+    monkeypatch.setattr(ray_embed, "cluster_cpus", lambda: 16.0)
+    monkeypatch.setattr(ray_embed, "cluster_gpus", lambda: 4.0)
+    assert ray_embed._pool(enc, None, 1.0) == (4, 1.0, 1.0)
+    assert ray_embed._pool(HashingEncoder(), None, 2.0) == (8, 2.0, 0.0)  # not a model: CPUs
+    assert ray_embed._pool(get_encoder(None, device="cpu"), None, 4.0) == (4, 4.0, 0.0)
+    monkeypatch.setattr(ray_embed, "cluster_gpus", lambda: 0.0)
+    assert ray_embed._pool(enc, 3, 1.0) == (3, 1.0, 0.0)
+    w = ray_embed.worker_encoder(enc, gpu=True, threads=4)
+    assert (w.device, w.cache_dir, w.mode, getattr(w, "model_", None)) == ("cuda", None, "full",
+                                                                          None)
+    assert ray_embed.worker_encoder(enc, gpu=False, threads=4).num_threads == 4
+    pickle.dumps(w)
+
+    class Unpicklable(HashingEncoder):
+        def __init__(self):
+            super().__init__()
+            self.lock = threading.Lock()
+
+    with pytest.raises(PUAuditError, match="cannot be sent to Ray workers"):
+        ray_embed.worker_encoder(Unpicklable(), gpu=False, threads=1)

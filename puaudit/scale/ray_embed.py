@@ -91,7 +91,11 @@ def worker_encoder(encoder, *, gpu: bool, threads: int | None):
                          num_threads=encoder.num_threads if gpu or threads is None else threads,
                          normalize=encoder.normalize, mode=encoder.mode_)
     try:
-        pickle.dumps(encoder)
+        from ray import cloudpickle as pickler  # what Ray ships objects with
+    except ImportError:
+        pickler = pickle
+    try:
+        pickler.dumps(encoder)
     except Exception as exc:
         raise PUAuditError(
             f"The encoder {type(encoder).__name__} cannot be sent to Ray workers ({exc}): use a "
