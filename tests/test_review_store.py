@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
 from puaudit.errors import PUAuditError
 from puaudit.review.store import ReviewStore, default_url, get_store
+from tests.conftest import ROOT
 
 
 def _url(tmp_path, name="review.sqlite"):
@@ -145,19 +151,44 @@ def test_read_only_database_reads_but_refuses_writes_clearly(tmp_path):
     assert ReviewStore(url).decisions()["row_key"].tolist() == ["k1"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only files anyway")
-def test_read_only_file_permissions(tmp_path):  # pragma: no cover - not root in CI
-    url = _url(tmp_path)
-    ReviewStore(url).add("k1", "A", "alice")
-    os.chmod(tmp_path / "review.sqlite", 0o444)
-    os.chmod(tmp_path, 0o555)
+_READ_ONLY_CHECK = """
+import sys
+from puaudit.errors import PUAuditError
+from puaudit.review.store import ReviewStore
+s = ReviewStore(sys.argv[1])
+assert s.decisions()["row_key"].tolist() == ["k1"]
+try:
+    s.add("k2", "A", "alice")
+except PUAuditError as exc:
+    print("REFUSED", exc.kind, exc)
+"""
+
+
+def test_read_only_file_permissions():
+    # root writes to read-only files anyway: as root the check runs without the capability that
+    # allows it (CAP_DAC_OVERRIDE, dropped by util-linux's setpriv)
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv to drop CAP_DAC_OVERRIDE")
+        prefix = ["setpriv", "--bounding-set", "-dac_override", "--inh-caps", "-dac_override"]
+    folder = Path(tempfile.mkdtemp(prefix="puaudit-ro-"))
     try:
-        s = ReviewStore(url)
-        assert s.decisions()["row_key"].tolist() == ["k1"]
-        with pytest.raises(PUAuditError, match="read-only|cannot be opened"):
-            s.add("k2", "A", "alice")
+        os.chmod(folder, 0o755)
+        url = _url(folder)
+        ReviewStore(url).add("k1", "A", "alice")
+        os.chmod(folder / "review.sqlite", 0o444)
+        os.chmod(folder, 0o555)
+        proc = subprocess.run([*prefix, sys.executable, "-c", _READ_ONLY_CHECK, url],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(folder)})
+        assert proc.returncode == 0, proc.stderr
+        assert "REFUSED" in proc.stdout and ("read-only" in proc.stdout
+                                             or "cannot be opened" in proc.stdout), proc.stdout
+        assert ReviewStore(url).decisions()["row_key"].tolist() == ["k1"]
     finally:
-        os.chmod(tmp_path, 0o755)
+        os.chmod(folder, 0o755)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_corrupt_file_is_named_and_left_untouched(tmp_path):
