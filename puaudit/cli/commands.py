@@ -170,6 +170,23 @@ def _embeddings(args, table):
     return emb
 
 
+def _preload_scorers() -> None:
+    """Import the scorers' libraries (POT, scikit-learn: about a second) in a background thread
+    while the texts are embedded, which waits in native code most of the time."""
+    import threading
+
+    def load():
+        try:
+            import ot  # noqa: F401
+            import sklearn.isotonic  # noqa: F401
+            import sklearn.linear_model  # noqa: F401
+            import sklearn.neighbors  # noqa: F401
+        except Exception:  # noqa: BLE001 - the audit imports them again and reports any error
+            pass
+
+    threading.Thread(target=load, name="puaudit-preload", daemon=True).start()
+
+
 def _fmt(x, nd=3):
     return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{nd}f}"
 
@@ -191,6 +208,7 @@ def cmd_audit(args) -> int:
 
         connect(args.ray)
     table = _load(args)
+    _preload_scorers()
     emb = _embeddings(args, table)
     cfg = config_from_args(args)
     est = PUAudit(cfg, backend="ray" if args.ray else "local")
