@@ -38,20 +38,42 @@ class MonotoneCalibrator:
     Both are shrunk towards the base rate with ``prior_strength`` pseudo-rows:
     :math:`\\hat p = (n\\,p + k\\,\\bar y)/(n + k)` per bin (isotonic only).
 
+    ``n_bags > 0`` (isotonic, with ``bounds``): bagged isotonic calibration. The map is refitted
+    on ``n_bags`` bootstrap resamples of the groups (items), and
+
+    .. math:: \\hat p(s) = \\tfrac1B \\sum_b \\hat p_b(s), \\qquad
+              \\hat p^{\\uparrow}(s) = \\text{quantile}_{\\Phi(z)}\\{\\hat p_b(s)\\}_b
+
+    (a bootstrap percentile bound). A single isotonic fit is a step function whose blocks move
+    as a whole when a few rows change; a block sitting near the guarded rule's thresholds flips
+    hundreds of audited rows with the fold split (measured on llmfao: 430–640 of 3,776 rows
+    between seeds). The bagged map is smooth in the score and moves little.
+
     Parameters
     ----------
     method : {"isotonic", "platt"}
     min_bin : int
     prior_strength : float
+    z : float
+        One-sided normal quantile of the upper bound (1.645: 95%).
+    bounds : bool
+        Compute upper bounds (``predict_upper``).
+    n_bags : int, default 0
+        Bootstrap refits of the bagged map; 0 fits once (Wilson bounds per isotonic block).
+    random_state : int or None, default 0
+        Seeds the bootstrap of the bags.
     """
 
     def __init__(self, method: str = "isotonic", *, min_bin: int = 20, prior_strength: float = 2.0,
-                 z: float = 1.645, bounds: bool = True):
+                 z: float = 1.645, bounds: bool = True, n_bags: int = 0,
+                 random_state: int | None = 0):
         self.method = method
         self.bounds = bounds
         self.min_bin = min_bin
         self.prior_strength = prior_strength
         self.z = z
+        self.n_bags = n_bags
+        self.random_state = random_state
 
     def fit(self, scores: np.ndarray, y: np.ndarray, *, groups: np.ndarray | None = None
             ) -> "MonotoneCalibrator":
@@ -129,7 +151,40 @@ class MonotoneCalibrator:
             start = end
         self.bin_upper_ = upper
         self.bin_lower_ = lower
+        if self.n_bags and self.n_bags > 0:
+            self._fit_bags(s, y, g)
         return self
+
+    def _fit_bags(self, s: np.ndarray, y: np.ndarray, g: np.ndarray | None) -> None:
+        """Bagged map on a grid of score quantiles: the bags' mean and upper quantile."""
+        from scipy.stats import norm
+
+        n = len(s)
+        grid = np.unique(np.quantile(s, np.linspace(0.0, 1.0, min(n, 1024))))
+        if g is None:
+            inv = np.arange(n)
+        else:
+            _, inv = np.unique(g.astype(str), return_inverse=True)
+        n_groups = int(inv.max()) + 1 if n else 0
+        rng = np.random.default_rng(self.random_state)
+        single = MonotoneCalibrator("isotonic", min_bin=self.min_bin,
+                                    prior_strength=self.prior_strength, bounds=False)
+        curves = np.empty((int(self.n_bags), len(grid)))
+        for b in range(int(self.n_bags)):
+            # resample groups (items), each drawn group bringing all of its rows
+            weight = np.bincount(rng.integers(0, n_groups, n_groups), minlength=n_groups)[inv]
+            idx = np.repeat(np.arange(n), weight)
+            # the shrinkage towards the base rate can bend a fit down by ~1e-4 where a small
+            # block meets a large one; the running maximum keeps every bag (so their mean and
+            # quantiles) monotone
+            curves[b] = np.maximum.accumulate(single.fit(s[idx], y[idx]).predict(grid))
+        self.grid_ = grid
+        self.grid_mean_ = curves.mean(axis=0)
+        self.grid_upper_ = np.quantile(curves, float(norm.cdf(self.z)), axis=0)
+
+    @property
+    def bagged_(self) -> bool:
+        return hasattr(self, "grid_")
 
     def predict_upper(self, scores: np.ndarray) -> np.ndarray:
         """One-sided upper confidence bound of P(judge right) (level set by ``z``; 1.645 = 95%).
@@ -140,6 +195,8 @@ class MonotoneCalibrator:
         s = np.asarray(scores, dtype=np.float64)
         if self.method == "platt":
             return self.predict(s)
+        if self.bagged_:
+            return np.interp(s, self.grid_, self.grid_upper_)
         if len(self.bin_centres_) == 1:
             return np.full(s.shape, self.bin_upper_[0])
         return np.interp(s, self.bin_centres_, self.bin_upper_)
@@ -148,6 +205,8 @@ class MonotoneCalibrator:
         s = np.asarray(scores, dtype=np.float64)
         if self.method == "platt":
             return 1.0 / (1.0 + np.exp(-(self.coef_ * s + self.intercept_)))
+        if self.bagged_:
+            return np.interp(s, self.grid_, self.grid_mean_)
         if len(self.bin_centres_) == 1:
             return np.full(s.shape, self.bin_values_[0])
         return np.interp(s, self.bin_centres_, self.bin_values_)

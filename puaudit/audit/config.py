@@ -12,6 +12,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from puaudit.errors import PUAuditError
 from puaudit.audit.relabel import RULES
 from puaudit.audit.scorers import SCORERS
@@ -64,6 +66,15 @@ class AuditConfig:
     n_folds : int >= 2, default 5
         Cross-fitting folds for calibration and for the automatic choice.
     calibration : {"isotonic", "platt"}, default "isotonic"
+    cv_repeats : int >= 1, optional
+        Repetitions of the cross-fitting folds; the calibrator is fitted on the out-of-fold
+        scores of all of them, so one draw of the folds does not decide the audit. ``None``
+        (default): enough repetitions for 20,000 out-of-fold scores, between 1 and 3 (3 below
+        10,000 P rows, 2 below 20,000, 1 from there on, where one draw of the folds already
+        moves little).
+    calibration_bags : int >= 0, default 50
+        Bootstrap refits (over items) of the isotonic calibration, averaged; the guarded rule's
+        upper bound is their 95th percentile. 0: one fit, Wilson bounds per isotonic block.
     human_source : {"votes", "consensus", "ds", "crowdlab"}, default "votes"
         ``consensus`` replaces each row's human verdict by its item's majority vote; ``ds`` by
         the most probable truth of a Dawid-Skene model of the people's votes; ``crowdlab`` by
@@ -97,6 +108,11 @@ class AuditConfig:
     n_folds: int = field(default=5, metadata=_cli("--folds", "cross-fitting folds"))
     calibration: str = field(default="isotonic", metadata=_cli(
         "--calibration", "score -> P(judge right) map", choices=CALIBRATION_CHOICES))
+    cv_repeats: int | None = field(default=None, metadata=_cli(
+        "--cv-repeats", "repetitions of the cross-fitting folds pooled by the calibration "
+        "(default: 3 for small P, down to 1 from 20,000 P rows)"))
+    calibration_bags: int = field(default=50, metadata=_cli(
+        "--calibration-bags", "bootstrap refits averaged by the isotonic calibration (0: one fit)"))
     human_source: str = field(default="votes", metadata=_cli(
         "--human-source", "build P from single votes, item majority (consensus), a Dawid-Skene "
         "model of the votes (ds) or CROWDLAB with the audit's probabilities (crowdlab)",
@@ -131,6 +147,13 @@ class AuditConfig:
         if int(self.n_folds) < 2:
             raise PUAuditError(f"n_folds must be at least 2, got {self.n_folds}.")
         object.__setattr__(self, "n_folds", int(self.n_folds))
+        for name, lo in (("cv_repeats", 1), ("calibration_bags", 0)):
+            v = getattr(self, name)
+            if v is None and name == "cv_repeats":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < lo or int(v) > 1000:
+                raise PUAuditError(f"{name} must be a whole number from {lo} to 1000, got {v!r}.")
+            object.__setattr__(self, name, int(v))
         if self.review_band is not None:
             lo, hi = (float(v) for v in self.review_band)
             if not lo < hi:

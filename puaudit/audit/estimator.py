@@ -286,6 +286,8 @@ class ScoredSplit:
     p_upper: np.ndarray | None = None
     base_rate: float = float("nan")       # P's agreement rate the calibrator was fitted at
     prior_target: float | None = None     # the m the probabilities were shifted to (None: none)
+    #: (repeats, len(P rows)) out-of-fold scores of every cross-fitting repetition (NaN: none)
+    cv_repeat_scores: np.ndarray | None = None
 
 
 def _denoise_by_type(prep: PreparedSplit, rows: np.ndarray, *, alpha1: float, alpha2: float,
@@ -366,6 +368,24 @@ def _score_by_type(prep: PreparedSplit, calls: list[tuple], *, scorer: str, m: f
     return out
 
 
+#: out-of-fold scores the default number of cross-fitting repetitions aims at
+CV_POOL_TARGET = 20_000
+
+
+def default_cv_repeats(n_p: int, *, most: int = 3) -> int:
+    r"""Cross-fitting repetitions for ``n_p`` P rows: :math:`\min(3, \max(1,
+    \lceil 20000 / n_P \rceil))`.
+
+    One draw of the folds moves a calibrator fitted on a few thousand rows (on llmfao, 1,582 P
+    rows: 424 of 3,776 audited rows change groups between fold seeds; 86 with three
+    repetitions and bagging); from about 20,000 rows one draw already moves little, and each
+    repetition costs a full set of fold fits.
+    """
+    if n_p <= 0:
+        return 1
+    return int(min(most, max(1, math.ceil(CV_POOL_TARGET / n_p))))
+
+
 def _item_folds(items: np.ndarray, n_folds: int, rng: np.random.Generator) -> np.ndarray:
     uniq = np.array(sorted(set(items.tolist())), dtype=object)
     perm = rng.permutation(len(uniq))
@@ -384,6 +404,7 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
                 ot_method: str = "auto", reg: float | None = None, n_folds: int = 5,
                 calibration: str = "isotonic", calibrate: bool = True, n_neighbors: int = 15,
                 denoise: bool | None = None, candidates: tuple[str, ...] = AUTO_CANDIDATES,
+                cv_repeats: int | None = None, calibration_bags: int = 50,
                 random_state: int | None = 0, map_fn: Callable | None = None) -> ScoredSplit:
     r"""Denoise P, score audited rows, and cross-fit the score -> P(judge right) map on P.
 
@@ -391,6 +412,12 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
     the other folds' (denoised) P rows and scores the held-out fold's rows *in the judge's order*,
     together with the audited rows, so held-out scores live on the same scale as audited ones.
     A :class:`MonotoneCalibrator` is then fitted on (held-out score, judge == human).
+
+    ``cv_repeats``: the folds are drawn that many times and the calibrator is fitted on the
+    out-of-fold scores of every repetition (each P row ``cv_repeats`` times; its confidence
+    bounds still count items once); ``None``: :func:`default_cv_repeats`.
+    ``calibration_bags``: bagged isotonic calibration (see :class:`MonotoneCalibrator`). Both make the calibrated probabilities depend less on one
+    draw of the folds; with 1 and 0 the audit is the single cross-fit.
 
     ``m``: the share of audited verdicts believed right. ``None`` (default) uses P's agreement
     rate and leaves the calibrated probabilities as fitted; a value moves them from P's base
@@ -431,7 +458,7 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
     kw = dict(m_used=m_used, alpha1=alpha1, alpha2=alpha2, per_type=per_type,
               ot_method=ot_method, reg=reg, n_folds=n_folds, calibration=calibration,
               calibrate=calibrate, n_neighbors=n_neighbors, random_state=random_state,
-              map_fn=map_fn)
+              cv_repeats=cv_repeats, calibration_bags=calibration_bags, map_fn=map_fn)
     with threadpool_limits(limits=1 if small else None):
         if scorer == "auto":
             scored = _score_auto(prep, candidates=candidates, denoise=denoise, **kw)
@@ -529,11 +556,14 @@ def _score_auto(prep: PreparedSplit, *, candidates, denoise, **kw) -> ScoredSpli
         out = fitted[chosen]
         out.diagnostics["auto"] = info
         return out
-    return _stack(prep, fitted, usable, info, method)
+    return _stack(prep, fitted, usable, info, method, bags=kw["calibration_bags"],
+                  random_state=kw["random_state"])
 
 
-def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict, method: str) -> ScoredSplit:
-    """The stacked scorer: mean logit of the candidates' calibrated probabilities, recalibrated."""
+def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict, method: str, *,
+           bags: int = 0, random_state: int | None = 0) -> ScoredSplit:
+    """The stacked scorer: mean logit of the candidates' calibrated probabilities, recalibrated
+    (on the out-of-fold scores of every cross-fitting repetition)."""
     u = prep.u_rows
     first = fitted[usable[0]]
     cv_rows = first.cv_rows
@@ -543,7 +573,22 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict, method: 
     cv = 1 / (1 + np.exp(-np.mean(
         [_logit(fitted[c].calibrator.predict(fitted[c].cv_scores)) for c in usable], axis=0)))
     y = first.cv_correct
-    cal = MonotoneCalibrator(method).fit(cv, y, groups=prep.item_id[cv_rows])
+    reps = [fitted[c].cv_repeat_scores for c in usable]
+    if all(r is not None and r.shape == reps[0].shape for r in reps):
+        # every repetition's stacked out-of-fold probability (NaN where a candidate had none)
+        with np.errstate(invalid="ignore"):
+            stacked = 1 / (1 + np.exp(-np.mean(
+                [_logit(fitted[c].calibrator.predict(r)) for c, r in zip(usable, reps)], axis=0)))
+        p_rows = prep.p_rows
+        pooled = np.isfinite(stacked)
+        correct = prep.judge[p_rows] == prep.human[p_rows]
+        cal = MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
+            stacked[pooled], np.broadcast_to(correct, stacked.shape)[pooled],
+            groups=np.broadcast_to(prep.item_id[p_rows], stacked.shape)[pooled])
+    else:
+        stacked = None
+        cal = MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
+            cv, y, groups=prep.item_id[cv_rows])
     score[cv_rows] = cv
     p_right = np.full(len(score), np.nan)
     p_right[u] = cal.predict(score[u])
@@ -552,7 +597,8 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict, method: 
                    "total_seconds": sum(fitted[c].diagnostics["total_seconds"] for c in usable)}
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=first.in_p_prime,
                        m=first.m, scorer=STACKED, calibrator=cal, cv_scores=cv, cv_correct=y,
-                       cv_rows=cv_rows, cv_folds=first.cv_folds, diagnostics=diagnostics)
+                       cv_rows=cv_rows, cv_folds=first.cv_folds, diagnostics=diagnostics,
+                       cv_repeat_scores=stacked)
 
 
 def _snap(x: np.ndarray) -> np.ndarray:
@@ -564,7 +610,7 @@ def _snap(x: np.ndarray) -> np.ndarray:
 
 def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_type, ot_method, reg,
                  n_folds, calibration, calibrate, n_neighbors, denoise, random_state,
-                 map_fn=None) -> ScoredSplit:
+                 cv_repeats=1, calibration_bags=0, map_fn=None) -> ScoredSplit:
     t0 = time.perf_counter()
     opts = {"ot_method": ot_method, "reg": reg, "n_neighbors": n_neighbors,
             "random_state": random_state}
@@ -581,44 +627,61 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
     cv_folds = np.zeros(0, dtype=int)
     p_right = np.full(n, np.nan)
     k = min(n_folds, len(set(prep.item_id[p_rows].tolist())))
-    if calibrate and k >= 2:
+    crossfit = calibrate and k >= 2
+    repeats = (default_cv_repeats(len(p_rows)) if cv_repeats is None
+               else max(1, int(cv_repeats))) if crossfit else 0
+    if crossfit:
+        # one generator for every repetition: the first repetition's folds are the same
+        # whatever the number of repetitions
         rng = np.random.default_rng(None if random_state is None else random_state + 7919)
-        folds = _item_folds(prep.item_id[p_rows], k, rng)
-    # the full fit, then each fold's fit scoring its held-out rows (all independent jobs)
+        fold_sets = [_item_folds(prep.item_id[p_rows], k, rng) for _ in range(repeats)]
+    # the full fit, then each repetition's fold fits scoring their held-out rows (all
+    # independent jobs)
     calls, fold_of_call = [(p_prime, u_rows, 0)], []
-    for f in range(k if calibrate and k >= 2 else 0):
-        pp = _denoise_by_type(prep, p_rows[folds != f], alpha1=alpha1, alpha2=alpha2,
-                              enabled=denoise)
-        if len(pp):
-            calls.append((pp, np.concatenate([u_rows, p_rows[folds == f]]), len(u_rows)))
-            fold_of_call.append(f)
+    for r in range(repeats):
+        folds = fold_sets[r]
+        for f in range(k):
+            pp = _denoise_by_type(prep, p_rows[folds != f], alpha1=alpha1, alpha2=alpha2,
+                                  enabled=denoise)
+            if len(pp):
+                calls.append((pp, np.concatenate([u_rows, p_rows[folds == f]]), len(u_rows)))
+                fold_of_call.append((r, f))
     scores = _score_by_type(prep, calls, scorer=scorer, m=m_used, per_type=per_type, opts=opts,
                             map_fn=map_fn)
     score[u_rows] = _snap(scores[0])
     t_score = time.perf_counter() - t0  # full fit and folds
-    if calibrate and k >= 2:
-        cv = np.full(len(p_rows), np.nan)
-        for f, s in zip(fold_of_call, scores[1:]):
-            cv[folds == f] = s
-        cv = _snap(cv)
-        ok = np.isfinite(cv)
-        cv_scores = cv[ok]
+    if crossfit:
+        cv_all = np.full((repeats, len(p_rows)), np.nan)
+        for (r, f), s in zip(fold_of_call, scores[1:]):
+            cv_all[r, fold_sets[r] == f] = s
+        cv_all = _snap(cv_all)
+        # the first repetition is the cross-fit the rest of the audit reads (one out-of-fold
+        # score per P row: the automatic choice, the stack, the bootstrap of the expected
+        # consistency); the calibrator is fitted on every repetition's scores
+        ok = np.isfinite(cv_all[0])
+        cv_scores = cv_all[0][ok]
         cv_rows = p_rows[ok]
-        cv_folds = folds[ok]
-        cv_correct = (prep.judge[p_rows] == prep.human[p_rows])[ok]
+        cv_folds = fold_sets[0][ok]
+        correct = prep.judge[p_rows] == prep.human[p_rows]
+        cv_correct = correct[ok]
+        pooled = np.isfinite(cv_all)
         if ok.sum() >= 2:
-            calibrator = MonotoneCalibrator(calibration).fit(
-                cv_scores, cv_correct, groups=prep.item_id[p_rows][ok])
+            calibrator = MonotoneCalibrator(
+                calibration, n_bags=calibration_bags, random_state=random_state).fit(
+                cv_all[pooled], np.broadcast_to(correct, cv_all.shape)[pooled],
+                groups=np.broadcast_to(prep.item_id[p_rows], cv_all.shape)[pooled])
             p_right[u_rows] = calibrator.predict(score[u_rows])
             p_right[p_rows[ok]] = calibrator.predict(cv_scores)
         score[p_rows[ok]] = cv_scores
     diagnostics = {"n_p": int(len(p_rows)), "n_p_prime": int(len(p_prime)), "denoised": denoise,
                    "n_audited": int(len(u_rows)), "n_folds": int(k) if calibrate else 0,
+                   "cv_repeats": int(repeats), "calibration_bags": int(calibration_bags),
                    "score_seconds": t_score, "total_seconds": time.perf_counter() - t0}
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=in_pp, m=m_used,
                        scorer=scorer, calibrator=calibrator, cv_scores=cv_scores,
                        cv_correct=cv_correct, cv_rows=cv_rows, cv_folds=cv_folds,
-                       diagnostics=diagnostics)
+                       diagnostics=diagnostics,
+                       cv_repeat_scores=cv_all if crossfit else None)
 
 
 def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCalibrator | None,
@@ -984,8 +1047,9 @@ def score_with_config(prep: PreparedSplit, config: AuditConfig, *,
     return score_split(prep, scorer=config.scorer, m=config.m, alpha1=config.alpha1,
                        alpha2=config.alpha2, per_type=config.per_type,
                        ot_method=config.ot_method, reg=config.reg, n_folds=config.n_folds,
-                       calibration=config.calibration, random_state=config.random_state,
-                       map_fn=map_fn)
+                       calibration=config.calibration, cv_repeats=config.cv_repeats,
+                       calibration_bags=config.calibration_bags,
+                       random_state=config.random_state, map_fn=map_fn)
 
 
 def relabel_with_config(prep: PreparedSplit, scored: ScoredSplit, config: AuditConfig, *,

@@ -1,0 +1,83 @@
+"""How much the default audit depends on the draw of its cross-fitting folds.
+
+For one seeded split per data set, the audit is scored with several fold seeds (the split, the
+embeddings and the scorer's inputs stay the same; only the folds that cross-fit the calibration
+change), once with a single cross-fit and a single isotonic map (``--cv-repeats 1
+--calibration-bags 0``) and once with the defaults (repeated folds, bagged isotonic map).
+Reported per data set: mean number of audited rows whose guarded group (positive / uncertain /
+negative) differs between two fold seeds, and the mean number reversed.
+
+    python bench/calibration_stability.py [--fold-seeds 4] [--encoder hashing]
+
+Prints ``ratio=<default flips / single-fit flips, mean over data sets>`` last (below 1: the
+default depends less on the folds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT.parent / "shared" / "data"
+SETS = {
+    "MT-Bench, longer answer wins": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", "longer"),
+    "llmfao, GPT-4": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", None),
+}
+SETTINGS = {"single fit": {"cv_repeats": 1, "calibration_bags": 0}, "default": {}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fold-seeds", type=int, default=4)
+    ap.add_argument("--encoder", default=None, help="default all-MiniLM-L6-v2; 'hashing' = test double")
+    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    args = ap.parse_args()
+
+    import numpy as np
+
+    from puaudit.audit.estimator import embed_table, prepare_split, relabel_split, score_split
+    from puaudit.data.io import read_table
+    from puaudit.data.schema import apply_judge_rule, load_comparisons
+
+    if args.encoder == "hashing":
+        from tests.doubles import HashingEncoder
+
+        encoder = HashingEncoder()
+    else:
+        from puaudit.embed.encoders import get_encoder
+
+        encoder = get_encoder(args.encoder)
+    ratios = []
+    print("data | setting | audited rows | rows changing group between fold seeds | reversed "
+          "(mean) | seconds per audit")
+    for name in args.sets:
+        path, rule = SETS[name]
+        table = load_comparisons(read_table(path), name=path.name)
+        if rule:
+            table = apply_judge_rule(table, rule)
+        prep = prepare_split(table, embed_table(table, encoder), p_ratio=0.3, random_state=0)
+        u = prep.u_rows
+        flips = {}
+        for setting, kw in SETTINGS.items():
+            t0 = time.perf_counter()
+            groups = [np.asarray(relabel_split(prep, score_split(prep, random_state=s, **kw))
+                                 ["group"])[u] for s in range(args.fold_seeds)]
+            secs = (time.perf_counter() - t0) / args.fold_seeds
+            flips[setting] = float(np.mean([(a != b).sum()
+                                            for a, b in itertools.combinations(groups, 2)]))
+            reversed_ = float(np.mean([(g == "negative").sum() for g in groups]))
+            print(f"{name} | {setting} | {len(u)} | {flips[setting]:.0f} | {reversed_:.0f} | "
+                  f"{secs:.1f}")
+            sys.stdout.flush()
+        ratios.append(flips["default"] / max(flips["single fit"], 1.0))
+    print(f"ratio={sum(ratios) / len(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()
