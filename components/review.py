@@ -13,10 +13,13 @@ from puaudit.review.keys import row_keys
 
 __all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
            "progress_counts", "disagreements_frame", "decision_log", "export_frame",
-           "audited_frame", "review_export", "VERDICT_BUTTONS"]
+           "audited_frame", "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS"]
 
 #: (verdict, button label) in the order shown
 VERDICT_BUTTONS = (("A", "A is better"), ("B", "B is better"), ("tie", "Tie"), ("skip", "Skip"))
+#: keyboard shortcut of each verdict button (Streamlit ignores them while a text field has the
+#: focus, so typing a note never decides; "C" and "R" are Streamlit's own keys)
+VERDICT_SHORTCUTS = {"A": "A", "B": "B", "tie": "T", "skip": "S"}
 
 
 def reviewer_identity(user: dict | None, typed: str | None) -> tuple[str, str]:

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from components import state
-from components.review import (VERDICT_BUTTONS, decision_log, decision_record,
+from components.review import (VERDICT_BUTTONS, VERDICT_SHORTCUTS, decision_log, decision_record,
                                disagreements_frame, export_frame, pending_queue, progress_counts,
                                reviewer_identity, row_view)
 from components.safe_text import md
@@ -161,7 +161,7 @@ else:
     for col, (verdict, label) in zip(cols, VERDICT_BUTTONS):
         col.button(label, key=f"review_{verdict}", on_click=_decide, args=(verdict, view, name),
                    disabled=not name, type="primary" if verdict in ("A", "B") else "secondary",
-                   width="stretch")
+                   width="stretch", shortcut=VERDICT_SHORTCUTS[verdict])
 
 # -- decisions flow back -------------------------------------------------------------------------
 st.subheader("Use the decisions in the audit")

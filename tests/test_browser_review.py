@@ -1,5 +1,6 @@
 """The Review page in a real browser (Chromium via Playwright, hashing test encoder, demo data):
-two reviewers in two browser sessions review three rows each, clicking at the same time; the
+two reviewers in two browser sessions review three rows each, clicking at the same time (one
+decision by keyboard shortcut, after a note whose letters must not trigger one); the
 server restarts; the decisions are all there; the export downloaded from the page contains them."""
 
 from __future__ import annotations
@@ -62,8 +63,20 @@ def test_review_three_rows_restart_find_and_export(tmp_path):
         for i in range(3):
             for who, page in pages.items():
                 reviewed[who].append(_current_row(page))
-            for who, page in pages.items():  # both click before either waits: concurrent writes
-                page.get_by_role("button", name=clicks[who][i]).click()
+            if i == 2:
+                # alice's third decision by keyboard: a note typed key by key (its letters are
+                # shortcuts too, and must not decide while the field has the focus), then "T"
+                note = pages["alice"].get_by_label("Note (optional)")
+                note.press_sequentially("a b t s", delay=20)
+                note.press("Enter")
+                _idle(pages["alice"], 300)
+                assert _current_row(pages["alice"]) == reviewed["alice"][-1]
+                pages["alice"].evaluate("document.activeElement && document.activeElement.blur()")
+            for who, page in pages.items():  # both act before either waits: concurrent writes
+                if who == "alice" and i == 2:
+                    page.keyboard.press("t")
+                else:
+                    page.get_by_role("button", name=clicks[who][i]).click()
             for page in pages.values():
                 _idle(page, 300)
         pages["alice"].screenshot(path=str(ARTIFACTS / "page_review.png"), full_page=True)
@@ -75,6 +88,9 @@ def test_review_three_rows_restart_find_and_export(tmp_path):
     saved = ReviewStore(f"sqlite:///{db}").decisions()
     assert len(saved) == 6  # nothing lost
     assert saved.groupby("reviewer").size().to_dict() == {"alice": 3, "bob": 3}
+    by_key = saved[saved["reviewer"] == "alice"].sort_values("created_at")
+    assert by_key["verdict"].tolist() == ["A", "B", "tie"]  # the last one by keyboard
+    assert by_key["note"].tolist()[-1] == "a b t s"
 
     # a new server process on the same database finds the decisions
     with streamlit_server(env, "streamlit_review_2.log") as url, sync_playwright() as pw:
