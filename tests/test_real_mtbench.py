@@ -24,7 +24,7 @@ def boards(mt):
     out = {}
     for judge in ("gpt4", "longer"):
         t = table if judge == "gpt4" else apply_judge_rule(table, "longer")
-        res = evaluate(t, emb, seeds=10, scorers=("auto", "prior-ot", "pot", "full-ot",
+        res = evaluate(t, emb, seeds=5, scorers=("auto", "prior-ot", "pot", "full-ot",
                                                   "centroid", "probe", "knn"),
                        rules=("guarded", "paper"), p_ratio=0.3)
         out[judge] = {(e["scorer"], e["rule"]): e for e in res["leaderboard"]}
@@ -43,7 +43,8 @@ def test_guarded_never_lowers_consistency(boards, judge):
 
 
 def test_default_audit_gains_with_a_length_biased_judge_and_never_harms_gpt4(boards):
-    """Issue 11's bar: the default (auto scorer, guarded rule) over 10 seeds at p_ratio 0.3."""
+    """Issue 11's bar: the default (auto scorer, guarded rule) over 5 seeds at p_ratio 0.3 (the
+    README's 10-seed table: +0.055 and +0.000)."""
     assert boards["longer"][("auto", "guarded")]["delta_mean"] >= 0.045
     assert boards["gpt4"][("auto", "guarded")]["delta_mean"] >= -0.002
     # the graded transport scorer on its own, near the best scorer
