@@ -185,6 +185,22 @@ def build_table() -> ComparisonTable | None:
     return table
 
 
+def through_navigation() -> None:
+    """Make sure a page runs inside ``app.py``'s navigation, not on its own.
+
+    Streamlit treats an app that has a ``pages/`` folder as an old-style multipage app until
+    the entry script has called ``st.navigation`` once in the server process. If the first visit
+    after a start is a deep link (``/review``), it runs that page file alone: no page set-up, no
+    warm-ups, and the folder's file names as the menu, for every later session too. This clears
+    that flag and reruns, so the entry script runs and picks the page from the URL.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def ensure_data() -> None:
     """Load the generated demo data on first open, so every page has content."""
     if "raw_frame" not in st.session_state:

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 
+from components import state
 from components.annotators import (METRIC_LABELS, agreement_figure,
                                    annotator_table, bias_scatter, disagreements_table)
 from components.safe_text import md, md_label
@@ -22,6 +23,7 @@ from puaudit.data.schema import COLUMN_ALIASES, load_comparisons
 
 JUDGE_NAME = "LLM judge"
 
+state.through_navigation()
 st.title("Annotators")
 st.caption("Each person who voted, and the LLM judge as one more annotator: agreement, position "
            "and length biases with 95% intervals, and flags when someone stands clearly apart.")

@@ -13,6 +13,7 @@ from components.metrics import (audit_note, auto_choice_text,
                                 leaderboard_table, per_type_table)
 from puaudit.errors import PUAuditError
 
+state.through_navigation()
 st.title("Audit")
 st.caption("Verified human preferences (P) and their reversals are matched by transport to the "
            "rows the judge decided, with m as the prior share of right verdicts; rows that match "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 
+from components import state
 from components.consistency import (candidate_scores, cycle_graph,
                                     default_score_method, method_options, metrics_bar_chart,
                                     metrics_table, pairwise_fit, question_violations,
@@ -21,6 +22,7 @@ from puaudit.trustjudge import (KIND_LABELS, analyse, make_demo, read_pairwise,
 FILE_TYPES = ["csv", "tsv", "parquet", "jsonl", "json", "gz"]
 K = (3, 4, 5)
 
+state.through_navigation()
 st.title("Consistency")
 st.caption("Does the judge contradict itself? Conflict Ratio (single scores vs pairwise verdicts) "
            "and NTR_k (share of k-candidate sets whose verdicts admit no ranking), before and "

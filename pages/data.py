@@ -18,6 +18,7 @@ from puaudit.data.schema import REQUIRED_ROLES, ROLES
 NONE = "(none)"
 MAX_MB = int(st.get_option("server.maxUploadSize"))
 
+state.through_navigation()
 st.title("Data")
 st.caption("One row per pairwise comparison: a prompt, two responses, the LLM judge's verdict "
            "and, on some rows, a person's verdict. Nothing leaves this server.")

@@ -11,6 +11,7 @@ from components.embedding_map import embedding_scatter
 from components.safe_text import md
 from puaudit.embed.projection import oriented_differences, project_2d, umap_ready
 
+state.through_navigation()
 st.title("Embedding map")
 st.caption("Each point is one comparison: the difference between the embeddings of the two "
            "responses, turned so the judge's choice points the same way. Stars are verified "

@@ -15,6 +15,7 @@ from components.safe_text import md
 from puaudit.audit.manifest import run_manifest
 from puaudit.data.io import table_to_bytes
 
+state.through_navigation()
 st.title("Export")
 st.caption("Every input row and column, unchanged and in order, plus the puaudit_* columns "
            "(split, score, P(judge right), group, adjusted verdict, reason).")

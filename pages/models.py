@@ -15,6 +15,7 @@ from puaudit.data.io import table_to_bytes
 from puaudit.rankings.estimate import SOURCE_LABELS, table_models, table_rankings
 from puaudit.data.safety import spreadsheet_safe
 
+state.through_navigation()
 st.title("Models")
 st.caption("Would the judge's leaderboard survive a human check? Win rates against the field and "
            "Bradley–Terry strengths with 95% intervals, from the judge's verdicts, the audited "

@@ -13,6 +13,7 @@ from components.safe_text import md
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import ROLES, load_comparisons
 
+state.through_navigation()
 st.title("Question types")
 st.caption("Consistency with people per question type, before (Cons_orig) and after (Cons_adj) "
            "the audit. With several judge columns — several judges, or one judge before and "

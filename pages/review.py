@@ -21,6 +21,7 @@ from puaudit.review.keys import row_keys
 from puaudit.review.queue import review_queue
 from puaudit.review.store import default_url, empty_decisions, get_store, store_exists
 
+state.through_navigation()
 st.title("Review")
 st.caption("Check the rows where a human verdict is worth most: the audit's uncertain rows, "
            "then its reversal candidates, then the rows closest to a coin flip. "

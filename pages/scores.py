@@ -11,6 +11,7 @@ from components.safe_text import md
 from components.scores import (nearest_threshold_rows, score_density,
                                sorted_scores_figure)
 
+state.through_navigation()
 st.title("Scores")
 st.caption("Each audited row's score says how well its judge-ordered difference embedding is "
            "matched by verified human preferences. Low scores are the reversal candidates.")

@@ -290,3 +290,28 @@ def test_default_audit_reverses_a_weak_judge(server, mtbench_path, tmp_path):
         page.screenshot(path=str(ARTIFACTS / "page_scores_default_weak_judge.png"),
                         full_page=True)
         browser.close()
+
+
+def test_a_deep_link_as_the_first_visit_gets_the_apps_navigation(tmp_path):
+    """Streamlit runs a ``pages/`` file on its own when the first visit after a server start is a
+    deep link (the folder's file names become the menu, for every later session too); the pages
+    send that visit through ``app.py``'s navigation instead."""
+    from playwright.sync_api import sync_playwright
+
+    env = dict(os.environ, PUAUDIT_TEST_ENCODER="hashing", PUAUDIT_UMAP_WARMUP="0",
+               PUAUDIT_REVIEW_DB=str(tmp_path / "review.sqlite"))
+    with streamlit_server(env, "streamlit_deep_link.log") as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        for path, heading in (("/review", "Review"), ("/audit", "Audit")):
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(300_000)
+            page.goto(url + path)
+            page.wait_for_selector(f'h1:has-text("{heading}")')
+            _idle(page)
+            nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+            # the app's sections and titles, not the folder's file names
+            assert "Judges & people" in nav and "Question types" in nav, nav
+            assert "app" not in nav.split(), nav
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.close()
+        browser.close()
