@@ -150,8 +150,9 @@ def test_llmfao_audit_depends_much_less_on_the_draw_of_the_folds():
     table = load_comparisons(read_table(path))
     prep = prepare_split(table, embed_table(table), p_ratio=0.3, random_state=0)
     # same split, two draws of the cross-fitting folds: rows that change guarded group
-    old = _group_flips(prep, cv_repeats=1, calibration_bags=0)
-    new = _group_flips(prep)
+    # the probe: what the automatic choice takes on llmfao (9 of 10 seeds), at a quarter the cost
+    old = _group_flips(prep, scorer="probe", cv_repeats=1, calibration_bags=0)
+    new = _group_flips(prep, scorer="probe")
     assert new < 0.5 * old, (new, old)
 
 

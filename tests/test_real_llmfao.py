@@ -17,7 +17,7 @@ def board():
     if not LLMFAO.exists():
         pytest.skip("../shared/data is not present")
     table = load_comparisons(read_table(LLMFAO))
-    res = evaluate(table, embed_table(table), seeds=5, scorers=("auto", "prior-ot"),
+    res = evaluate(table, embed_table(table), seeds=3, scorers=("auto", "prior-ot"),
                    rules=("guarded",), p_ratio=0.3)
     return {e["scorer"]: e for e in res["leaderboard"]}
 
