@@ -147,13 +147,16 @@ class AuditConfig:
         if int(self.n_folds) < 2:
             raise PUAuditError(f"n_folds must be at least 2, got {self.n_folds}.")
         object.__setattr__(self, "n_folds", int(self.n_folds))
-        for name, lo in (("cv_repeats", 1), ("calibration_bags", 0)):
+
+        def whole(name: str, lo: int, hi: int = 1000) -> None:
             v = getattr(self, name)
-            if v is None and name == "cv_repeats":
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < lo or int(v) > 1000:
-                raise PUAuditError(f"{name} must be a whole number from {lo} to 1000, got {v!r}.")
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+                raise PUAuditError(f"{name} must be a whole number from {lo} to {hi}, got {v!r}.")
             object.__setattr__(self, name, int(v))
+
+        if self.cv_repeats is not None:
+            whole("cv_repeats", 1)
+        whole("calibration_bags", 0)
         if self.review_band is not None:
             lo, hi = (float(v) for v in self.review_band)
             if not lo < hi:

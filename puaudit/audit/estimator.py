@@ -377,9 +377,9 @@ def default_cv_repeats(n_p: int, *, most: int = 3) -> int:
     \lceil 20000 / n_P \rceil))`.
 
     One draw of the folds moves a calibrator fitted on a few thousand rows (on llmfao, 1,582 P
-    rows: 424 of 3,776 audited rows change groups between fold seeds; 86 with three
-    repetitions and bagging); from about 20,000 rows one draw already moves little, and each
-    repetition costs a full set of fold fits.
+    rows: 541 of 3,776 audited rows change groups between fold seeds; 107 with three
+    repetitions and bagging, ``bench/calibration_stability.py``); from about 20,000 rows one
+    draw already moves little, and each repetition costs a full set of fold fits.
     """
     if n_p <= 0:
         return 1
@@ -416,8 +416,9 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
     ``cv_repeats``: the folds are drawn that many times and the calibrator is fitted on the
     out-of-fold scores of every repetition (each P row ``cv_repeats`` times; its confidence
     bounds still count items once); ``None``: :func:`default_cv_repeats`.
-    ``calibration_bags``: bagged isotonic calibration (see :class:`MonotoneCalibrator`). Both make the calibrated probabilities depend less on one
-    draw of the folds; with 1 and 0 the audit is the single cross-fit.
+    ``calibration_bags``: bagged isotonic calibration (see :class:`MonotoneCalibrator`). Both
+    make the calibrated probabilities depend less on one draw of the folds; with 1 and 0 the
+    audit is the single cross-fit.
 
     ``m``: the share of audited verdicts believed right. ``None`` (default) uses P's agreement
     rate and leaves the calibrated probabilities as fitted; a value moves them from P's base
@@ -573,22 +574,13 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict, method: 
     cv = 1 / (1 + np.exp(-np.mean(
         [_logit(fitted[c].calibrator.predict(fitted[c].cv_scores)) for c in usable], axis=0)))
     y = first.cv_correct
-    reps = [fitted[c].cv_repeat_scores for c in usable]
-    if all(r is not None and r.shape == reps[0].shape for r in reps):
-        # every repetition's stacked out-of-fold probability (NaN where a candidate had none)
-        with np.errstate(invalid="ignore"):
-            stacked = 1 / (1 + np.exp(-np.mean(
-                [_logit(fitted[c].calibrator.predict(r)) for c, r in zip(usable, reps)], axis=0)))
-        p_rows = prep.p_rows
-        pooled = np.isfinite(stacked)
-        correct = prep.judge[p_rows] == prep.human[p_rows]
-        cal = MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
-            stacked[pooled], np.broadcast_to(correct, stacked.shape)[pooled],
-            groups=np.broadcast_to(prep.item_id[p_rows], stacked.shape)[pooled])
-    else:
-        stacked = None
-        cal = MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
-            cv, y, groups=prep.item_id[cv_rows])
+    # every repetition's stacked out-of-fold probability (NaN where a candidate had none); the
+    # usable candidates all cross-fitted, with the same repetitions of the same P rows
+    with np.errstate(invalid="ignore"):
+        stacked = 1 / (1 + np.exp(-np.mean(
+            [_logit(fitted[c].calibrator.predict(fitted[c].cv_repeat_scores)) for c in usable],
+            axis=0)))
+    cal = _fit_pooled(prep, stacked, method, bags=bags, random_state=random_state)
     score[cv_rows] = cv
     p_right = np.full(len(score), np.nan)
     p_right[u] = cal.predict(score[u])
@@ -662,14 +654,10 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
         cv_scores = cv_all[0][ok]
         cv_rows = p_rows[ok]
         cv_folds = fold_sets[0][ok]
-        correct = prep.judge[p_rows] == prep.human[p_rows]
-        cv_correct = correct[ok]
-        pooled = np.isfinite(cv_all)
+        cv_correct = (prep.judge[p_rows] == prep.human[p_rows])[ok]
         if ok.sum() >= 2:
-            calibrator = MonotoneCalibrator(
-                calibration, n_bags=calibration_bags, random_state=random_state).fit(
-                cv_all[pooled], np.broadcast_to(correct, cv_all.shape)[pooled],
-                groups=np.broadcast_to(prep.item_id[p_rows], cv_all.shape)[pooled])
+            calibrator = _fit_pooled(prep, cv_all, calibration, bags=calibration_bags,
+                                     random_state=random_state)
             p_right[u_rows] = calibrator.predict(score[u_rows])
             p_right[p_rows[ok]] = calibrator.predict(cv_scores)
         score[p_rows[ok]] = cv_scores
@@ -682,6 +670,21 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
                        cv_correct=cv_correct, cv_rows=cv_rows, cv_folds=cv_folds,
                        diagnostics=diagnostics,
                        cv_repeat_scores=cv_all if crossfit else None)
+
+
+def _fit_pooled(prep: PreparedSplit, oof: np.ndarray, method: str, *, bags: int,
+                random_state: int | None) -> MonotoneCalibrator:
+    """The calibrator fitted on every cross-fitting repetition's out-of-fold scores of P.
+
+    ``oof`` is (repeats, len(P rows)), NaN where a row had no score; outcomes and groups (items,
+    so the bounds count each item once) are P's, repeated for every repetition.
+    """
+    p_rows = prep.p_rows
+    pooled = np.isfinite(oof)
+    correct = prep.judge[p_rows] == prep.human[p_rows]
+    return MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
+        oof[pooled], np.broadcast_to(correct, oof.shape)[pooled],
+        groups=np.broadcast_to(prep.item_id[p_rows], oof.shape)[pooled])
 
 
 def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCalibrator | None,
