@@ -83,6 +83,13 @@ class AuditConfig:
         scorer (see :mod:`puaudit.annotators.models`).
     random_state : int or None, default 0
         Seeds the split, the folds and any sampling.
+    target_agreement : float in (0.5, 1), optional
+        Certified trust or escalate (:mod:`puaudit.audit.certify`): audited verdicts whose
+        calibrated P(judge right) clears a threshold certified on P (agreement with people
+        >= the target, with probability 1 - ``risk``) are trusted, the rest escalated.
+        ``None`` (default): no certification.
+    risk : float in (0, 0.5], default 0.1
+        Probability that the certified set misses the target.
     """
 
     m: float | None = field(default=None, metadata=_cli(
@@ -118,6 +125,11 @@ class AuditConfig:
         "model of the votes (ds) or CROWDLAB with the audit's probabilities (crowdlab)",
         choices=HUMAN_SOURCES))
     random_state: int | None = field(default=0, metadata=_cli("--seed", "random seed"))
+    target_agreement: float | None = field(default=None, metadata=_cli(
+        "--target-agreement", "certify the verdicts that agree with people at least this often "
+        "(e.g. 0.9) and escalate the rest (default: no certification)"))
+    risk: float = field(default=0.1, metadata=_cli(
+        "--risk", "probability that the certified verdicts miss --target-agreement"))
 
     def __post_init__(self):
         def unit(name, lo_open=True, hi=1.0):
@@ -163,6 +175,11 @@ class AuditConfig:
                 raise PUAuditError(f"review_band needs lo < hi, got {self.review_band}.")
             object.__setattr__(self, "review_band", (lo, hi))
         object.__setattr__(self, "per_type", bool(self.per_type))
+        from puaudit.audit.certify import check_risk, check_target
+
+        if self.target_agreement is not None:
+            object.__setattr__(self, "target_agreement", check_target(self.target_agreement))
+        object.__setattr__(self, "risk", check_risk(self.risk))
 
     def replace(self, **changes) -> "AuditConfig":
         """A copy with some fields changed (validated again)."""

@@ -1,0 +1,379 @@
+r"""Certified trust or escalate: the verdicts that meet an agreement target, with a guarantee.
+
+From the calibrated probability :math:`q_i` that the judge is right on P rows the calibration
+never saw, and their outcomes :math:`y_i = [\text{judge} = \text{human}]`, choose the lowest
+threshold :math:`t` such that, with probability at least :math:`1 - \delta` (``risk`` =
+:math:`\delta`), the agreement among rows with :math:`q \ge t` is at least the target
+:math:`\alpha`. Audited rows whose calibrated probability is :math:`\ge t` are *trusted*; the
+others are *escalated* to people.
+
+Procedure (fixed-sequence testing, Learn-then-Test: Angelopoulos, Bates et al. 2021; applied to
+LLM judges as "Trust or Escalate", Jung et al. 2024). The candidate thresholds are the distinct
+values of :math:`q`, from the most confident down: :math:`t_1 > t_2 > \dots`. For each,
+:math:`H_j`: "agreement among :math:`\{q \ge t_j\}` is below :math:`\alpha`" is rejected when the
+one-sided exact (Clopper–Pearson) lower bound
+
+.. math:: L_j = \mathrm{Beta}^{-1}(\delta;\; k_j,\; n_j - k_j + 1) \ge \alpha
+
+(:math:`n_j` items at or above :math:`t_j`, :math:`k_j` of them right). Testing stops at the first
+:math:`H_j` not rejected; the threshold is the last rejected :math:`t_j`. Because the sequence is
+fixed before the outcomes are looked at, every rejection holds at level :math:`\delta` together
+(no multiplicity correction). Candidates with fewer than :func:`rows_needed` items are not tested:
+they could not pass even if every verdict were right, and how many items lie above a threshold
+depends on the probabilities only, not on the outcomes, so leaving them out keeps the sequence
+fixed.
+
+Items, not votes: several votes on one item are not independent evidence. Each item counts once,
+with the share of its votes that agree with the judge (:math:`k_j` may then be fractional; with one
+vote per item this is the exact Clopper–Pearson bound). The realised agreement on validation rows
+is counted the same way.
+
+Assumption: P is a random sample of the annotated items, exchangeable with the audited rows (the
+audit's split draws P at random per question type). It breaks when the rows people labelled were
+chosen (the hard ones, one model's answers, an earlier review queue), when the audited rows come
+from another distribution than the labelled ones, or when the judge changed between them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from puaudit.errors import PUAuditError
+
+__all__ = ["lower_bound", "two_sided_interval", "rows_needed", "item_outcomes",
+           "choose_threshold", "out_of_fold_probabilities", "realised_agreement",
+           "Certification", "certify_split", "with_target", "check_target", "check_risk"]
+
+
+def check_target(target: float) -> float:
+    """``target`` as a float in (0.5, 1), else a :class:`PUAuditError` saying so."""
+    try:
+        t = float(target)
+    except (TypeError, ValueError):
+        raise PUAuditError(f"target_agreement must be a number, got {target!r}.") from None
+    if not 0.5 < t < 1:
+        raise PUAuditError(f"target_agreement must be in (0.5, 1) (e.g. 0.9: trusted verdicts "
+                           f"agree with people at least 90% of the time), got {target}.")
+    return t
+
+
+def check_risk(risk: float) -> float:
+    """``risk`` as a float in (0, 0.5], else a :class:`PUAuditError` saying so."""
+    try:
+        r = float(risk)
+    except (TypeError, ValueError):
+        raise PUAuditError(f"risk must be a number, got {risk!r}.") from None
+    if not 0 < r <= 0.5:
+        raise PUAuditError(f"risk must be in (0, 0.5] (e.g. 0.1: the guarantee holds with 90% "
+                           f"confidence), got {risk}.")
+    return r
+
+
+def lower_bound(k: float, n: float, *, risk: float) -> float:
+    r"""One-sided exact (Clopper–Pearson) lower confidence bound of a share, level ``1 − risk``.
+
+    :math:`L = \mathrm{Beta}^{-1}(\delta; k, n - k + 1)` (0 when :math:`k = 0` or :math:`n = 0`);
+    equal to ``statsmodels`` ``proportion_confint(k, n, alpha=2 * risk, method="beta")[0]``.
+    """
+    from scipy.stats import beta
+
+    if n <= 0 or k <= 0:
+        return 0.0
+    return float(beta.ppf(risk, k, n - k + 1))
+
+
+def two_sided_interval(k: float, n: float, *, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper–Pearson) two-sided interval of a share; ``(nan, nan)`` when ``n == 0``."""
+    from scipy.stats import beta
+
+    if n <= 0:
+        return (float("nan"), float("nan"))
+    a = (1 - level) / 2
+    lo = 0.0 if k <= 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k >= n else float(beta.ppf(1 - a, k + 1, n - k))
+    return (lo, hi)
+
+
+def rows_needed(target: float, *, risk: float) -> int:
+    r"""Fewest items whose lower bound can reach ``target``: the smallest :math:`n` with
+    :math:`L(n, n) = \delta^{1/n} \ge \alpha`, i.e. :math:`\lceil \ln\delta / \ln\alpha \rceil`
+    (22 at :math:`\alpha = 0.9, \delta = 0.1`), checked with the beta quantile itself."""
+    n = max(1, math.ceil(math.log(risk) / math.log(target)))
+    while n > 1 and lower_bound(n - 1, n - 1, risk=risk) >= target:
+        n -= 1
+    while lower_bound(n, n, risk=risk) < target:
+        n += 1
+    return n
+
+
+def item_outcomes(prob: np.ndarray, correct: np.ndarray, groups: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Collapse votes to items: each item's mean probability and share of right verdicts.
+
+    Returns ``(item_prob, item_share, inverse)``; ``inverse[i]`` is row i's item. Without
+    ``groups`` every row is its own item.
+    """
+    prob = np.asarray(prob, dtype=np.float64)
+    correct = np.asarray(correct, dtype=np.float64)
+    if groups is None:
+        return prob, correct, np.arange(len(prob))
+    _, inv = np.unique(np.asarray(groups).astype(str), return_inverse=True)
+    count = np.bincount(inv, minlength=inv.max() + 1 if len(inv) else 0).astype(float)
+    with np.errstate(invalid="ignore"):
+        p_item = np.bincount(inv, weights=prob, minlength=len(count)) / count
+        share = np.bincount(inv, weights=correct, minlength=len(count)) / count
+    return p_item, share, inv
+
+
+def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, risk: float,
+                     groups: np.ndarray | None = None, log: bool = False) -> dict:
+    """The lowest threshold certified by fixed-sequence testing (see the module's docstring).
+
+    Parameters
+    ----------
+    prob : (n,) float
+        Calibrated P(judge right) of rows the calibration did not see (NaN: never trusted).
+    correct : (n,) bool
+        Judge == human on those rows.
+    target, risk : float
+        :math:`\\alpha` in (0.5, 1) and :math:`\\delta` in (0, 0.5].
+    groups : (n,) optional
+        Item of each row (votes of one item count once).
+    log : bool
+        Add ``path``: every tested candidate (threshold, n, k, lower bound, passed).
+
+    Returns
+    -------
+    dict with ``threshold`` (``inf`` when nothing is certified), ``lower`` (its bound; NaN when
+    none), ``n`` and ``k`` (items at or above it, their right share summed), ``n_items``
+    (finite-probability items), ``n_needed`` (:func:`rows_needed`), ``n_tested``, ``stopped_at``
+    (the first candidate not rejected, or None) and ``message`` (why nothing was certified, or "").
+    """
+    target, risk = check_target(target), check_risk(risk)
+    p_item, share, _ = item_outcomes(prob, correct, groups)
+    ok = np.isfinite(p_item)
+    p_item, share = p_item[ok], share[ok]
+    order = np.argsort(-p_item, kind="stable")
+    p_sorted, s_sorted = p_item[order], share[order]
+    n_needed = rows_needed(target, risk=risk)
+    # candidate j: every item with probability >= the j-th distinct value; its n is the index
+    # after the last item of that value
+    last = np.flatnonzero(np.r_[p_sorted[1:] != p_sorted[:-1], True]) if len(p_sorted) else []
+    k_cum = np.cumsum(s_sorted)
+    out = {"threshold": math.inf, "lower": float("nan"), "n": 0, "k": 0.0,
+           "n_items": int(len(p_sorted)), "n_needed": n_needed, "n_tested": 0,
+           "stopped_at": None, "target": target, "risk": risk, "message": ""}
+    path = []
+    first_fail = None
+    for j in last:
+        n_j, k_j = int(j + 1), float(k_cum[j])
+        if n_j < n_needed:
+            continue  # cannot pass whatever the outcomes: not part of the sequence
+        lo = lower_bound(k_j, n_j, risk=risk)
+        passed = lo >= target
+        out["n_tested"] += 1
+        if log:
+            path.append({"threshold": float(p_sorted[j]), "n": n_j, "k": k_j, "lower": lo,
+                         "passed": bool(passed)})
+        if not passed:
+            out["stopped_at"] = float(p_sorted[j])
+            first_fail = (n_j, k_j, lo)
+            break
+        out.update(threshold=float(p_sorted[j]), lower=lo, n=n_j, k=k_j)
+    if not math.isfinite(out["threshold"]):
+        if len(p_sorted) < n_needed:
+            out["message"] = (
+                f"Too few P items to certify agreement >= {target:g} at risk {risk:g}: even if "
+                f"the judge were right on every one, at least {n_needed} items are needed and P "
+                f"has {len(p_sorted)} with a cross-fitted probability. Nobody is trusted (every "
+                "audited verdict is escalated); label more items or raise p_ratio.")
+        else:
+            n_j, k_j, lo = first_fail
+            out["message"] = (
+                f"No threshold certifies agreement >= {target:g} at risk {risk:g}: the "
+                f"{n_j} most confident P items agree with people {k_j / n_j:.1%} of the time, "
+                f"lower bound {lo:.3f}. Nobody is trusted (every audited verdict is escalated); "
+                "try a lower target or a higher risk, or label more items.")
+    if log:
+        out["path"] = path
+    return out
+
+
+def out_of_fold_probabilities(scores: np.ndarray, correct: np.ndarray, folds: np.ndarray, *,
+                              groups: np.ndarray | None = None, method: str = "isotonic",
+                              bags: int = 0, random_state: int | None = 0) -> np.ndarray:
+    """Calibrated P(judge right) of each P row from a calibrator that never saw that row.
+
+    For each fold ``f`` the calibrator (same ``method`` and ``bags`` as the audit's) is fitted
+    on the other folds' out-of-fold scores and outcomes and predicts fold ``f``'s rows — the
+    audit's calibrator is fitted on every P row, so its probabilities of P rows have seen their
+    own labels. NaN where a fold's complement is too small to fit.
+    """
+    from puaudit.audit.calibration import MonotoneCalibrator
+
+    scores = np.asarray(scores, dtype=np.float64)
+    correct = np.asarray(correct, dtype=np.float64)
+    folds = np.asarray(folds)
+    q = np.full(len(scores), np.nan)
+    for f in np.unique(folds):
+        held = folds == f
+        if held.all() or (~held).sum() < 2:
+            continue
+        cal = MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
+            scores[~held], correct[~held], groups=None if groups is None else groups[~held])
+        q[held] = cal.predict(scores[held])
+    return q
+
+
+def realised_agreement(prob: np.ndarray, correct: np.ndarray, threshold: float, *,
+                       groups: np.ndarray | None = None) -> dict:
+    """Agreement with people among rows with ``prob >= threshold`` (items counted once), with
+    its exact 95% interval: ``{"n", "agreement", "ci"}``."""
+    prob = np.asarray(prob, dtype=np.float64)
+    sel = np.isfinite(prob) & (prob >= threshold)
+    _, share, _ = item_outcomes(prob[sel], np.asarray(correct)[sel],
+                                None if groups is None else np.asarray(groups)[sel])
+    n, k = len(share), float(share.sum())
+    return {"n": int(n), "agreement": k / n if n else float("nan"),
+            "ci": two_sided_interval(k, n)}
+
+
+@dataclass
+class Certification:
+    """One certification of an audit, and what is needed to certify it again at another target.
+
+    Arrays ``p_*`` are over P rows (``p_prob``: out-of-fold calibrated probabilities), ``u_*``
+    over audited rows (``u_prob``: the audit's calibrated probabilities before any prior shift,
+    ``u_val``: validation rows among them). ``choice`` is :func:`choose_threshold`'s answer.
+    """
+
+    n_rows: int
+    p_rows: np.ndarray
+    p_prob: np.ndarray
+    p_correct: np.ndarray
+    p_groups: np.ndarray
+    u_rows: np.ndarray
+    u_prob: np.ndarray
+    u_val: np.ndarray
+    u_correct: np.ndarray        # judge == human on audited rows (meaningful where u_val)
+    u_groups: np.ndarray
+    choice: dict = field(default_factory=dict)
+
+    @property
+    def threshold(self) -> float:
+        return float(self.choice.get("threshold", math.inf))
+
+    def at(self, target: float, risk: float, *, log: bool = False) -> "Certification":
+        """The same inputs certified at another target / risk (cheap: no refitting)."""
+        choice = choose_threshold(self.p_prob, self.p_correct, target=target, risk=risk,
+                                  groups=self.p_groups, log=log)
+        return dataclasses.replace(self, choice=choice)
+
+    @property
+    def trusted(self) -> np.ndarray:
+        """(n,) object: True / False on audited rows (their probability) and P rows (their
+        out-of-fold probability), None on excluded rows."""
+        out = np.full(self.n_rows, None, dtype=object)
+        t = self.threshold
+        with np.errstate(invalid="ignore"):
+            out[self.p_rows] = self.p_prob >= t
+            out[self.u_rows] = self.u_prob >= t
+        return out
+
+    def distance_below(self) -> np.ndarray:
+        """(n,) threshold minus probability (> 0: escalated; NaN where none). With nothing
+        certified the threshold is taken as 1, so the order is by probability."""
+        t = self.threshold if math.isfinite(self.threshold) else 1.0
+        out = np.full(self.n_rows, np.nan)
+        out[self.p_rows] = t - self.p_prob
+        out[self.u_rows] = t - self.u_prob
+        return out
+
+    def coverage(self) -> float:
+        """Share of audited rows trusted."""
+        if len(self.u_rows) == 0:
+            return float("nan")
+        return float(np.mean(np.nan_to_num(self.u_prob, nan=-np.inf) >= self.threshold))
+
+    def realised(self) -> dict:
+        """Agreement among trusted validation rows (items once) with its exact 95% interval."""
+        v = self.u_val
+        return realised_agreement(self.u_prob[v], self.u_correct[v], self.threshold,
+                                  groups=self.u_groups[v])
+
+    def curve(self, targets, *, risk: float | None = None) -> list[dict]:
+        """Coverage, certified threshold and realised validation agreement for each target."""
+        risk = self.choice["risk"] if risk is None else risk
+        rows = []
+        for tg in targets:
+            c = self.at(float(tg), risk)
+            r = c.realised()
+            rows.append({"target": float(tg), "risk": float(risk), "threshold": c.threshold,
+                         "coverage": c.coverage(), "certified_lower": c.choice["lower"],
+                         "realised": r["agreement"], "realised_ci": r["ci"],
+                         "n_validation_trusted": r["n"]})
+        return rows
+
+    def summary(self) -> dict:
+        """The summary fields: ``coverage``, ``certified_lower``, ``threshold`` and the rest
+        under ``certification``."""
+        c, r = self.choice, self.realised()
+        n_trusted = int(np.sum(np.nan_to_num(self.u_prob, nan=-np.inf) >= self.threshold))
+        info = {"target": c["target"], "risk": c["risk"], "threshold": self.threshold,
+                "certified_lower": c["lower"], "coverage": self.coverage(),
+                "n_trusted": n_trusted, "n_escalated": int(len(self.u_rows) - n_trusted),
+                "n_certified_items": c["n"], "n_p_items": c["n_items"],
+                "n_needed": c["n_needed"], "n_tested": c["n_tested"],
+                "realised": r["agreement"], "realised_ci": r["ci"],
+                "n_validation_trusted": r["n"], "message": c["message"]}
+        return {"coverage": info["coverage"], "certified_lower": info["certified_lower"],
+                "threshold": info["threshold"], "certification": info}
+
+
+def certify_split(prep, scored, *, target: float, risk: float, method: str = "isotonic",
+                  bags: int = 0, random_state: int | None = 0, log: bool = False
+                  ) -> Certification:
+    """Certify one audit's split (a ``PreparedSplit``) and scores (a ``ScoredSplit``).
+
+    P rows: out-of-fold scores of the first cross-fitting repetition, calibrated out of fold
+    (:func:`out_of_fold_probabilities`). Audited rows: the audit's calibrator on their scores,
+    before any prior shift (the guarantee rests on P's outcomes, not on a belief about m; a
+    prior shift is monotone, so it would only relabel the same threshold).
+    """
+    from puaudit.audit.splits import SPLIT_VAL
+
+    target, risk = check_target(target), check_risk(risk)
+    n = len(prep.split)
+    u = prep.u_rows
+    judge, human = np.asarray(prep.judge, dtype=object), np.asarray(prep.human, dtype=object)
+    items = np.asarray(prep.item_id).astype(str)
+    u_prob = np.full(len(u), np.nan)
+    if scored.calibrator is not None and len(u):
+        u_prob = scored.calibrator.predict(scored.score[u])
+    p_rows = np.asarray(scored.cv_rows, dtype=np.int64)
+    if scored.calibrator is not None and len(p_rows):
+        p_prob = out_of_fold_probabilities(scored.cv_scores, scored.cv_correct, scored.cv_folds,
+                                           groups=items[p_rows], method=method, bags=bags,
+                                           random_state=random_state)
+    else:
+        p_prob = np.zeros(0)
+        p_rows = np.zeros(0, dtype=np.int64)
+    cert = Certification(
+        n_rows=n, p_rows=p_rows, p_prob=p_prob,
+        p_correct=np.asarray(judge[p_rows] == human[p_rows], dtype=bool), p_groups=items[p_rows],
+        u_rows=u, u_prob=u_prob, u_val=np.asarray(prep.split)[u] == SPLIT_VAL,
+        u_correct=np.asarray(judge[u] == human[u], dtype=bool), u_groups=items[u])
+    return cert.at(target, risk, log=log)
+
+
+def with_target(result, target: float, risk: float):
+    """An ``AuditResult`` certified again at ``target`` / ``risk`` (same scores, no refitting)."""
+    cert = getattr(result, "certification", None)
+    if cert is None:
+        raise PUAuditError("This audit was run without certification: set target_agreement.")
+    params = {**result.params, "target_agreement": check_target(target), "risk": check_risk(risk)}
+    return dataclasses.replace(result, certification=cert.at(target, risk), params=params)
