@@ -130,7 +130,8 @@ def item_outcomes(prob: np.ndarray, correct: np.ndarray, groups: np.ndarray | No
 
 
 def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, risk: float,
-                     groups: np.ndarray | None = None, log: bool = False) -> dict:
+                     groups: np.ndarray | None = None, floor: float = 0.5,
+                     log: bool = False) -> dict:
     """The lowest threshold certified by fixed-sequence testing (see the module's docstring).
 
     Parameters
@@ -143,6 +144,10 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
         :math:`\\alpha` in (0.5, 1) and :math:`\\delta` in (0, 0.5].
     groups : (n,) optional
         Item of each row (votes of one item count once).
+    floor : float, default 0.5
+        Lowest candidate threshold: a verdict more likely wrong than right is never trusted,
+        however good the rows above it (the sequence ends there; it depends on the
+        probabilities only, so the test stays valid).
     log : bool
         Add ``path``: every tested candidate (threshold, n, k, lower bound, passed).
 
@@ -171,6 +176,8 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
     first_fail = None
     for j in last:
         n_j, k_j = int(j + 1), float(k_cum[j])
+        if p_sorted[j] < floor:
+            break
         if n_j < n_needed:
             continue  # cannot pass whatever the outcomes: not part of the sequence
         lo = lower_bound(k_j, n_j, risk=risk)
@@ -185,7 +192,12 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
             break
         out.update(threshold=float(p_sorted[j]), lower=lo, n=n_j, k=k_j)
     if not math.isfinite(out["threshold"]):
-        if len(p_sorted) < n_needed:
+        if first_fail is None and len(p_sorted) >= n_needed:
+            out["message"] = (
+                f"No threshold certifies agreement >= {target:g} at risk {risk:g}: fewer than "
+                f"{n_needed} P items have a calibrated P(judge right) of at least {floor:g}. "
+                "Nobody is trusted (every audited verdict is escalated).")
+        elif len(p_sorted) < n_needed:
             out["message"] = (
                 f"Too few P items to certify agreement >= {target:g} at risk {risk:g}: even if "
                 f"the judge were right on every one, at least {n_needed} items are needed and P "
@@ -261,6 +273,9 @@ class Certification:
     u_val: np.ndarray
     u_correct: np.ndarray        # judge == human on audited rows (meaningful where u_val)
     u_groups: np.ndarray
+    #: audited rows the relabel rule reverses: never trusted (their own probability says the
+    #: judge is more likely wrong, whatever the set above the threshold does)
+    u_reversed: np.ndarray | None = None
     choice: dict = field(default_factory=dict)
 
     @property
@@ -273,6 +288,11 @@ class Certification:
                                   groups=self.p_groups, log=log)
         return dataclasses.replace(self, choice=choice)
 
+    def _u_trusted(self, threshold: float | None = None) -> np.ndarray:
+        t = self.threshold if threshold is None else threshold
+        ok = np.nan_to_num(self.u_prob, nan=-np.inf) >= t
+        return ok if self.u_reversed is None else ok & ~self.u_reversed
+
     @property
     def trusted(self) -> np.ndarray:
         """(n,) object: True / False on audited rows (their probability) and P rows (their
@@ -281,7 +301,7 @@ class Certification:
         t = self.threshold
         with np.errstate(invalid="ignore"):
             out[self.p_rows] = self.p_prob >= t
-            out[self.u_rows] = self.u_prob >= t
+        out[self.u_rows] = self._u_trusted()
         return out
 
     def distance_below(self) -> np.ndarray:
@@ -297,12 +317,12 @@ class Certification:
         """Share of audited rows trusted."""
         if len(self.u_rows) == 0:
             return float("nan")
-        return float(np.mean(np.nan_to_num(self.u_prob, nan=-np.inf) >= self.threshold))
+        return float(np.mean(self._u_trusted()))
 
     def realised(self) -> dict:
         """Agreement among trusted validation rows (items once) with its exact 95% interval."""
-        v = self.u_val
-        return realised_agreement(self.u_prob[v], self.u_correct[v], self.threshold,
+        v = self.u_val & self._u_trusted()
+        return realised_agreement(self.u_prob[v], self.u_correct[v], -np.inf,
                                   groups=self.u_groups[v])
 
     def curve(self, targets, *, risk: float | None = None) -> list[dict]:
@@ -322,7 +342,7 @@ class Certification:
         """The summary fields: ``coverage``, ``certified_lower``, ``threshold`` and the rest
         under ``certification``."""
         c, r = self.choice, self.realised()
-        n_trusted = int(np.sum(np.nan_to_num(self.u_prob, nan=-np.inf) >= self.threshold))
+        n_trusted = int(np.sum(self._u_trusted()))
         info = {"target": c["target"], "risk": c["risk"], "threshold": self.threshold,
                 "certified_lower": c["lower"], "coverage": self.coverage(),
                 "n_trusted": n_trusted, "n_escalated": int(len(self.u_rows) - n_trusted),
@@ -335,14 +355,15 @@ class Certification:
 
 
 def certify_split(prep, scored, *, target: float, risk: float, method: str = "isotonic",
-                  bags: int = 0, random_state: int | None = 0, log: bool = False
-                  ) -> Certification:
+                  bags: int = 0, random_state: int | None = 0,
+                  reversed_rows: np.ndarray | None = None, log: bool = False) -> Certification:
     """Certify one audit's split (a ``PreparedSplit``) and scores (a ``ScoredSplit``).
 
     P rows: out-of-fold scores of the first cross-fitting repetition, calibrated out of fold
     (:func:`out_of_fold_probabilities`). Audited rows: the audit's calibrator on their scores,
     before any prior shift (the guarantee rests on P's outcomes, not on a belief about m; a
-    prior shift is monotone, so it would only relabel the same threshold).
+    prior shift is monotone, so it would only relabel the same threshold). ``reversed_rows``
+    (n,) bool: rows the relabel rule reversed, never trusted.
     """
     from puaudit.audit.splits import SPLIT_VAL
 
@@ -366,7 +387,8 @@ def certify_split(prep, scored, *, target: float, risk: float, method: str = "is
         n_rows=n, p_rows=p_rows, p_prob=p_prob,
         p_correct=np.asarray(judge[p_rows] == human[p_rows], dtype=bool), p_groups=items[p_rows],
         u_rows=u, u_prob=u_prob, u_val=np.asarray(prep.split)[u] == SPLIT_VAL,
-        u_correct=np.asarray(judge[u] == human[u], dtype=bool), u_groups=items[u])
+        u_correct=np.asarray(judge[u] == human[u], dtype=bool), u_groups=items[u],
+        u_reversed=None if reversed_rows is None else np.asarray(reversed_rows, dtype=bool)[u])
     return cert.at(target, risk, log=log)
 
 

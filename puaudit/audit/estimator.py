@@ -834,6 +834,8 @@ class AuditResult:
     thresholds: dict
     params: dict
     diagnostics: dict = field(default_factory=dict)
+    #: certified trust or escalate (``target_agreement`` set): :class:`puaudit.audit.certify.Certification`
+    certification: object = None
     # a weak reference to the fitted table, only so the deprecated ``to_frame()`` keeps working
     _table_ref: object = field(default=None, repr=False, compare=False)
 
@@ -844,7 +846,7 @@ class AuditResult:
     def columns(self) -> dict:
         """The ``puaudit_*`` columns (name -> array aligned with the input rows)."""
         adjusted = np.array([("" if v is None else v) for v in self.adjusted], dtype=object)
-        return {
+        cols = {
             "puaudit_split": self.split.astype(object),
             "puaudit_score": self.score,
             "puaudit_p_judge_right": self.p_judge_right,
@@ -852,6 +854,9 @@ class AuditResult:
             "puaudit_adjusted": adjusted,
             "puaudit_reason": self.reason.astype(object),
         }
+        if self.certification is not None:
+            cols["puaudit_trusted"] = self.certification.trusted
+        return cols
 
     def check_table(self, table) -> None:
         """Raise :class:`PUAuditError` unless ``table`` (ComparisonTable or DataFrame) has the
@@ -934,6 +939,8 @@ class AuditResult:
             "scorer_used": self.params.get("scorer_used", self.params.get("scorer")),
             # scorer="auto": each candidate's cross-fitted log loss / Brier score on P, the choice
             "scorer_choice": (self.diagnostics or {}).get("auto"),
+            # target_agreement set: coverage, certified_lower, threshold and "certification"
+            **(self.certification.summary() if self.certification is not None else {}),
         })
 
 
@@ -1101,6 +1108,16 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
     rel = relabel_with_config(prep, scored, config)
     stages.done("relabel + measure")
+    certification = None
+    if config.target_agreement is not None:
+        from puaudit.audit.certify import certify_split
+
+        certification = certify_split(prep, scored, target=config.target_agreement,
+                                      risk=config.risk, method=config.calibration,
+                                      bags=config.calibration_bags,
+                                      random_state=config.random_state,
+                                      reversed_rows=rel["group"] == GROUP_NEG)
+        stages.done("certify")
     params = {**config.to_dict(), "m_used": scored.m, "scorer_used": scored.scorer,
               "encoder": embeddings.encoder}
     diagnostics = {**scored.diagnostics, "split": prep.split_log, "stages": stages.rows}
@@ -1110,7 +1127,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
         in_p_prime=scored.in_p_prime, m=scored.m, m_estimate=prep.m_estimate,
         metrics=rel["metrics"], per_type=rel["per_type"], expected=rel["expected"],
         thresholds=rel["thresholds"], params=params, diagnostics=diagnostics,
-        _table_ref=weakref.ref(table))
+        certification=certification, _table_ref=weakref.ref(table))
 
 
 def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,

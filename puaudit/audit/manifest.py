@@ -31,12 +31,17 @@ def run_manifest(result, *, input_name: str = "", input_sha256: str | None = Non
         "per_type": s["per_type"],
         "scorer_used": s.get("scorer_used"),
         "scorer_choice": s.get("scorer_choice"),
+        # certified trust or escalate: the threshold on calibrated P(judge right), its bound
+        "certification": s.get("certification"),
         "environment": {"python": platform.python_version(), "numpy": numpy.__version__,
                         "pandas": pandas.__version__},
         "reproduce": ("puaudit audit INPUT -o OUTPUT --seed {seed} --p-ratio {p} --alpha1 {a1} "
-                      "--alpha2 {a2} --scorer {sc} --rule {r}{m}").format(
+                      "--alpha2 {a2} --scorer {sc} --rule {r}{m}{cert}").format(
             seed=result.params.get("random_state"), p=result.params.get("p_ratio"),
             a1=result.params.get("alpha1"), a2=result.params.get("alpha2"),
             sc=result.params.get("scorer"), r=result.params.get("rule"),
-            m="" if result.params.get("m") is None else f" --m {result.params.get('m')}"),
+            m="" if result.params.get("m") is None else f" --m {result.params.get('m')}",
+            cert="" if result.params.get("target_agreement") is None else
+            f" --target-agreement {result.params['target_agreement']} "
+            f"--risk {result.params.get('risk')}"),
     }
