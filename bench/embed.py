@@ -8,7 +8,7 @@ same texts, with the same torch thread count and token limit (sentence-transform
 this model is 256 tokens; it is raised to ours) and batch size 32: sentence-transformers'
 ``encode`` (float32), ``HFEncoder(mode="full")`` (float32, transformers) and
 ``HFEncoder(mode="fast")`` (bfloat16, the lean BERT runtime). Texts are MT-Bench prompt-response
-pairs formatted as in METHOD.md (read from ../shared/data when present, else generated). Each
+pairs formatted as docs/method.md says (from ../shared/data when present, else generated). Each
 encoder is warmed up on a few texts first, so model loading is excluded; the texts are cut into
 chunks and the three take turns chunk by chunk (rotating who goes first), because the machine is
 shared and its load drifts; the best of the repeats is kept. Our encoders write every vector to

@@ -1,4 +1,4 @@
-"""Peak memory of the worst hostile inputs of issue 12, each in a fresh interpreter.
+"""Peak memory of the worst hostile inputs (docs/hostile_inputs.md), each in a fresh interpreter.
 
 Cases (``--case``, default all but ``upload``):
 

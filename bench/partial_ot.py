@@ -1,4 +1,4 @@
-"""Benchmark: PUAudit's partial-OT scorer against POT's exact solver (issue 6, target 1).
+"""Benchmark: PUAudit's partial-OT scorer against POT's exact solver (docs/transport.md).
 
     python bench/partial_ot.py           # (200,2k) (500,5k) (1k,10k) vs POT, then (2k,100k), (2k,1M)
     python bench/partial_ot.py --quick   # (200,2k) and (500,5k) vs POT only (under a minute)

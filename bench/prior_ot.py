@@ -1,4 +1,4 @@
-"""Benchmark: the graded prior-ot scorer against POT's dense unbalanced Sinkhorn (issue 11).
+"""Benchmark: the graded prior-ot scorer against POT's dense unbalanced Sinkhorn (docs/scorers.md).
 
     python bench/prior_ot.py           # (200,2k) (500,5k) (2k,20k) vs POT, then (2k,100k), (2k,1M)
     python bench/prior_ot.py --quick   # the sizes compared with POT only

@@ -1,4 +1,4 @@
-"""Coverage of the model-ranking intervals on simulated data with known truth (issue 14).
+"""Coverage of the model-ranking intervals on simulated data with known truth (docs/models.md).
 
 8 models with planted strengths, a judge with a length bias, human labels on a uniform random
 10% of 5,000 comparisons (:func:`puaudit.rankings.estimate.simulate_comparisons`). Over R replicates,

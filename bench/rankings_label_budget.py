@@ -1,4 +1,4 @@
-"""Prediction-powered rankings on real data with a small label budget (issue 14).
+"""Prediction-powered rankings on real data with a small label budget (docs/models.md).
 
 Every MT-Bench row carries a human vote, so there PPI equals the human-only estimate. This keeps
 the human votes of a uniform random share of the items (``--share``, default 10%), hides the

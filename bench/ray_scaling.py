@@ -1,4 +1,4 @@
-"""The Ray backend (issue 20): embedding with 1 vs 2 local Ray workers, and a 1M-row Parquet file
+"""The Ray backend (docs/ray.md): embedding with 1 vs 2 local Ray workers, and a 1M-row Parquet file
 audited end to end through Ray with the driver's peak memory.
 
 1. **Speed-up.** Distinct generated texts are embedded by :func:`embed_texts_ray` (Ray Data,

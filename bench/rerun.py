@@ -1,4 +1,4 @@
-"""Dashboard rerun benchmark (issue 6, target 3): cold first audit of the MT-Bench file vs a
+"""Dashboard rerun benchmark (docs/performance.md): cold first audit of the MT-Bench file vs a
 slider change, timed with Streamlit's AppTest.
 
     python bench/rerun.py            # cold: a fresh embedding cache, the real default encoder

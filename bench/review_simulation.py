@@ -1,4 +1,4 @@
-"""The review queue against random order, with a simulated reviewer (issue 15).
+"""The review queue against random order, with a simulated reviewer (docs/review.md).
 
 On MT-Bench (judge: "longer answer wins", and GPT-4) and llmfao (GPT-4 vs crowd votes), one
 seeded default audit per seed splits the annotated items into P and validation; the validation

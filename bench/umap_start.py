@@ -1,4 +1,4 @@
-"""UMAP start-up benchmark (issue 6, target 4): with the background warm-up started at process
+"""UMAP start-up benchmark (docs/performance.md): with the background warm-up started at process
 start (as app.py does), how long until the first UMAP projection of real-sized data is
 available, vs a warm call; and how long the first map view takes (PCA, never blocked).
 

@@ -92,7 +92,7 @@ def load_encoder(label: str):
 
 def favicon():
     """The page icon, drawn here: a ``:material/...:`` or emoji icon makes every visitor's browser
-    fetch it from Google's font servers, and nothing should leave this server (issue 12).
+    fetch it from Google's font servers, and nothing should leave this server (docs/safety.md).
 
     A 32 x 32 RGBA disc in the theme colour with a white balance beam, as a PIL image (served
     by Streamlit from this server).

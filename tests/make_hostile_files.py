@@ -1,4 +1,4 @@
-"""Generate the hostile and broken input files of issue 7 (never hand-edited blobs).
+"""Generate the hostile and broken input files (docs/hostile_inputs.md; never hand-edited blobs).
 
 Usage::
 
@@ -144,7 +144,7 @@ def make_hostile_files(folder: str | Path, *, include_large: bool = False) -> di
     return paths
 
 
-# -- issue 12: markup in the data ------------------------------------------------------------
+# -- markup in the data ----------------------------------------------------------------------
 #: host of every planted URL: port 9 (discard) refuses at once, and no request may go there
 PLANTED_HOST = "127.0.0.1:9"
 

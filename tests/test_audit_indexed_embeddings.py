@@ -1,4 +1,4 @@
-"""Embeddings stored once per distinct text (issue 19): same audit, far less memory per row."""
+"""Embeddings stored once per distinct text: same audit, far less memory per row."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""The prior-aware two-sided transport scorer (issue 11): POT's fixed point, graded scores, m."""
+"""The prior-ot scorer (docs/method.md, "Scorers"): POT's fixed point, graded scores, m."""
 
 import numpy as np
 import ot

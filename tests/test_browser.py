@@ -250,7 +250,7 @@ def test_five_concurrent_sessions_complete_with_one_encoder(server):
 
 
 def test_default_audit_reverses_a_weak_judge(server, mtbench_path, tmp_path):
-    """Issue 11: upload a file whose judge is weak ('longer answer wins' on MT-Bench), keep every
+    """Upload a file whose judge is weak ('longer answer wins' on MT-Bench), keep every
     default (auto scorer, guarded rule): the Audit page shows reversals and Cons_adj > Cons_orig;
     the Audit and Scores pages are saved as screenshots."""
     from playwright.sync_api import sync_playwright

@@ -1,4 +1,4 @@
-"""Issue 12, in a real browser (Debian's Chromium driven by Playwright): data whose cells, column
+"""Markup in the data, in a real browser (Debian's Chromium, Playwright): data whose cells, column
 names, question types, labels, annotator ids, model and candidate names hold Markdown images
 (``![](http://127.0.0.1:9/...)``), HTML images and ``<a href>`` links is uploaded, every page
 of the dashboard is visited, and the browser must have requested nothing but the app's own

@@ -1,4 +1,4 @@
-"""Issue 12: hostile inputs, second round (library and CLI).
+"""Hostile inputs, second round (library and CLI; docs/hostile_inputs.md).
 
 Every input is generated here, small where the effect scales; peak memory is measured in a
 subprocess (``ru_maxrss``) so that one test's allocations do not hide another's.
@@ -122,7 +122,7 @@ def test_parquet_limits_and_a_repeated_value_bomb():
 @pytest.mark.slow
 def test_peak_memory_of_the_worst_reads_is_a_small_multiple_of_the_data():
     """Short rows (the costliest per byte), a gzip bomb and a header-only wide line, each in a
-    fresh interpreter. Before issue 12 the short-row file peaked at ~40x its decompressed size."""
+    fresh interpreter. Before this round the short-row file peaked at ~40x its decompressed size."""
     short = _peak_mb("""
         import gzip, io
         from puaudit.data.io import read_table

@@ -1,5 +1,5 @@
 """Property-based tests (hypothesis): the loader never fails with anything but PUAuditError, and
-exporting then re-reading gives back every row, column name and value (issue 7, items 1-2)."""
+exporting then re-reading gives back every row, column name and value (docs/safety.md)."""
 
 import csv
 import io

@@ -108,7 +108,7 @@ def test_judge_rules():
 
 
 def test_one_vocabulary_for_the_audit_and_trustjudge():
-    """Issue 13: the same word means the same verdict in every reader."""
+    """One vocabulary: the same word means the same verdict in every reader."""
     from puaudit.data.vocabulary import VERDICT_WORDS, parse_verdict
     from puaudit.trustjudge.io import normalise_verdict
 

@@ -452,7 +452,7 @@ def test_concurrent_calls_on_the_same_texts_embed_them_once(tiny_bert, tmp_path)
     assert all(np.array_equal(results[0], r) for r in results[1:])
 
 
-# -- issue 12: long texts are cut before tokenising -------------------------------------------
+# -- hostile inputs: long texts are cut before tokenising -------------------------------------
 def _spy_tokenizer(enc: HFEncoder) -> list[int]:
     """Wrap the tokenizer; returns the list of the longest text length of each call."""
     enc.load()
@@ -507,7 +507,7 @@ def test_texts_that_tokenise_to_little_are_cut_again_longer(tiny_bert):
 
 @pytest.mark.slow
 def test_default_encoder_memory_stays_flat_on_5_mb_cells():
-    """Before issue 12, four 5 MB texts took the default encoder's tokenizer 2.3 GB and 54 s
+    """Before texts were cut, four 5 MB texts took the default encoder's tokenizer 2.3 GB and 54 s
     past its baseline (and 50 such rows more than 22 GB); now they cost little more than the
     texts themselves."""
     import subprocess
@@ -539,7 +539,7 @@ def test_default_encoder_memory_stays_flat_on_5_mb_cells():
     print(res)
 
 
-# -- issue 18: fast (bfloat16) and full (float32) modes ---------------------------------------
+# -- encoder modes: fast (bfloat16) and full (float32) -----------------------------------------
 def _old_float32_key(enc: HFEncoder) -> str:
     """The cache key as computed before modes existed (float32 only)."""
     import hashlib
@@ -640,7 +640,7 @@ def test_default_model_fast_mode_agrees_with_full(minilm):
     v_fast = fast.encode(SENTENCES)
     assert (fast.dtype_, fast.runtime_) == ("bfloat16", "lean")
     cos = np.sum(v_fast * v_full, axis=1)
-    assert cos.min() >= 0.9995, cos  # issue 18 asks >= 0.995; measured ~0.99993 on MT-Bench
+    assert cos.min() >= 0.9995, cos  # the target is >= 0.995; measured ~0.99993 on MT-Bench
     assert fast.cache_key != full_enc.cache_key and fast.name == full_enc.name + "+bf16"
 
 

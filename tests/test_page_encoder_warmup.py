@@ -1,4 +1,4 @@
-"""Issue 18: the dashboard's first page view never waits for the encoder to load.
+"""The dashboard's first page view never waits for the encoder to load.
 
 The app starts loading the default encoder in a background thread at server start
 (``components.state.start_encoder_warmup``); here that load is held back on purpose, and the first

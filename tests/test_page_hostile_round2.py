@@ -1,4 +1,4 @@
-"""Issue 12 through the dashboard (AppTest, hashing test encoder): upload limits on every page
+"""Hostile inputs through the dashboard (AppTest, hashing test encoder): upload limits on every page
 that accepts a file, and markup in the data shown as text on every page.
 
 The real-browser proof that nothing is fetched is tests/test_browser_markup.py; these tests

@@ -1,4 +1,4 @@
-"""Issue 7, item 1, through the upload page: every hostile file either loads and audits, or the
+"""Hostile files through the upload page: every hostile file either loads and audits, or the
 page shows our message (naming the place and the fix); never a traceback. Hashing test encoder."""
 
 import re

@@ -1,4 +1,4 @@
-"""Safe defaults (issue 7, item 5): local binding, XSRF, upload limit, no free model paths, no
+"""Safe defaults (docs/safety.md): local binding, XSRF, upload limit, no free model paths, no
 remote code, no unpickling."""
 
 import os

@@ -43,7 +43,7 @@ def test_guarded_never_lowers_consistency(boards, judge):
 
 
 def test_default_audit_gains_with_a_length_biased_judge_and_never_harms_gpt4(boards):
-    """Issue 11's bar: the default (auto scorer, guarded rule) over 5 seeds at p_ratio 0.3 (the
+    """The default's bar: the default (auto scorer, guarded rule) over 5 seeds at p_ratio 0.3 (the
     README's 10-seed table: +0.055 and +0.000)."""
     assert boards["longer"][("auto", "guarded")]["delta_mean"] >= 0.045
     assert boards["gpt4"][("auto", "guarded")]["delta_mean"] >= -0.002

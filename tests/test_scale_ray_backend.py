@@ -1,4 +1,4 @@
-"""The Ray backend (issue 20): the MT-Bench audit through Ray equals the local one, a killed
+"""The Ray backend (docs/ray.md): the MT-Bench audit through Ray equals the local one, a killed
 worker loses no finished embeddings, ``--ray`` on the command line, and clear messages without
 Ray. One local Ray instance (``ray.init(num_cpus=2)``) serves the module and is shut down after;
 the tests that need it are skipped with a reason when Ray is not installed (CI installs the
