@@ -245,7 +245,7 @@ def test_cohen_kappa_against_sklearn_and_fleiss_against_statsmodels(planted_shuf
 
 
 # ------------------------------------------------------------------------------------------
-# the planted population of the issue
+# a planted population (simulate_votes) with a known truth
 # ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seed,shuffle", [(0, True), (1, False), (2, True)])

@@ -207,7 +207,7 @@ def _coverage(replicates, n, resamples):
 
 @pytest.mark.slow
 def test_ppi_intervals_valid_with_a_biased_judge_small_simulation():
-    """The issue's simulation, small: 8 models, a length-biased judge, labels on 10% of 5,000
+    """The coverage bench's simulation, small: 8 models, a length-biased judge, labels on 10% of 5,000
     comparisons; 6 replicates (48 intervals per source). bench/rankings_coverage.py runs 200."""
     cov, width = _coverage(6, 5000, 150)
     assert cov["ppi"] >= 0.85, cov
