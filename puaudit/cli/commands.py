@@ -251,6 +251,14 @@ def cmd_audit(args) -> int:
     print(f"Cons_orig {_fmt(summary['cons_orig'])}  Cons_adj {_fmt(summary['cons_adj'])}  change "
           f"{_fmt(summary['delta'])}  (validation rows: {summary['n_validation']})")
     print(f"groups: {summary['groups']}; wrote {shape[0]} rows x {shape[1]} columns to {args.output}")
+    cert = summary.get("certification")
+    if cert is not None:  # --target-agreement: what is trusted, or why nothing is
+        print(f"certified: {cert['n_trusted']} of {cert['n_trusted'] + cert['n_escalated']} "
+              f"audited rows trusted (coverage {_fmt(cert['coverage'])}; P(judge right) >= "
+              f"{_fmt(cert['threshold'])}, agreement lower bound {_fmt(cert['certified_lower'])} "
+              f">= {cert['target']:g} at risk {cert['risk']:g}); the rest are escalated"
+              if not cert["message"] else f"warning: {cert['message']}",
+              file=sys.stderr if cert["message"] else sys.stdout)
     if args.json:
         print(dumps(summary))
     return 0

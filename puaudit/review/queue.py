@@ -12,6 +12,10 @@ largest at ``p = 0.5``. The queue therefore takes
 
 each tier by ``|p − 0.5|`` (closest to a coin flip first; rows without a probability last),
 ties by row order. ``order="random"`` is the baseline: a seeded random permutation.
+
+When the audit certified a threshold ``t`` (``target_agreement``), the escalated rows come first,
+farthest below the threshold first (``t − p`` largest: the verdicts the audit trusts least),
+then the trusted rows, closest to the threshold first.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ __all__ = ["ORDERS", "TIER_NAMES", "review_order", "review_queue"]
 
 ORDERS = ("value", "random")
 TIER_NAMES = {0: "uncertain", 1: "reversal candidate", 2: "other"}
+CERTIFIED_TIER_NAMES = {0: "escalated", 1: "trusted"}
 
 
 def _tiers(group) -> np.ndarray:
@@ -36,7 +41,7 @@ def _tiers(group) -> np.ndarray:
 
 
 def review_order(p_judge_right, group, candidates, *, order: str = "value",
-                 random_state: int | None = 0) -> np.ndarray:
+                 random_state: int | None = 0, below=None) -> np.ndarray:
     """Indices of ``candidates`` (row indices) in review order.
 
     Parameters
@@ -44,6 +49,10 @@ def review_order(p_judge_right, group, candidates, *, order: str = "value",
     p_judge_right, group : arrays over all rows (an :class:`~puaudit.audit.estimator.AuditResult`'s)
     candidates : int array of row indices (or a boolean mask)
     order : {"value", "random"}
+    below : array over all rows, optional
+        Certified threshold minus each row's probability
+        (:meth:`~puaudit.audit.certify.Certification.distance_below`): escalated rows (``> 0``)
+        first, largest first, then trusted ones, closest to the threshold first.
     """
     if order not in ORDERS:
         raise PUAuditError(f"Unknown review order '{order}': choose one of {list(ORDERS)}.")
@@ -53,6 +62,10 @@ def review_order(p_judge_right, group, candidates, *, order: str = "value",
     cand = cand.astype(np.int64)
     if order == "random":
         return np.random.default_rng(random_state).permutation(cand)
+    if below is not None:
+        b = np.asarray(below, dtype=np.float64)[cand]
+        key = np.where(np.isnan(b), np.inf, -b)
+        return cand[np.lexsort((cand, key, (b > 0) == 0))]
     p = np.asarray(p_judge_right, dtype=np.float64)[cand]
     dist = np.where(np.isnan(p), np.inf, np.abs(p - 0.5))
     tier = _tiers(np.asarray(group, dtype=object)[cand])
@@ -77,8 +90,8 @@ def review_queue(table, result, *, order: str = "value", random_state: int | Non
     Returns
     -------
     DataFrame with ``rank`` (1 = first), ``row`` (0-based index into the table), ``key``,
-    ``tier``, ``p_judge_right``, ``group``, ``judge``, ``question_type``, ``model_a``,
-    ``model_b``. Rows sharing a content key appear once (the first of them).
+    ``tier`` (``escalated`` / ``trusted`` when the audit certified), ``p_judge_right``, ``group``,
+    ``judge``, ``question_type``, ``model_a``, ``model_b``. Rows sharing a content key appear once (the first of them).
     """
     n = len(table)
     if len(result.split) != n:
@@ -100,14 +113,18 @@ def review_queue(table, result, *, order: str = "value", random_state: int | Non
         mask &= np.isin(ma.astype(str), wanted) | np.isin(mb.astype(str), wanted)
     # one line per content key: the first row carrying it
     first = ~pd.Series(keys).duplicated().to_numpy()
+    cert = getattr(result, "certification", None)
+    below = cert.distance_below() if cert is not None else None
     rows = review_order(result.p_judge_right, result.group, mask & first, order=order,
-                        random_state=random_state)
+                        random_state=random_state, below=below)
     group = np.asarray(result.group, dtype=object)[rows]
+    tiers = ([CERTIFIED_TIER_NAMES[int(not b > 0)] for b in below[rows]] if below is not None
+             else [TIER_NAMES[t] for t in _tiers(group)])
     return pd.DataFrame({
         "rank": np.arange(1, len(rows) + 1),
         "row": rows,
         "key": keys[rows],
-        "tier": [TIER_NAMES[t] for t in _tiers(group)],
+        "tier": tiers,
         "p_judge_right": np.asarray(result.p_judge_right, dtype=np.float64)[rows],
         "group": group,
         "judge": np.asarray(table.judge, dtype=object)[rows],
