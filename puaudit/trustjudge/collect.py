@@ -37,10 +37,10 @@ from puaudit.trustjudge.likelihood import (perplexity, score_distribution_from_l
                                            verdict_probabilities)
 from puaudit.trustjudge.prompts import PromptTemplate
 from puaudit.trustjudge.relations import relation_baseline, relation_bidirectional
-from puaudit.trustjudge.runner import response_text, response_tokens
+from puaudit.trustjudge.runner import response_text, response_usage
 
-__all__ = ["JudgePlan", "JudgeTables", "plan_judging", "assemble", "ANSWER_ALIASES",
-           "WINNER_RULES", "detect_input_kind"]
+__all__ = ["JudgePlan", "JudgeTables", "plan_judging", "assemble", "usable_tokens",
+           "ANSWER_ALIASES", "WINNER_RULES", "detect_input_kind"]
 
 ANSWER_ALIASES: dict[str, tuple[str, ...]] = {
     "question_id": ("question_id", "qid", "prompt_id", "question_idx", "id"),
@@ -100,8 +100,9 @@ class JudgeTables:
         ``judge_winner`` filled (comparisons input).
     scores : DataFrame or None
     problems : DataFrame
-        One row per judgment that gave no verdict / score / probabilities, or whose request
-        failed: ``task``, ``question_id``, ``candidates``, ``note``, ``rationale``.
+        One row per judgment that gave no verdict / score / probabilities (malformed
+        log-probabilities included), whose request failed, or with a note from ``notes``:
+        ``task``, ``question_id``, ``candidates``, ``note``, ``rationale``.
     counts : dict
     """
 
@@ -327,16 +328,117 @@ def _comparison_answers(frame: pd.DataFrame, name: str, *, need_models: bool):
 
 
 # --- assembling ---------------------------------------------------------------------------------
+def _show(value: Any) -> str:
+    """A server's value in a note: short (it may be anything, of any length)."""
+    text = repr(value)
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+def _logprob_problem(value: Any) -> str:
+    """Why ``value`` is not a log-probability (a finite number ≤ 0), or ``""``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"is {_show(value)}, not a number" if value is not None else "is missing"
+    try:
+        x = float(value)
+    except OverflowError:
+        return "is a number too large for a float"
+    if not math.isfinite(x):
+        return f"is {x}, not a finite number"
+    if x > 1e-6:  # rounding may give +1e-7 for a certain token; more is a probability above 1
+        return f"is {x:g} > 0 (a probability above 1)"
+    return ""
+
+
+def _token_problem(item: Any) -> str:
+    if not isinstance(item, dict):
+        return f"is {_show(item)}, not an object"
+    if not isinstance(item.get("token"), str):
+        return f"has token {_show(item.get('token'))}, not a string"
+    why = _logprob_problem(item.get("logprob"))
+    if why:
+        return f"logprob {why}"
+    raw = item.get("bytes")
+    if raw is not None and not (isinstance(raw, list) and all(
+            isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in raw)):
+        return "has bytes that are not a list of byte values"
+    alts = item.get("top_logprobs")
+    if alts is None:
+        return ""
+    if not isinstance(alts, list):
+        return f"has top_logprobs {_show(alts)}, not a list"
+    for j, alt in enumerate(alts, 1):
+        if not isinstance(alt, dict):
+            return f"top_logprobs[{j}] is {_show(alt)}, not an object"
+        if not isinstance(alt.get("token"), str):
+            return f"top_logprobs[{j}] has token {_show(alt.get('token'))}, not a string"
+        why = _logprob_problem(alt.get("logprob"))
+        if why:
+            return f"top_logprobs[{j}].logprob {why}"
+    return ""
+
+
+def usable_tokens(response: Mapping) -> tuple[list[dict] | None, str]:
+    """The response's per-token log-probabilities, checked value by value.
+
+    A server may send anything: every token must be an object with a ``token`` string and a
+    ``logprob`` that is a finite number ≤ 0, and so must every ``top_logprobs`` alternative;
+    ``bytes``, when present, must be byte values; and the perplexity
+    ``exp(−(1/N) Σ_t log p(t))`` must be a finite number.
+
+    Returns
+    -------
+    tokens : list of dict or None
+        ``choices[0].logprobs.content``, or ``None`` when it is absent, empty or has a bad
+        value (then none of its probabilities is used).
+    problem : str
+        ``""``, or what is wrong and where (token 1 is the first), for the problems list.
+    """
+    choice = response["choices"][0]
+    lp = choice.get("logprobs") if isinstance(choice, dict) else None
+    if lp is None:
+        return None, ""
+    if not isinstance(lp, dict):
+        return None, f"logprobs is {_show(lp)}, not an object"
+    items = lp.get("content")
+    if items is None or (isinstance(items, list) and not items):
+        return None, ""
+    if not isinstance(items, list):
+        return None, f"logprobs.content is {_show(items)}, not a list"
+    for i, item in enumerate(items, 1):
+        why = _token_problem(item)
+        if why:
+            return None, f"token {i} {why}"
+    mean = math.fsum(float(t["logprob"]) for t in items) / len(items)
+    if -mean > 700:  # exp(709.8) is the largest float
+        return None, f"mean log-probability {mean:g}: the perplexity is too large for a float"
+    return items, ""
+
+
+def _malformed_note(problem: str, kept: str) -> str:
+    return f"malformed log-probabilities ({problem}): {kept} kept, no probabilities"
+
+
+def _n_tokens(response: Mapping, tokens: list | None) -> float:
+    if tokens:
+        return len(tokens)
+    n = response_usage(response)[1]
+    return n if n else math.nan
+
+
 def _parse_pair(response: Mapping | None) -> dict:
     if response is None:
         return {}
     content = response_text(response)
-    tokens = response_tokens(response)
+    tokens, bad = usable_tokens(response)
     v = verdict_probabilities(content, tokens)
     lps = [float(t["logprob"]) for t in tokens] if tokens else None
     notes = []
     if v["verdict"] is None:
         notes.append("no verdict [A], [B] or [C] in the judgment")
+        if bad:
+            notes.append(_malformed_note(bad, "rationale"))
+    elif bad:
+        notes.append(_malformed_note(bad, "verdict"))
     elif tokens is None:
         notes.append("no log-probabilities in the response")
     elif v["probs"] is None:
@@ -344,14 +446,14 @@ def _parse_pair(response: Mapping | None) -> dict:
     probs = v["probs"] or {}
     return {"verdict": v["verdict"], "A": probs.get("A", math.nan), "B": probs.get("B", math.nan),
             "tie": probs.get("tie", math.nan), "ppl": perplexity(lps) if lps else math.nan,
-            "n_tokens": len(tokens) if tokens else (response.get("usage") or {}).get("completion_tokens"),
+            "n_tokens": _n_tokens(response, tokens),
             "rationale": content, "token_logprobs": json.dumps(lps) if lps else "",
             "note": "; ".join(notes)}
 
 
 def assemble(plan: JudgePlan, responses: Mapping[str, Mapping], *, judge_name: str,
-             failures: Mapping[str, str] | None = None, winner_column: str = "judge_winner",
-             winner_rule: str = "baseline") -> JudgeTables:
+             failures: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None,
+             winner_column: str = "judge_winner", winner_rule: str = "baseline") -> JudgeTables:
     """Tables from the judge's responses.
 
     Parameters
@@ -363,6 +465,9 @@ def assemble(plan: JudgePlan, responses: Mapping[str, Mapping], *, judge_name: s
     judge_name : str
         Written to the ``judge`` column (answers input) or ``judge_model`` (comparisons input).
     failures : mapping {key: message}, optional
+    notes : mapping {key: message}, optional
+        Something to tell about a response that is otherwise fine (e.g. that the API key was
+        removed from it): added to its note and to the problems list.
     winner_column : str, default "judge_winner"
         Comparisons input: the column that receives the verdict (``model_a``, ``model_b``,
         ``tie``).
@@ -378,7 +483,11 @@ def assemble(plan: JudgePlan, responses: Mapping[str, Mapping], *, judge_name: s
     if winner_rule not in WINNER_RULES:
         raise PUAuditError(f"Unknown winner rule '{winner_rule}'. Use one of {', '.join(WINNER_RULES)}.")
     failures = failures or {}
+    notes = notes or {}
     problems = []
+
+    def with_note(note: str, k: str | None) -> str:
+        return "; ".join(n for n in (note, notes.get(k, "") if k is not None else "") if n)
 
     def get(k):
         return responses.get(k) if k is not None else None
@@ -395,7 +504,8 @@ def assemble(plan: JudgePlan, responses: Mapping[str, Mapping], *, judge_name: s
                 p = _parse_pair(get(k))
                 if not p:
                     p = {"note": f"request failed: {failures.get(k, 'no response')}"}
-                if p.get("note"):
+                p["note"] = with_note(p.get("note", ""), k)
+                if p["note"]:
                     problems.append({"task": f"pair order {o}", "question_id": t.question_id,
                                      "candidates": f"{t.candidate_i} vs {t.candidate_j}",
                                      "note": p["note"], "rationale": p.get("rationale", "")})
@@ -456,18 +566,23 @@ def assemble(plan: JudgePlan, responses: Mapping[str, Mapping], *, judge_name: s
                 rows.append({**base, "score": math.nan, "note": "request failed"})
                 continue
             content = response_text(resp)
-            tokens = response_tokens(resp)
+            tokens, bad = usable_tokens(resp)
             s = score_distribution_from_logprobs(content, tokens, scale=(lo, hi))
             lps = [float(x["logprob"]) for x in tokens] if tokens else None
             row = {**base, "score": math.nan if s["score"] is None else s["score"]}
             for v in range(lo, hi + 1):
                 row[f"p_{v}"] = s["distribution"][v] if s["distribution"] else math.nan
+            reason = s["reason"]
+            if bad:
+                reason = (_malformed_note(bad, "score") if s["score"] is not None
+                          else f"{reason}; {_malformed_note(bad, 'rationale')}")
+            reason = with_note(reason, t.key)
             row.update(ppl=perplexity(lps) if lps else math.nan,
                        n_tokens=len(tokens) if tokens else math.nan, rationale=content,
-                       token_logprobs=json.dumps(lps) if lps else "", note=s["reason"])
-            if s["reason"]:
+                       token_logprobs=json.dumps(lps) if lps else "", note=reason)
+            if reason:
                 problems.append({"task": "score", "question_id": t.question_id,
-                                 "candidates": t.candidate, "note": s["reason"],
+                                 "candidates": t.candidate, "note": reason,
                                  "rationale": content})
             rows.append(row)
         dist_cols = [f"p_{v}" for v in range(lo, hi + 1)]

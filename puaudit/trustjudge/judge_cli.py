@@ -1,9 +1,13 @@
 """``puaudit judge``: ask any OpenAI-compatible endpoint for pairwise verdicts (both orders) and
 single scores with log-probabilities, and write the TrustJudge input tables.
 
-See ``docs/trustjudge.md`` ("Collecting judgments"). Exit status: 0 done, 1 some requests failed
-for good (nothing written unless ``--allow-partial``), 2 bad input or an endpoint that refuses
-every request, 130 interrupted (everything finished is cached: rerun the same command).
+See ``docs/judge.md``. Exit status: 0 done, 1 some requests failed for good (nothing written
+unless ``--allow-partial``), 2 bad input or an endpoint that refuses every request, 130
+interrupted (everything finished is cached: rerun the same command).
+
+The API key never reaches a file or the terminal: responses are cleaned of it on arrival (see
+:func:`puaudit.trustjudge.runner.redact_secret`), and every table and message written here is
+cleaned again, for keys that came another way (an older cache, the input itself).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import json
 import math
 import sys
 from pathlib import Path
+
+import pandas as pd
 
 from puaudit.cli.limits import add_max_rows_argument, read_input
 from puaudit.errors import PUAuditError
@@ -119,8 +125,60 @@ def _check_comparison_columns(plan, args) -> None:
                                "judge's to another column with --winner-column NAME.")
 
 
+def _redact_table(frame: pd.DataFrame, secret: str) -> pd.DataFrame:
+    """``frame`` with ``secret`` replaced by ``***`` in its column names and text cells."""
+    if not secret:
+        return frame
+    out = frame.rename(columns=lambda c: c.replace(secret, "***") if isinstance(c, str) else c)
+    for col in out.columns:
+        values = out[col]
+        if values.dtype != object and not pd.api.types.is_string_dtype(values):
+            continue
+        hit = values.map(lambda v: isinstance(v, str) and secret in v)
+        if hit.any():
+            out[col] = values.where(~hit, values[hit].str.replace(secret, "***", regex=False))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
+    secret = _secret(args)
+    out, err = sys.stdout, sys.stderr
+    if secret:  # whatever is printed below (paths, cells quoted in errors) is cleaned too
+        sys.stdout, sys.stderr = _Redacting(out, secret), _Redacting(err, secret)
+    try:
+        return _run(args)
+    except PUAuditError as exc:
+        if secret and secret in str(exc):
+            raise PUAuditError(str(exc).replace(secret, "***"), column=exc.column,
+                               row=exc.row) from None
+        raise
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _secret(args: argparse.Namespace) -> str:
+    import os
+
+    return os.environ.get(args.api_key_env) or ""
+
+
+class _Redacting:
+    """A text stream that writes ``secret`` as ``***``."""
+
+    def __init__(self, stream, secret: str):
+        self._stream = stream
+        self._secret = secret
+
+    def write(self, text: str) -> int:
+        self._stream.write(str(text).replace(self._secret, "***"))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _run(args: argparse.Namespace) -> int:
     from puaudit.data.io import check_output_path, write_table
     from puaudit.trustjudge.collect import assemble, plan_judging
     from puaudit.trustjudge.prompts import get_template
@@ -177,6 +235,9 @@ def run(args: argparse.Namespace) -> int:
             raise PUAuditError(f"{exc} The {sum(k in cache for k in plan.requests)} responses "
                                f"received so far are cached in {paths['cache']}.") from None
         responses = {k: cache.get(k)["response"] for k in plan.requests if k in cache}
+        echoed = {k: "the response held the API key (replaced by *** before anything was "
+                     "written): the endpoint echoes credentials"
+                  for k in plan.requests if k in cache and cache.get(k).get("redacted")}
 
     print(f"requests: {stats.n_total} ({stats.n_cached} cached, {stats.n_new} new, "
           f"{stats.n_failed} failed, {stats.n_retries} retries); tokens this run: "
@@ -191,7 +252,13 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
     tables = assemble(plan, responses, judge_name=judge_name, failures=stats.failures,
-                      winner_column=args.winner_column, winner_rule=args.winner_rule)
+                      notes=echoed, winner_column=args.winner_column,
+                      winner_rule=args.winner_rule)
+    secret = _secret(args)
+    for name in ("pairs", "scores", "problems"):
+        table = getattr(tables, name)
+        if table is not None:
+            setattr(tables, name, _redact_table(table, secret))
     written = {}
     if tables.pairs is not None:
         write_table(tables.pairs, paths["pairs"])

@@ -5,11 +5,13 @@ Three pieces, used by ``puaudit judge`` (:mod:`puaudit.trustjudge.judge_cli`) an
 
 :class:`JudgeClient`
     One chat completion with ``logprobs`` through the ``openai`` client (vLLM, Ollama, llama.cpp
-    server, hosted APIs). Retries 429, 5xx, timeouts, dropped connections and malformed
-    responses with exponential backoff and jitter (honouring ``Retry-After``); a refused key
-    (401), a forbidden or unknown model (403, 404) or an endpoint without log-probabilities stop
-    the run; another 4xx fails that one request. The API key is read from an environment
-    variable and is never logged, cached or written anywhere.
+    server, hosted APIs). Each attempt has one wall-clock deadline for connecting, the headers
+    and the whole body, so a server that trickles bytes cannot keep it alive. Retries 429, 5xx,
+    timeouts, dropped connections and malformed responses with exponential backoff and jitter
+    (honouring ``Retry-After``); a refused key (401), a forbidden or unknown model (403, 404) or
+    an endpoint without log-probabilities stop the run; another 4xx fails that one request. The
+    API key is read from an environment variable and is never logged, cached or written
+    anywhere, also when the server sends it back (it is replaced by ``***`` on arrival).
 :class:`ResponseCache`
     An append-only JSON-lines file: every response is written and flushed (and fsynced) the
     moment it arrives, keyed by a hash of the model, sampling parameters and messages. A crash,
@@ -28,6 +30,7 @@ import json
 import math
 import os
 import random
+import socket
 import sys
 import threading
 import time
@@ -39,7 +42,8 @@ from typing import Any, Callable, Mapping
 from puaudit.errors import PUAuditError
 
 __all__ = ["JudgeClient", "ResponseCache", "RunStats", "RequestFailed", "EndpointError",
-           "request_key", "run_requests", "response_text", "response_tokens", "DEFAULT_KEY_ENV"]
+           "request_key", "run_requests", "response_text", "response_tokens", "response_usage",
+           "redact_secret", "DEFAULT_KEY_ENV"]
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 CACHE_VERSION = 1
@@ -55,6 +59,10 @@ class EndpointError(PUAuditError):
 
 class _Malformed(Exception):
     """A 200 response that is not a usable chat completion."""
+
+
+class _DeadlinePassed(Exception):
+    """An attempt outlived its wall-clock deadline (retried like any timeout)."""
 
 
 def request_key(model: str, params: Mapping[str, Any], messages: list[dict]) -> str:
@@ -77,7 +85,28 @@ def response_tokens(response: Mapping) -> list[dict] | None:
     return lp["content"]
 
 
+def response_usage(response: Mapping) -> tuple[int, int]:
+    """``(prompt_tokens, completion_tokens)`` from ``usage``; 0 for anything that is not a
+    whole number ≥ 0 (a server may send any JSON there)."""
+    u = response.get("usage") if isinstance(response, Mapping) else None
+    if not isinstance(u, Mapping):
+        return 0, 0
+
+    def count(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return 0
+        try:
+            n = int(v)
+        except (OverflowError, ValueError):  # inf, nan
+            return 0
+        return n if 0 <= n < 2 ** 53 else 0
+    return count(u.get("prompt_tokens")), count(u.get("completion_tokens"))
+
+
 def _check_response(data: Any) -> dict:
+    """A response must hold ``choices[0].message.content`` text; its log-probabilities may be
+    anything: :func:`puaudit.trustjudge.collect.assemble` checks them and lists the bad ones,
+    keeping the verdict (asking again would not change a deterministic server's answer)."""
     try:
         choice = data["choices"][0]
         content = choice["message"].get("content")
@@ -85,15 +114,58 @@ def _check_response(data: Any) -> dict:
         raise _Malformed("the response has no choices[0].message") from None
     if not isinstance(content, str):
         raise _Malformed("the response's message has no text content")
-    lp = choice.get("logprobs")
-    if lp is not None and not isinstance(lp, dict):
-        raise _Malformed("the response's logprobs is not an object")
-    if isinstance(lp, dict) and lp.get("content") is not None:
-        items = lp["content"]
-        if not isinstance(items, list) or not all(
-                isinstance(t, dict) and isinstance(t.get("logprob"), (int, float)) for t in items):
-            raise _Malformed("the response's logprobs.content is not a list of tokens")
     return data
+
+
+def redact_secret(value: Any, secret: str) -> tuple[Any, int]:
+    """``value`` (parsed JSON) with every occurrence of ``secret`` in its strings and keys
+    replaced by ``***``, and the number of strings changed.
+
+    Lone surrogates (``"\\ud800"`` in the JSON) are replaced by U+FFFD on the way: they cannot
+    be written as UTF-8, so the cache and the tables could not hold them. A token whose text
+    changes gets the ``bytes`` of its new text.
+    """
+    n = 0
+
+    def text(s: str) -> str:
+        nonlocal n
+        if secret and secret in s:
+            s = s.replace(secret, "***")
+            n += 1
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            s = s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return s
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return text(v)
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, dict):
+            out = {text(str(k)): walk(x) for k, x in v.items()}
+            tok = v.get("token")
+            if isinstance(tok, str) and out.get("token") != tok and isinstance(v.get("bytes"), list):
+                out["bytes"] = list(out["token"].encode("utf-8"))
+            return out
+        return v
+    return walk(value), n
+
+
+def _parse_int(digits: str) -> int | float:
+    # a 5000-digit number would make json.loads raise (int max str digits): as a float it is
+    # inf, which assemble lists as a malformed log-probability
+    return int(digits) if len(digits) <= 64 else float(digits)
+
+
+def _parse_body(raw: bytes, secret: str) -> tuple[dict, int]:
+    try:
+        data = json.loads(raw, parse_int=_parse_int)
+        data, n = redact_secret(data, secret)
+    except RecursionError:
+        raise _Malformed("the response is nested too deeply to be a chat completion") from None
+    return _check_response(data), n
 
 
 # --- cache --------------------------------------------------------------------------------------
@@ -182,11 +254,17 @@ class ResponseCache:
         return self._records.get(key)
 
     def put(self, key: str, response: dict, *, meta: Mapping | None = None, attempts: int = 1,
-            elapsed_s: float = 0.0) -> dict:
-        """Append one response and make it durable before returning."""
+            elapsed_s: float = 0.0, redacted: int = 0) -> dict:
+        """Append one response and make it durable before returning.
+
+        ``redacted`` (how many of the response's strings held the API key, already replaced) is
+        stored as ``"redacted"`` when not 0.
+        """
         rec = {"v": CACHE_VERSION, "key": key, "response": response, "meta": dict(meta or {}),
                "attempts": int(attempts), "elapsed_s": round(float(elapsed_s), 4),
                "saved_at": round(time.time(), 3)}
+        if redacted:
+            rec["redacted"] = int(redacted)
         line = (json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
             self._fh.write(line)
@@ -212,6 +290,68 @@ class ResponseCache:
 
 
 # --- client -------------------------------------------------------------------------------------
+class _Deadline:
+    """The wall-clock deadline of one attempt.
+
+    The HTTP client's timeouts restart with every read, so a server that sends one byte a second
+    keeps a request alive for ever. A timer shuts the attempt's socket down when ``seconds`` have
+    passed since the attempt began, whatever it is doing (connecting, TLS, waiting for headers,
+    reading the body); the blocked read then fails at once and the attempt counts as timed out.
+    The socket comes from the ``trace`` extension of httpx/httpcore (event
+    ``connection.connect_tcp.complete``), which is why the client keeps no idle connections:
+    every attempt connects anew and so is traced.
+    """
+
+    def __init__(self, seconds: float):
+        self.seconds = float(seconds)
+        self.expired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(self.seconds, self._fire)
+        self._timer.daemon = True
+
+    def trace(self, event: str, info: dict) -> None:
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        with self._lock:
+            self._sock = sock
+            if self.expired:  # connected after the deadline
+                self._shutdown()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed
+                pass
+
+    def __enter__(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+
+def _http_client(openai: Any, *, timeout: float, on_request: Callable) -> Any:
+    """An ``openai.DefaultHttpxClient`` that keeps no idle connection and calls ``on_request``
+    on every request (openai ≥ 1 builds on httpx; its newest releases on httpx2)."""
+    http = next((sys.modules[c.__module__.split(".")[0]] for c in openai.DefaultHttpxClient.__mro__
+                 if c.__module__.split(".")[0] != "openai"
+                 and hasattr(sys.modules.get(c.__module__.split(".")[0]), "Limits")), None)
+    limits = ({"limits": http.Limits(max_connections=1000, max_keepalive_connections=0)}
+              if http is not None else {})
+    return openai.DefaultHttpxClient(timeout=timeout, event_hooks={"request": [on_request]},
+                                     **limits)
+
+
 def _base_url(endpoint: str) -> str:
     url = str(endpoint).strip().rstrip("/")
     for suffix in ("/chat/completions", "/completions"):
@@ -236,7 +376,9 @@ class JudgeClient:
         Environment variable holding the API key. Unset: the placeholder ``"none"`` is sent
         (enough for local servers). The key is never logged, cached or exported.
     timeout : float, default 120
-        Seconds per attempt.
+        Seconds per attempt, all of it: connecting, waiting for the answer and reading it. A
+        server that trickles its answer is cut off when they are up (and the attempt retried
+        like any timeout).
     max_retries : int, default 6
         Retries of a request after 429, 5xx, a timeout, a dropped connection or a malformed
         response.
@@ -280,9 +422,17 @@ class JudgeClient:
         self.max_tokens = int(max_tokens)
         self.top_logprobs = int(top_logprobs)
         self.seed = seed
+        self._local = threading.local()  # the deadline of the attempt this thread is making
+
+        def on_request(request: Any) -> None:
+            deadline = getattr(self._local, "deadline", None)
+            if deadline is not None:
+                request.extensions["trace"] = deadline.trace
+
         # retries are ours (counted, interruptible, Retry-After aware): the client's are off
-        self._client = openai.OpenAI(api_key=key or "none", base_url=self.base_url,
-                                     max_retries=0, timeout=self.timeout)
+        self._client = openai.OpenAI(
+            api_key=key or "none", base_url=self.base_url, max_retries=0, timeout=self.timeout,
+            http_client=_http_client(openai, timeout=self.timeout, on_request=on_request))
 
     def __repr__(self) -> str:  # never shows the key
         return f"JudgeClient(endpoint={self.base_url!r}, model={self.model!r})"
@@ -304,6 +454,10 @@ class JudgeClient:
         text = str(text)
         return text.replace(self._secret, "***") if self._secret else text
 
+    def redact_json(self, value: Any) -> tuple[Any, int]:
+        """Parsed JSON with the API key replaced by ``***`` (see :func:`redact_secret`)."""
+        return redact_secret(value, self._secret)
+
     def _wait(self, attempt: int, exc: Exception | None) -> float:
         retry_after = None
         response = getattr(exc, "response", None)
@@ -321,8 +475,8 @@ class JudgeClient:
         o = self._openai
         if isinstance(exc, (o.AuthenticationError, o.PermissionDeniedError, o.NotFoundError)):
             return "stop"
-        if isinstance(exc, (o.RateLimitError, o.APIConnectionError, _Malformed, ValueError,
-                            o.APIResponseValidationError)):
+        if isinstance(exc, (o.RateLimitError, o.APIConnectionError, _Malformed, _DeadlinePassed,
+                            ValueError, o.APIResponseValidationError)):
             return "retry"
         if isinstance(exc, o.APIStatusError):
             code = getattr(exc, "status_code", 0) or 0
@@ -334,21 +488,27 @@ class JudgeClient:
         return "fail"
 
     def _describe(self, exc: Exception) -> str:
+        if isinstance(exc, _DeadlinePassed):
+            # named like the client's own timeouts: one reason in the retry counts
+            return f"APITimeoutError: no complete response within {self.timeout:g} s"
         code = getattr(exc, "status_code", None)
         name = type(exc).__name__
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else name
         return self.redact(f"HTTP {code}: {msg}" if code else f"{name}: {msg}")[:300]
 
     def complete(self, messages: list[dict], *, stop: threading.Event | None = None,
-                 on_retry: Callable[[str], None] | None = None) -> tuple[dict, int, float]:
+                 on_retry: Callable[[str], None] | None = None) -> tuple[dict, int, float, int]:
         """One chat completion with retries.
 
         Returns
         -------
         response : dict
-            The chat-completion JSON (``choices``, ``usage``, ...).
+            The chat-completion JSON (``choices``, ``usage``, ...), with the API key replaced by
+            ``***`` wherever the server wrote it.
         attempts : int
         elapsed_s : float
+        redacted : int
+            How many strings of the response held the API key.
 
         Raises
         ------
@@ -371,9 +531,8 @@ class JudgeClient:
             if stop is not None and stop.is_set():
                 raise InterruptedError("stopped")
             try:
-                resp = self._client.chat.completions.create(**kwargs)
-                data = resp.model_dump(mode="json") if hasattr(resp, "model_dump") else resp
-                return _check_response(data), attempt, time.perf_counter() - t0
+                data, n = self._attempt(kwargs)
+                return data, attempt, time.perf_counter() - t0, n
             except Exception as exc:  # noqa: BLE001 - sorted by _classify
                 kind = self._classify(exc)
                 last = self._describe(exc)
@@ -400,6 +559,22 @@ class JudgeClient:
                 else:
                     time.sleep(delay)
         raise RequestFailed(last)  # pragma: no cover - the loop returns or raises
+
+    def _attempt(self, kwargs: dict) -> tuple[dict, int]:
+        # the raw body, parsed here: the client's typed models would pass odd values through
+        # (and warn about them on stderr, values included)
+        with _Deadline(self.timeout) as deadline:
+            self._local.deadline = deadline
+            try:
+                raw = self._client.chat.completions.with_raw_response.create(**kwargs)
+                body = raw.http_response.content
+            except Exception:
+                if deadline.expired:  # the socket was shut down under the request
+                    raise _DeadlinePassed() from None
+                raise
+            finally:
+                self._local.deadline = None
+        return _parse_body(body, self._secret)
 
 
 # --- running ------------------------------------------------------------------------------------
@@ -445,14 +620,6 @@ class RunStats:
                 "elapsed_s": round(self.elapsed_s, 3),
                 "failures": sorted(set(self.failures.values()))[:20],
                 "retry_reasons": dict(self.retry_reasons)}
-
-
-def _usage(response: Mapping) -> tuple[int, int]:
-    u = response.get("usage") or {}
-    try:
-        return int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
-    except (TypeError, ValueError, AttributeError):
-        return 0, 0
 
 
 def _fmt_tokens(n: int) -> str:
@@ -517,9 +684,12 @@ def run_requests(requests: Mapping[str, list[dict]], *, client: JudgeClient, cac
             stats.retry_reasons[short] = stats.retry_reasons.get(short, 0) + 1
 
     def one(key: str, messages: list[dict]) -> dict:
-        response, attempts, elapsed = client.complete(messages, stop=stop, on_retry=on_retry)
+        response, attempts, elapsed, redacted = client.complete(messages, stop=stop,
+                                                                on_retry=on_retry)
+        info, _ = client.redact_json(dict(meta.get(key) or {}))
         # durable before anything else can go wrong
-        return cache.put(key, response, meta=meta.get(key), attempts=attempts, elapsed_s=elapsed)
+        return cache.put(key, response, meta=info, attempts=attempts, elapsed_s=elapsed,
+                         redacted=redacted)
 
     postfix()
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="puaudit-judge")
@@ -547,7 +717,7 @@ def run_requests(requests: Mapping[str, list[dict]], *, client: JudgeClient, cac
                     continue
                 else:
                     stats.n_new += 1
-                    pt, ct = _usage(rec["response"])
+                    pt, ct = response_usage(rec["response"])
                     stats.prompt_tokens += pt
                     stats.completion_tokens += ct
                 bar.update(1)

@@ -18,8 +18,10 @@ For trying ``puaudit judge`` without a model, and for tests. It answers ``POST
 Faults for tests: ``fault(n, key, attempt)`` (n = request number, key = hash of the request body,
 attempt = how often this body has been seen) returns ``None`` or one of ``"429"``, ``"500"``,
 ``"timeout"`` (answers after ``slow_s`` seconds), ``"malformed"`` (truncated JSON), ``"drop"``
-(closes the connection without an answer), ``"401"``. ``reply(body)`` replaces the judgment
-(content and tokens) when given.
+(closes the connection without an answer), ``"trickle"`` (sends the headers, then the body one
+byte every ``trickle_s`` seconds without ever finishing it, until the client hangs up), ``"401"``.
+``reply(body)`` replaces the judgment (content and tokens) when given; a ``"logprobs"`` entry in
+what it returns is sent as the response's ``logprobs`` as it stands (any JSON value).
 
 Command line::
 
@@ -186,6 +188,9 @@ class StubJudgeServer:
         When set, requests without ``Authorization: Bearer <api_key>`` get 401.
     slow_s : float, default 3
         How long a ``"timeout"`` fault waits before answering.
+    trickle_s : float, default 0.05
+        Seconds between the bytes of a ``"trickle"`` fault (which stops after 600 s if the client
+        never hangs up).
     delay_s : float, default 0
         Added to every answer (to make a run last).
     position_bias, noise : float, default 0.15 and 0.15
@@ -195,20 +200,22 @@ class StubJudgeServer:
     ----------
     calls : list of dict
         One per request received: ``n``, ``key`` (SHA-256 of the body), ``attempt``, ``fault``,
-        ``authorized``, ``body`` (the parsed JSON body).
+        ``authorized``, ``body`` (the parsed JSON body); a ``"trickle"`` call also ``trickled``:
+        the body bytes sent before the client hung up.
     max_in_flight : int
         The most requests handled at the same time.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, reply=None, fault=None,
                  api_key: str | None = None, slow_s: float = 3.0, delay_s: float = 0.0,
-                 position_bias: float = 0.15, noise: float = 0.15):
+                 trickle_s: float = 0.05, position_bias: float = 0.15, noise: float = 0.15):
         self.reply = reply or (lambda body: default_reply(body, position_bias=position_bias,
                                                           noise=noise))
         self.fault = fault
         self.api_key = api_key
         self.slow_s = slow_s
         self.delay_s = delay_s
+        self.trickle_s = trickle_s
         self.calls: list[dict] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -252,14 +259,15 @@ class StubJudgeServer:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def _record(self, key: str, fault: str | None, authorized: bool, body: Any) -> tuple[int, int]:
+    def _record(self, key: str, fault: str | None, authorized: bool, body: Any) -> dict:
         with self._lock:
             attempt = self._attempts.get(key, 0) + 1
             self._attempts[key] = attempt
             n = len(self.calls) + 1
-            self.calls.append({"n": n, "key": key, "attempt": attempt, "fault": fault,
-                               "authorized": authorized, "body": body})
-            return n, attempt
+            call = {"n": n, "key": key, "attempt": attempt, "fault": fault,
+                    "authorized": authorized, "body": body}
+            self.calls.append(call)
+            return call
 
     def _handler(self):
         server = self
@@ -278,6 +286,26 @@ class StubJudgeServer:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _trickle(self) -> int:
+                payload = json.dumps({"id": "stub", "object": "chat.completion", "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": " " * 100_000}}]})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.close_connection = True
+                sent, t0 = 0, time.monotonic()
+                try:
+                    self.wfile.flush()
+                    while sent < len(payload) and time.monotonic() - t0 < 600:
+                        self.wfile.write(payload[sent].encode())
+                        self.wfile.flush()
+                        sent += 1
+                        time.sleep(server.trickle_s)
+                except OSError:  # the client hung up
+                    pass
+                return sent
 
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/models"):
@@ -313,7 +341,7 @@ class StubJudgeServer:
                     body = json.loads(raw)
                 except json.JSONDecodeError:
                     body = None
-                server._record(key, fault, authorized, body)
+                call = server._record(key, fault, authorized, body)
                 if not authorized or fault == "401":
                     self._send(401, b'{"error": {"message": "Incorrect API key provided", '
                                     b'"type": "invalid_request_error", "code": "invalid_api_key"}}')
@@ -335,6 +363,9 @@ class StubJudgeServer:
                         self.connection.shutdown(socket.SHUT_RDWR)
                     except OSError:
                         pass
+                    return
+                if fault == "trickle":
+                    call["trickled"] = self._trickle()
                     return
                 if fault == "timeout":
                     time.sleep(server.slow_s)
@@ -361,12 +392,15 @@ def cache_key(body: dict) -> str:
 
 
 def _completion(body: dict, judged: dict, n: int) -> dict:
-    tokens = judged["tokens"]
+    tokens = judged.get("tokens") or []
     k = int(body.get("top_logprobs") or 0)
     logprobs = None
-    if body.get("logprobs"):
-        logprobs = {"content": [{**t, "top_logprobs": t["top_logprobs"][:k]} for t in tokens],
-                    "refusal": None}
+    if "logprobs" in judged:
+        logprobs = judged["logprobs"]
+    elif body.get("logprobs"):
+        logprobs = {"content": [{**t, "top_logprobs": t["top_logprobs"][:k]}
+                                if isinstance(t, dict) and isinstance(t.get("top_logprobs"), list)
+                                else t for t in tokens], "refusal": None}
     prompt_tokens = sum(len(tokenize(str(m.get("content", "")))) for m in body.get("messages", []))
     return {"id": f"stub-{n}", "object": "chat.completion", "created": 1700000000,
             "model": body.get("model", "stub"),
