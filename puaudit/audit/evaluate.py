@@ -15,9 +15,28 @@ from puaudit.data.jsonsafe import to_jsonable
 from puaudit.audit.relabel import RULES
 from puaudit.data.schema import ComparisonTable
 
-__all__ = ["evaluate", "sweep", "leaderboard_from_runs"]
+__all__ = ["evaluate", "sweep", "leaderboard_from_runs", "auroc_judge_right"]
 
 _METRICS = ("cons_orig", "cons_adj", "delta", "reversed_share", "reversal_precision")
+
+
+def auroc_judge_right(prep, scored) -> float:
+    """AUROC of P(judge right) for "the judge agrees with people" on validation rows.
+
+    Validation rows are strict (judge and human both A or B), never seen by the scorer or its
+    calibration; NaN when they hold only one outcome.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    from puaudit.audit.splits import SPLIT_VAL
+
+    val = np.flatnonzero(prep.split == SPLIT_VAL)
+    p = scored.p_judge_right[val]
+    ok = np.isfinite(p)
+    y = (prep.judge[val] == prep.human[val])[ok]
+    if ok.sum() < 2 or y.all() or not y.any():
+        return float("nan")
+    return float(roc_auc_score(y, p[ok]))
 
 
 def _runs(table: ComparisonTable, emb: PairEmbeddings, *, seeds: Sequence[int],
@@ -28,14 +47,15 @@ def _runs(table: ComparisonTable, emb: PairEmbeddings, *, seeds: Sequence[int],
     done = 0
     for seed in seeds:
         prep = prepare_split(table, emb, p_ratio=config.p_ratio, random_state=int(seed),
-                             human=human)
+                             human=human, evidence=config.evidence)
         for scorer in scorers:
             scored = score_with_config(prep, config.replace(scorer=scorer, random_state=int(seed)))
+            auroc = auroc_judge_right(prep, scored)
             for rule in rules:
                 rel = relabel_with_config(prep, scored, config.replace(rule=rule), n_boot=0)
                 base = {"seed": int(seed), "scorer": scorer, "rule": rule, "m": scored.m,
                         "scorer_used": scored.scorer, **(extra or {})}
-                rows.append({**base, "question_type": "__all__",
+                rows.append({**base, "question_type": "__all__", "auroc_judge_right": auroc,
                              **{k: rel["metrics"][k] for k in _METRICS}, "n": rel["metrics"]["n"],
                              "n_reversed": rel["metrics"]["n_reversed"]})
                 for t, met in rel["per_type"].items():
@@ -68,6 +88,8 @@ def leaderboard_from_runs(runs: pd.DataFrame) -> list[dict]:
             d["n_reversed_total"] = int(n_rev)
             d["n_validation_mean"] = to_jsonable(frame["n"].mean())
             d["n_seeds"] = int(frame["seed"].nunique())
+            if "auroc_judge_right" in frame and frame["auroc_judge_right"].notna().any():
+                d["auroc_judge_right"] = to_jsonable(frame["auroc_judge_right"].mean())
             return d
 
         overall = g[g["question_type"] == "__all__"]

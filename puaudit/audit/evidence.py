@@ -1,0 +1,404 @@
+"""Verdict evidence: what the table says about each judge verdict, without human labels.
+
+The embedding scorers look at the two answers' texts. A table usually carries more about the
+verdict itself: which model the judge favours overall, how long the chosen answer is, whether
+the judge picked the first-shown answer, whether it kept its verdict when the order was
+swapped, how sure it was, and whether other judges agreed. This stage turns each of these into
+one number per row, *oriented by the judge's verdict* (the chosen answer against the rejected
+one), and computes them from the judge's verdicts and the texts alone, so no human label enters
+(validation rows stay untouched).
+
+=========================== ====================================================================
+signal                      value on a row where the judge chose ``c`` over ``r``
+=========================== ====================================================================
+``position_first``          1 when the judge chose the first-shown answer (A), else 0
+``log_length_ratio``        :math:`\\log\\frac{1 + |c|}{1 + |r|}` (characters)
+``structure_gap``           signed :math:`\\log(1 + |\\Delta|)` of the difference in markdown
+                            structure lines (list items, headings, code fences, table rows)
+``bt_gap``                  :math:`\\theta_{m(c)} - \\theta_{m(r)}`: Bradley–Terry strengths of the
+                            two models fitted on *all* the judge's verdicts (ties count half)
+``bt_favourite``            1 when ``bt_gap > 0`` (the verdict picks the judge's own favourite)
+``bt_upset``                :math:`-\\log\\sigma(\\theta_{m(c)} - \\theta_{m(r)})`: how surprising the
+                            verdict is under the judge's own model
+``bt_gap_type``             ``bt_gap`` with the strengths fitted per question type (a judge may
+                            favour one model at coding and another at writing)
+``order_consistent``        1 when the verdict with the answers swapped (mapped back) is the
+                            same, 0 when it differs (a swapped-order column or a raw
+                            ``tie (inconsistent)`` column)
+``p_chosen``                the judge's own probability of its verdict (``p_A``/``p_B``/``p_tie``
+                            or ``p1_*``/``p2_*`` for the two orders, averaged)
+``p_entropy``               entropy (nats) of that distribution
+``log_perplexity``          log perplexity of the judgment (``ppl``/``ppl_1``/``ppl_2``)
+``agrees_<judge>``          +1 when another judge's column on the same row agrees, −1 when it
+                            picks the other answer, 0 for its tie, NaN when it has no verdict
+=========================== ====================================================================
+
+Each signal is computed only when its columns exist; a column that exists but is malformed
+(probabilities that are not numbers in [0, 1], perplexities that are not positive numbers,
+verdicts that cannot be read) is left out with one message naming it, and the audit goes on.
+When the table's judge is a rule (:func:`puaudit.data.schema.apply_judge_rule`), the columns
+that describe the file's own judge (its verdicts, probabilities, swapped orders) say nothing
+about the rule's verdicts and are not read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from puaudit.data.schema import ComparisonTable, normalize_verdicts
+from puaudit.errors import PUAuditError
+
+__all__ = ["EVIDENCE_SIGNALS", "VerdictEvidence", "verdict_evidence", "evidence_signal_names"]
+
+#: Every signal family this stage knows, in the order they are reported.
+EVIDENCE_SIGNALS = ("position_first", "log_length_ratio", "structure_gap", "bt_gap",
+                    "bt_favourite", "bt_upset", "bt_gap_type", "order_consistent", "p_chosen", "p_entropy",
+                    "log_perplexity", "agrees")
+
+_PROB_RE = (re.compile(r"^p(?:rob(?:ability)?)?_?(?P<order>[12])?_?(?P<letter>a|b|tie)$", re.I),
+            re.compile(r"^p(?:rob(?:ability)?)?_?(?P<letter>a|b|tie)_?(?P<order>[12])$", re.I))
+_PPL_RE = re.compile(r"^(?:ppl|perplexity)(?:_?(?P<order>[12]))?$", re.I)
+_JUDGE_WORDS = ("judge", "winner", "verdict", "preference")
+_STRUCTURE_RE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#{1,6}\s|```|\|)", re.M)
+
+
+@dataclass
+class VerdictEvidence:
+    """Per-row signals about the judge's verdicts (NaN where a row has no strict verdict).
+
+    Attributes
+    ----------
+    values : dict
+        Signal name -> (n,) float array, in :data:`EVIDENCE_SIGNALS` order (``agrees_<judge>``
+        once per other judge).
+    sources : dict
+        Signal name -> the input columns it was computed from.
+    messages : list of str
+        One line per signal left out because its columns are malformed.
+    """
+
+    values: dict = field(default_factory=dict)
+    sources: dict = field(default_factory=dict)
+    messages: list = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.values)
+
+    def matrix(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """``(len(rows), n_signals)`` float array (all rows when ``rows`` is None)."""
+        if not self.values:
+            n = 0 if rows is None else len(rows)
+            return np.zeros((n, 0))
+        cols = [v if rows is None else v[rows] for v in self.values.values()]
+        return np.column_stack(cols).astype(np.float64)
+
+    def subset(self, names) -> "VerdictEvidence":
+        return VerdictEvidence({k: self.values[k] for k in names},
+                               {k: self.sources[k] for k in names}, list(self.messages))
+
+
+def evidence_signal_names(spec) -> tuple[str, ...] | None:
+    """Normalise the ``evidence`` option: ``"auto"`` -> None (every signal the table allows),
+    ``"none"`` -> ``()``, a list -> the signal families named (validated)."""
+    if spec is None or spec == "auto":
+        return None
+    if spec == "none":
+        return ()
+    names = (spec,) if isinstance(spec, str) else tuple(spec)
+    bad = [s for s in names if s not in EVIDENCE_SIGNALS]
+    if bad:
+        raise PUAuditError(f"Unknown evidence signal(s) {bad}: choose 'auto', 'none' or among "
+                           f"{list(EVIDENCE_SIGNALS)}.")
+    return tuple(names)
+
+
+def _strict_sign(verdicts: np.ndarray) -> np.ndarray:
+    v = np.asarray(verdicts, dtype=object)
+    return np.where(v == "A", 1.0, np.where(v == "B", -1.0, np.nan))
+
+
+def _lengths(texts) -> np.ndarray:
+    return np.fromiter((len(t) for t in texts), dtype=np.float64, count=len(texts))
+
+
+def _structure(texts) -> np.ndarray:
+    return np.fromiter((len(_STRUCTURE_RE.findall(t)) if t else 0 for t in texts),
+                       dtype=np.float64, count=len(texts))
+
+
+def _oriented(a: np.ndarray, b: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(chosen, rejected) values by the judge's sign (+1: A chosen); NaN where no verdict."""
+    chosen = np.where(sign > 0, a, b)
+    rejected = np.where(sign > 0, b, a)
+    bad = np.isnan(sign)
+    return np.where(bad, np.nan, chosen), np.where(bad, np.nan, rejected)
+
+
+def _model_codes(table: ComparisonTable) -> tuple[np.ndarray, np.ndarray, int] | None:
+    cols = table.columns
+    # a table streamed from Parquet keeps an empty frame: no model columns to read
+    if not {cols.get("model_a"), cols.get("model_b")} <= set(table.frame.columns):
+        return None
+    ma = table.frame[cols["model_a"]].astype(str).to_numpy()
+    mb = table.frame[cols["model_b"]].astype(str).to_numpy()
+    names, codes = np.unique(np.concatenate([ma, mb]), return_inverse=True)
+    return codes[:len(ma)], codes[len(ma):], len(names)
+
+
+def _judge_strengths(judge: np.ndarray, ia: np.ndarray, ib: np.ndarray, k: int
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Bradley–Terry strengths of model_a and model_b of every row, from the judge's verdicts
+    (a tie is half a win each; prior 0.1 keeps a model that always wins finite)."""
+    from puaudit.rankings.estimate import bradley_terry
+
+    j = np.asarray(judge, dtype=object)
+    win = np.where(j == "A", 1.0, np.where(j == "B", 0.0, np.where(j == "tie", 0.5, np.nan)))
+    ok = ~np.isnan(win) & (ia != ib)
+    if ok.sum() < 2 or k < 2:
+        return None
+    # one unit per ordered model pair: the fit then costs distinct pairs, not rows
+    key = ia[ok].astype(np.int64) * k + ib[ok]
+    uniq, inv = np.unique(key, return_inverse=True)
+    wins = np.bincount(inv, weights=win[ok])
+    n = np.bincount(inv).astype(float)
+    theta, _ = bradley_terry(uniq // k, uniq % k, wins, n, n_models=k, prior=0.1)
+    return theta[ia], theta[ib]
+
+
+def _numeric(frame: pd.DataFrame, col: str, *, lo: float, hi: float, open_lo: bool = False
+             ) -> np.ndarray | str:
+    """The column as floats (NaN where empty), or a message saying what is wrong with it."""
+    raw = frame[col]
+    empty = raw.isna() | raw.astype(str).str.strip().eq("")
+    vals = pd.to_numeric(raw.where(~empty), errors="coerce").to_numpy(dtype=np.float64)
+    bad = (~empty.to_numpy()) & ~np.isfinite(vals)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        return (f"Column '{col}' row {r + 1}: {str(raw.iloc[r])[:40]!r} is not a number "
+                f"({int(bad.sum())} such rows)")
+    ok = ~np.isnan(vals)
+    out_of_range = ok & ((vals <= lo if open_lo else vals < lo) | (vals > hi))
+    if out_of_range.any():
+        r = int(np.flatnonzero(out_of_range)[0])
+        where = f"({lo}, {hi}]" if open_lo else f"[{lo}, {hi}]"
+        return (f"Column '{col}' row {r + 1}: {vals[r]:g} is outside {where} "
+                f"({int(out_of_range.sum())} such rows)")
+    return vals
+
+
+def _probability_columns(frame: pd.DataFrame) -> dict[int, dict[str, str]]:
+    """order (1 as shown, 2 swapped) -> letter -> column name."""
+    found: dict[int, dict[str, str]] = {}
+    for c in frame.columns:
+        for rx in _PROB_RE:
+            m = rx.match(str(c).strip())
+            if m:
+                order = int(m.group("order") or 1)
+                found.setdefault(order, {}).setdefault(m.group("letter").lower(), c)
+                break
+    return {o: d for o, d in found.items() if "a" in d and "b" in d}
+
+
+def _swapped_column(frame: pd.DataFrame, judge_col: str) -> str | None:
+    """A column holding the same judge's verdicts with the answers shown in the other order."""
+    names = {str(c).lower(): c for c in frame.columns}
+    j = judge_col.lower()
+    cands = [f"{j}_swapped", f"{j}_swap", f"{j}_reversed", f"{j}_2"]
+    if j in ("verdict", "verdict_1", "winner", "winner_1", "verdict_ij"):
+        cands += ["verdict_2", "verdict_swapped", "winner_2", "verdict_ji"]
+    if j.endswith("1"):
+        cands.append(j[:-1] + "2")
+    if "verdict_1" in names:  # written by `puaudit judge --both-orders` beside its winner column
+        cands.append("verdict_2")
+    if j == "g1_winner":
+        cands.append("g2_winner")
+    for c in cands:
+        if c in names and c != j:
+            return names[c]
+    return None
+
+
+def _read_verdicts(table: ComparisonTable, col: str) -> np.ndarray | str:
+    get = table.frame
+    ma = get[table.columns["model_a"]].tolist() if "model_a" in table.columns else None
+    mb = get[table.columns["model_b"]].tolist() if "model_b" in table.columns else None
+    try:
+        return normalize_verdicts(get[col].tolist(), column=str(col), model_a=ma, model_b=mb)
+    except PUAuditError as e:
+        return str(e).split(". Accepted labels")[0]
+
+
+def _agreement(sign: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """+1 same strict verdict, −1 the other answer, 0 a tie, NaN no verdict (either side)."""
+    o = np.asarray(other, dtype=object)
+    osign = np.where(o == "A", 1.0, np.where(o == "B", -1.0, np.where(o == "tie", 0.0, np.nan)))
+    return np.where(np.isnan(sign), np.nan, osign * sign)
+
+
+def _entropy(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    return np.where(np.isnan(p).any(axis=1), np.nan, terms.sum(axis=1))
+
+
+def verdict_evidence(table: ComparisonTable, *, signals=None, log: bool = False):
+    """Every label-free signal the table carries about its judge's verdicts.
+
+    Parameters
+    ----------
+    table : ComparisonTable
+    signals : None, "auto", "none" or sequence of str
+        Signal families to compute (:data:`EVIDENCE_SIGNALS`); None / ``"auto"``: every one the
+        table allows.
+    log : bool
+        Also return a dict of diagnostics (which families were skipped and why).
+
+    Returns
+    -------
+    evidence : VerdictEvidence
+        Signals with any variation among the judge's strict verdicts (a constant signal says
+        nothing about a row and is dropped).
+    log : dict, only with ``log=True``
+    """
+    wanted = evidence_signal_names(signals)
+    want = (lambda s: True) if wanted is None else (lambda s: s in wanted)  # noqa: E731
+    frame = table.frame
+    sign = _strict_sign(table.judge)
+    ev = VerdictEvidence()
+    skipped: dict[str, str] = {}
+    cols = table.columns
+
+    def put(name, values, source):
+        values = np.where(np.isnan(sign), np.nan, np.asarray(values, dtype=np.float64))
+        finite = values[np.isfinite(values)]
+        if len(finite) == 0 or np.ptp(finite) == 0:
+            skipped[name] = "constant on the judge's verdicts"
+            return
+        ev.values[name] = values
+        ev.sources[name] = list(source)
+
+    if want("position_first"):
+        put("position_first", (sign > 0).astype(float), [cols["judge"]])
+    if want("log_length_ratio"):
+        c, r = _oriented(_lengths(table.response_a), _lengths(table.response_b), sign)
+        put("log_length_ratio", np.log1p(c) - np.log1p(r), [cols["response_a"], cols["response_b"]])
+    if want("structure_gap"):
+        c, r = _oriented(_structure(table.response_a), _structure(table.response_b), sign)
+        put("structure_gap", np.sign(c - r) * np.log1p(np.abs(c - r)),
+            [cols["response_a"], cols["response_b"]])
+    codes = _model_codes(table)
+    if any(want(s) for s in ("bt_gap", "bt_favourite", "bt_upset")):
+        strengths = None if codes is None else _judge_strengths(table.judge, *codes)
+        if strengths is None:
+            skipped["bt"] = "no model_a / model_b columns (or fewer than two models)"
+        else:
+            c, r = _oriented(*strengths, sign)
+            gap = c - r
+            src = [cols["model_a"], cols["model_b"], cols["judge"]]
+            if want("bt_gap"):
+                put("bt_gap", gap, src)
+            if want("bt_favourite"):
+                put("bt_favourite", np.where(np.isnan(gap), np.nan, (gap > 0).astype(float)), src)
+            if want("bt_upset"):
+                with np.errstate(invalid="ignore"):
+                    put("bt_upset", np.logaddexp(0.0, -gap), src)
+    types = np.asarray(table.question_type, dtype=object)
+    if want("bt_gap_type") and codes is not None and len(set(types.tolist())) > 1:
+        gap = np.full(len(table), np.nan)
+        for t in sorted(set(types.tolist())):
+            r = np.flatnonzero(types == t)
+            st = _judge_strengths(table.judge[r], codes[0][r], codes[1][r], codes[2])
+            if st is not None:
+                c, rej = _oriented(*st, sign[r])
+                gap[r] = c - rej
+        put("bt_gap_type", gap, [cols["model_a"], cols["model_b"], cols["judge"],
+                                 cols.get("question_type", "")])
+
+    own_judge = not str(table.judge_column).startswith("rule:")
+    if not own_judge:
+        skipped["judge columns"] = "the judge is a rule: the file's judge columns describe another judge"
+    judge_col = str(cols.get("judge", ""))
+    used = {str(v) for v in cols.values()}
+    if own_judge and want("order_consistent"):
+        swapped = _swapped_column(frame, judge_col)
+        raw = next((c for c in frame.columns if str(c).lower() == f"{judge_col.lower()}_raw"), None)
+        if swapped is not None:
+            v2 = _read_verdicts(table, swapped)
+            if isinstance(v2, str):
+                ev.messages.append(f"{v2}: the both-orders signal is left out.")
+            else:
+                back = np.where(v2 == "A", "B", np.where(v2 == "B", "A", v2)).astype(object)
+                agree = np.where(pd.isna(v2), np.nan, (back == np.asarray(table.judge)).astype(float))
+                put("order_consistent", agree, [judge_col, swapped])
+            used.add(str(swapped))
+            used.update(str(c) for c in frame.columns if str(c).lower() == "verdict_1")
+        elif raw is not None:
+            txt = frame[raw].astype(str).str.lower()
+            put("order_consistent", np.where(txt.str.contains("inconsistent"), 0.0, 1.0),
+                [raw])
+        if raw is not None:
+            used.add(str(raw))
+    if own_judge and any(want(s) for s in ("p_chosen", "p_entropy")):
+        probs = _probability_columns(frame)
+        chosen, ents, src = [], [], []
+        for order, letters in sorted(probs.items()):
+            names = [letters[k] for k in ("a", "b", "tie") if k in letters]
+            read = [_numeric(frame, c, lo=0.0, hi=1.0) for c in names]
+            bad = [m for m in read if isinstance(m, str)]
+            used.update(str(c) for c in names)
+            if bad:
+                ev.messages.append(f"{bad[0]}: the judge-probability signal of order {order} is "
+                                   "left out (probabilities must be numbers in [0, 1]).")
+                continue
+            pa, pb = read[0], read[1]
+            p = np.column_stack(read)
+            # order 2 shows the answers swapped: its "A" is the table's B
+            pc = np.where(sign > 0, pa if order == 1 else pb, pb if order == 1 else pa)
+            chosen.append(pc)
+            ents.append(_entropy(p))
+            src += names
+        if chosen:
+            with np.errstate(invalid="ignore"):
+                if want("p_chosen"):
+                    put("p_chosen", np.nanmean(np.column_stack(chosen), axis=1), src)
+                if want("p_entropy"):
+                    put("p_entropy", np.nanmean(np.column_stack(ents), axis=1), src)
+    if own_judge and want("log_perplexity"):
+        ppl_cols = [c for c in frame.columns if _PPL_RE.match(str(c).strip())]
+        logs = []
+        for c in ppl_cols:
+            used.add(str(c))
+            v = _numeric(frame, c, lo=0.0, hi=math.inf, open_lo=True)
+            if isinstance(v, str):
+                ev.messages.append(f"{v}: the perplexity signal is left out (perplexities must "
+                                   "be positive numbers).")
+                continue
+            logs.append(np.log(v))
+        if logs:
+            with np.errstate(invalid="ignore"):
+                put("log_perplexity", np.nanmean(np.column_stack(logs), axis=1), ppl_cols)
+    if own_judge and want("agrees"):
+        for c in frame.columns:
+            name = str(c)
+            low = name.lower()
+            if (name in used or low.startswith("puaudit_") or low.endswith("_raw")
+                    or not any(w in low for w in _JUDGE_WORDS)):
+                continue
+            if low == judge_col.lower() or "human" in low:
+                continue
+            v = _read_verdicts(table, c)
+            if isinstance(v, str):
+                ev.messages.append(f"{v}: this column is not read as another judge's verdicts.")
+                continue
+            if sum(x in ("A", "B") for x in v) < 2:
+                continue
+            tag = re.sub(r"[^0-9a-z]+", "_", low.removeprefix(judge_col.lower() + "_")).strip("_")
+            put(f"agrees_{tag}", _agreement(sign, v), [name])
+    info = {"skipped": skipped, "signals": list(ev.values), "messages": list(ev.messages)}
+    return (ev, info) if log else ev
