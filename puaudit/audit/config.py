@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from puaudit.errors import PUAuditError
+from puaudit.audit.evidence import EVIDENCE_SIGNALS, evidence_signal_names
 from puaudit.audit.relabel import RULES
 from puaudit.audit.scorers import SCORERS
 
@@ -22,7 +23,7 @@ __all__ = ["AuditConfig", "SCORER_CHOICES", "RULES", "OT_METHODS", "CALIBRATION_
            "HUMAN_SOURCES", "add_config_arguments", "config_from_args"]
 
 #: Every scorer a user may name: ``auto`` (the default) chooses among the others from P.
-SCORER_CHOICES = ("auto", *SCORERS)
+SCORER_CHOICES = ("auto", *SCORERS, "evidence")
 OT_METHODS = ("auto", "exact", "entropic", "fast")
 CALIBRATION_CHOICES = ("isotonic", "platt")
 HUMAN_SOURCES = ("votes", "consensus", "ds", "crowdlab")
@@ -81,6 +82,12 @@ class AuditConfig:
         CROWDLAB's consensus of the votes and the audit's own ``p_judge_right`` (a first audit
         on single votes, same configuration), so its validation is not independent of the
         scorer (see :mod:`puaudit.annotators.models`).
+    evidence : "auto", "none" or tuple of str, default "auto"
+        Label-free signals about each verdict (:mod:`puaudit.audit.evidence`: the judge's own
+        Bradley–Terry model, lengths, position, both-order consistency, its probabilities,
+        other judges) that the ``evidence`` scorer learns from: ``auto`` every one the table
+        allows, ``none`` none (``auto`` then compares the embedding scorers only), or the
+        signal families named (a comma-separated string on the command line).
     random_state : int or None, default 0
         Seeds the split, the folds and any sampling.
     target_agreement : float in (0.5, 1), optional
@@ -124,6 +131,9 @@ class AuditConfig:
         "--human-source", "build P from single votes, item majority (consensus), a Dawid-Skene "
         "model of the votes (ds) or CROWDLAB with the audit's probabilities (crowdlab)",
         choices=HUMAN_SOURCES))
+    evidence: str | tuple = field(default="auto", metadata=_cli(
+        "--evidence", "verdict-evidence signals the evidence scorer learns from: auto, none, or "
+        "a comma-separated list of " + ", ".join(EVIDENCE_SIGNALS)))
     random_state: int | None = field(default=0, metadata=_cli("--seed", "random seed"))
     target_agreement: float | None = field(default=None, metadata=_cli(
         "--target-agreement", "certify the verdicts that agree with people at least this often "
@@ -175,6 +185,13 @@ class AuditConfig:
                 raise PUAuditError(f"review_band needs lo < hi, got {self.review_band}.")
             object.__setattr__(self, "review_band", (lo, hi))
         object.__setattr__(self, "per_type", bool(self.per_type))
+        ev = self.evidence
+        if isinstance(ev, str) and ev not in ("auto", "none"):
+            ev = tuple(v.strip() for v in ev.split(",") if v.strip())
+        elif not isinstance(ev, str):
+            ev = tuple(ev)
+        evidence_signal_names(ev)  # validates
+        object.__setattr__(self, "evidence", ev)
         from puaudit.audit.certify import check_risk, check_target
 
         if self.target_agreement is not None:

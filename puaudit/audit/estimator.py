@@ -184,6 +184,8 @@ class PreparedSplit:
     random_state: int | None
     m_estimate: float
     split_log: dict = field(default_factory=dict)
+    #: label-free signals about each verdict (:mod:`puaudit.audit.evidence`); None: not computed
+    evidence: object = None
 
     @property
     def p_rows(self) -> np.ndarray:
@@ -212,10 +214,13 @@ class PreparedSplit:
 
 
 def prepare_split(table: ComparisonTable, emb: PairEmbeddings, *, p_ratio: float = 0.3,
-                  random_state: int | None = 0, human: np.ndarray | None = None) -> PreparedSplit:
+                  random_state: int | None = 0, human: np.ndarray | None = None,
+                  evidence="auto") -> PreparedSplit:
     """Split rows (seeded, per type, by item) and build the oriented difference vectors.
 
     ``human`` overrides the table's human verdicts (e.g. item-level consensus labels).
+    ``evidence``: which verdict-evidence signals to compute (:func:`puaudit.audit.evidence.
+    verdict_evidence`; ``"none"``: none, and the ``evidence`` scorer is unavailable).
     """
     if len(emb) != len(table):
         raise PUAuditError(f"Embeddings have {len(emb)} rows but the table has {len(table)}; "
@@ -260,11 +265,16 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, *, p_ratio: float
     sh, sj = _sign(human), _sign(table.judge)
     p = split == SPLIT_P
     m_est = float(np.mean(table.judge[p] == human[p])) if p.any() else float("nan")
+    ev = None
+    if evidence != "none":
+        from puaudit.audit.evidence import verdict_evidence
+
+        ev = verdict_evidence(table, signals=evidence)
     return PreparedSplit(split=split, reason=reason, emb=emb, sign_human=sh, sign_judge=sj,
                          judge=table.judge, human=human,
                          question_type=np.asarray(table.question_type, dtype=object),
                          item_id=table.item_id, p_ratio=p_ratio, random_state=random_state,
-                         m_estimate=m_est, split_log=slog)
+                         m_estimate=m_est, split_log=slog, evidence=ev)
 
 
 @dataclass
@@ -393,10 +403,22 @@ def _item_folds(items: np.ndarray, n_folds: int, rng: np.random.Generator) -> np
     return np.array([fold_of[i] for i in items])
 
 
+def _fold_sets(prep: PreparedSplit, k: int, repeats: int, random_state: int | None
+               ) -> list[np.ndarray]:
+    """Each cross-fitting repetition's fold of every P row (the same for every scorer)."""
+    # one generator for every repetition: the first repetition's folds are the same whatever
+    # the number of repetitions
+    rng = np.random.default_rng(None if random_state is None else random_state + 7919)
+    return [_item_folds(prep.item_id[prep.p_rows], k, rng) for _ in range(repeats)]
+
+
 #: Scorers the automatic choice compares (``pot`` is left out: its 0/1 scores give the
 #: calibrated map nothing to grade, so it cannot win on log loss and only costs time).
 AUTO_CANDIDATES = ("prior-ot", "probe", "knn", "centroid")
 STACKED = "stacked"
+#: The scorer learned from verdict evidence and the candidates' probabilities
+#: (:mod:`puaudit.audit.evidence_model`); ``auto`` compares it with the others.
+EVIDENCE = "evidence"
 
 
 def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = None,
@@ -441,8 +463,9 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
     fold (default: here, in order; the Ray backend passes
     :class:`puaudit.scale.ray_score.RayMap` to run them as Ray tasks). Same results either way.
     """
-    if scorer != "auto" and scorer not in SCORERS:
-        raise PUAuditError(f"Unknown scorer '{scorer}': choose 'auto' or one of {list(SCORERS)}.")
+    if scorer not in ("auto", EVIDENCE) and scorer not in SCORERS:
+        raise PUAuditError(f"Unknown scorer '{scorer}': choose 'auto', '{EVIDENCE}' or one of "
+                           f"{list(SCORERS)}.")
     bad = [c for c in candidates if c not in SCORERS]
     if bad or not candidates:
         raise PUAuditError(f"Unknown candidate scorer(s) {bad}: choose from {list(SCORERS)}.")
@@ -461,8 +484,9 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
               calibrate=calibrate, n_neighbors=n_neighbors, random_state=random_state,
               cv_repeats=cv_repeats, calibration_bags=calibration_bags, map_fn=map_fn)
     with threadpool_limits(limits=1 if small else None):
-        if scorer == "auto":
-            scored = _score_auto(prep, candidates=candidates, denoise=denoise, **kw)
+        if scorer in ("auto", EVIDENCE):
+            scored = _score_auto(prep, candidates=candidates, denoise=denoise,
+                                 force=EVIDENCE if scorer == EVIDENCE else None, **kw)
         else:
             scored = _score_split(prep, scorer=scorer, denoise=_denoise_default(denoise, scorer),
                                   **kw)
@@ -518,8 +542,10 @@ def _logit(p: np.ndarray) -> np.ndarray:
 KNN_AUTO_MAX_PAIRS = 2_000_000_000
 
 
-def _score_auto(prep: PreparedSplit, *, candidates, denoise, **kw) -> ScoredSplit:
-    """Cross-fit every candidate, compare them by out-of-fold log loss on P, keep the best."""
+def _score_auto(prep: PreparedSplit, *, candidates, denoise, force: str | None = None,
+                **kw) -> ScoredSplit:
+    """Cross-fit every candidate, compare them by out-of-fold log loss on P, keep the best
+    (``force``: keep that one whatever the comparison says)."""
     from puaudit.audit.scorers import MAX_FIT_ROWS
 
     n_ref = 2 * min(len(prep.p_rows), MAX_FIT_ROWS["knn"])
@@ -534,6 +560,9 @@ def _score_auto(prep: PreparedSplit, *, candidates, denoise, **kw) -> ScoredSpli
     if not usable:  # too few P items to cross-fit: nothing to compare, keep the first
         first.diagnostics["auto"] = {"chosen": candidates[0], "reason": (
             "too few annotated items to cross-fit, so no comparison was possible")}
+        if force == EVIDENCE:
+            raise PUAuditError("The evidence scorer needs enough annotated items to cross-fit "
+                               f"({kw['n_folds']} folds); this P has too few.")
         return first
     y = first.cv_correct.astype(float)
     folds, groups = first.cv_folds, prep.item_id[first.cv_rows]
@@ -542,17 +571,32 @@ def _score_auto(prep: PreparedSplit, *, candidates, denoise, **kw) -> ScoredSpli
          for c in usable}
     if len(usable) > 1:
         q[STACKED] = 1 / (1 + np.exp(-np.mean([_logit(q[c]) for c in usable], axis=0)))
+    ev_scored = _score_evidence(prep, fitted, usable, **kw)
+    if ev_scored is not None:
+        q[EVIDENCE] = _cross_fitted_log_loss(ev_scored.cv_scores, y, folds, groups, method)
+    elif force == EVIDENCE:
+        raise PUAuditError("The evidence scorer has no signal to learn from: this table's "
+                           "verdicts carry no evidence (evidence='none', or every signal is "
+                           "constant). Choose another scorer.")
     losses = {c: _log_loss(v, y) for c, v in q.items()}
     briers = {c: float(np.mean((v - y) ** 2)) for c, v in q.items()}
     base_loss = _log_loss(np.full(len(y), y.mean()), y)
-    chosen = min(losses, key=losses.get)
+    chosen = force or min(losses, key=losses.get)
     ranked = sorted(losses, key=losses.get)
     runner = ranked[1] if len(ranked) > 1 else None
     reason = (f"lowest cross-fitted log loss on {len(y)} P rows ({losses[chosen]:.4f}"
               + (f"; next {runner} {losses[runner]:.4f}" if runner else "")
               + f"; base rate alone {base_loss:.4f})")
-    info = {"chosen": chosen, "candidates": list(usable), "log_loss": losses, "brier": briers,
+    if force:
+        reason = f"{force} was asked for; " + reason.replace("lowest ", "its ", 1)
+    info = {"chosen": chosen, "candidates": list(usable) + ([EVIDENCE] if ev_scored else []),
+            "log_loss": losses, "brier": briers,
             "base_rate_log_loss": base_loss, "n_p_rows": int(len(y)), "reason": reason}
+    if ev_scored is not None:
+        info["evidence"] = ev_scored.diagnostics["evidence"]
+    if chosen == EVIDENCE:
+        ev_scored.diagnostics["auto"] = info
+        return ev_scored
     if chosen != STACKED:
         out = fitted[chosen]
         out.diagnostics["auto"] = info
@@ -593,6 +637,103 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict, method: 
                        cv_repeat_scores=stacked)
 
 
+def _one_hot(values: np.ndarray, levels: list) -> np.ndarray:
+    return (np.asarray(values, dtype=object)[:, None] == np.asarray(levels, dtype=object)[None, :]
+            ).astype(np.float64)
+
+
+def _score_evidence(prep: PreparedSplit, fitted: dict, usable: list, *, calibration: str,
+                    calibration_bags: int, random_state: int | None, **_) -> ScoredSplit | None:
+    """The evidence scorer, cross-fitted on the candidates' folds (None: nothing to learn from).
+
+    Features of a row: its verdict evidence (:mod:`puaudit.audit.evidence`), its question type
+    (one-hot) and the logit of every usable candidate's calibrated probability; on P rows the
+    candidates' *out-of-fold* probabilities of the same repetition, so the model learns how far
+    to trust them on rows they were not fitted on. Outcome: ``judge == human``. The model of
+    fold ``f`` is fitted on the other folds' P rows and scores fold ``f``; the full model (on
+    every P row, the candidates' probabilities averaged over repetitions) scores the audited
+    rows; the calibrator is fitted on every repetition's out-of-fold probabilities.
+    """
+    from puaudit.audit.evidence_model import EvidenceModel
+
+    ev = prep.evidence
+    if ev is None or not ev.values or not usable:
+        return None
+    first = fitted[usable[0]]
+    if first.cv_repeat_scores is None:
+        return None
+    p_rows, u = prep.p_rows, prep.u_rows
+    repeats = first.cv_repeat_scores.shape[0]
+    fold_sets = _fold_sets(prep, first.diagnostics["n_folds"], repeats, random_state)
+    levels = sorted(set(prep.question_type[p_rows].tolist()))
+    names = ev.names + ([f"type={t}" for t in levels] if len(levels) > 1 else []) + [
+        f"scorer:{c}" for c in usable]
+
+    def features(rows, probs):
+        parts = [ev.matrix(rows)]
+        if len(levels) > 1:
+            parts.append(_one_hot(prep.question_type[rows], levels))
+        return np.hstack(parts + [np.column_stack([_logit(q) for q in probs])])
+
+    def calibrated(c, scores):
+        out = np.full(scores.shape, np.nan)
+        ok = np.isfinite(scores)
+        out[ok] = fitted[c].calibrator.predict(scores[ok])
+        return out
+
+    y = (prep.judge[p_rows] == prep.human[p_rows]).astype(int)
+    reps = [[calibrated(c, fitted[c].cv_repeat_scores[r]) for c in usable] for r in range(repeats)]
+    cv_all = np.full((repeats, len(p_rows)), np.nan)
+    coefs = []
+    for r in range(repeats):
+        x = features(p_rows, reps[r])
+        for f in np.unique(fold_sets[r]):
+            held = fold_sets[r] == f
+            if held.all():
+                continue
+            model = EvidenceModel(feature_names=names).fit(x[~held], y[~held])
+            cv_all[r, held] = model.predict_proba(x[held])[:, 1]
+            coefs.append(model.coef_)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no repetition scored
+        mean_probs = [np.nanmean([reps[r][i] for r in range(repeats)], axis=0)
+                      for i in range(len(usable))]
+    full = EvidenceModel(feature_names=names).fit(features(p_rows, mean_probs), y)
+    pos = np.searchsorted(p_rows, first.cv_rows)
+    cv_all = _snap(cv_all)
+    cv_scores = cv_all[0][pos]
+    if np.isnan(cv_scores).any():
+        return None
+    score = np.full(len(first.score), np.nan)
+    score[u] = _snap(full.predict_proba(features(u, [fitted[c].calibrator.predict(fitted[c].score[u])
+                                                     for c in usable]))[:, 1])
+    score[first.cv_rows] = cv_scores
+    cal = _fit_pooled(prep, cv_all, calibration, bags=calibration_bags, random_state=random_state)
+    p_right = np.full(len(score), np.nan)
+    p_right[u] = cal.predict(score[u])
+    p_right[first.cv_rows] = cal.predict(cv_scores)
+    diagnostics = {**first.diagnostics, "evidence": {
+        "signals": ev.names, "sources": ev.sources, "messages": list(ev.messages),
+        "coef": _coef_summary(full.coef_, coefs), "n_fits": len(coefs)},
+        "total_seconds": sum(fitted[c].diagnostics["total_seconds"] for c in usable)}
+    return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=first.in_p_prime,
+                       m=first.m, scorer=EVIDENCE, calibrator=cal, cv_scores=cv_scores,
+                       cv_correct=first.cv_correct, cv_rows=first.cv_rows,
+                       cv_folds=first.cv_folds, diagnostics=diagnostics, cv_repeat_scores=cv_all)
+
+
+def _coef_summary(full: dict, folds: list[dict]) -> list[dict]:
+    """Each feature's coefficient (standardised scale) in the full fit, and its 2.5–97.5%
+    range over the fold fits, largest |coefficient| first."""
+    rows = []
+    for name, value in full.items():
+        per_fold = np.array([c[name] for c in folds if name in c])
+        lo, hi = (np.percentile(per_fold, [2.5, 97.5]) if len(per_fold) else (np.nan, np.nan))
+        rows.append({"feature": name, "coef": float(value), "lo": float(lo), "hi": float(hi),
+                     "n_folds": int(len(per_fold))})
+    return sorted(rows, key=lambda r: -abs(r["coef"]))
+
+
 def _snap(x: np.ndarray) -> np.ndarray:
     """Scores rounded to 12 decimals: identical rows (several votes on one item) then tie
     exactly, whatever block of a matrix product they were computed in (BLAS may differ in the
@@ -623,10 +764,7 @@ def _score_split(prep: PreparedSplit, *, scorer, m_used, alpha1, alpha2, per_typ
     repeats = (default_cv_repeats(len(p_rows)) if cv_repeats is None
                else max(1, int(cv_repeats))) if crossfit else 0
     if crossfit:
-        # one generator for every repetition: the first repetition's folds are the same
-        # whatever the number of repetitions
-        rng = np.random.default_rng(None if random_state is None else random_state + 7919)
-        fold_sets = [_item_folds(prep.item_id[p_rows], k, rng) for _ in range(repeats)]
+        fold_sets = _fold_sets(prep, k, repeats, random_state)
     # the full fit, then each repetition's fold fits scoring their held-out rows (all
     # independent jobs)
     calls, fold_of_call = [(p_prime, u_rows, 0)], []
@@ -836,6 +974,8 @@ class AuditResult:
     diagnostics: dict = field(default_factory=dict)
     #: certified trust or escalate (``target_agreement`` set): :class:`puaudit.audit.certify.Certification`
     certification: object = None
+    #: verdict evidence signal -> (n,) values, exported as ``puaudit_evidence_<signal>``
+    evidence: dict = field(default_factory=dict)
     # a weak reference to the fitted table, only so the deprecated ``to_frame()`` keeps working
     _table_ref: object = field(default=None, repr=False, compare=False)
 
@@ -856,6 +996,8 @@ class AuditResult:
         }
         if self.certification is not None:
             cols["puaudit_trusted"] = self.certification.trusted
+        for name, values in self.evidence.items():
+            cols[f"puaudit_evidence_{name}"] = values
         return cols
 
     def check_table(self, table) -> None:
@@ -1102,8 +1244,9 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     if prep is None:
         prep = prepare_split(table, embeddings, p_ratio=config.p_ratio,
                              random_state=config.random_state,
-                             human=human_labels(table, config, embeddings))
-    stages.done("split")
+                             human=human_labels(table, config, embeddings),
+                             evidence=config.evidence)
+    stages.done("split + evidence")
     scored = score_with_config(prep, config, map_fn=map_fn)
     stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
     rel = relabel_with_config(prep, scored, config)
@@ -1121,13 +1264,19 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     params = {**config.to_dict(), "m_used": scored.m, "scorer_used": scored.scorer,
               "encoder": embeddings.encoder}
     diagnostics = {**scored.diagnostics, "split": prep.split_log, "stages": stages.rows}
+    if prep.evidence is not None:
+        diagnostics.setdefault("evidence", {"signals": prep.evidence.names,
+                                            "sources": prep.evidence.sources,
+                                            "messages": list(prep.evidence.messages)})
     return AuditResult(
         input=InputInfo.of(table), split=prep.split, reason=prep.reason, score=scored.score,
         p_judge_right=scored.p_judge_right, group=rel["group"], adjusted=rel["adjusted"],
         in_p_prime=scored.in_p_prime, m=scored.m, m_estimate=prep.m_estimate,
         metrics=rel["metrics"], per_type=rel["per_type"], expected=rel["expected"],
         thresholds=rel["thresholds"], params=params, diagnostics=diagnostics,
-        certification=certification, _table_ref=weakref.ref(table))
+        certification=certification,
+        evidence={} if prep.evidence is None else dict(prep.evidence.values),
+        _table_ref=weakref.ref(table))
 
 
 def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
