@@ -31,6 +31,8 @@ signal                      value on a row where the judge chose ``c`` over ``r`
 ``log_perplexity``          log perplexity of the judgment (``ppl``/``ppl_1``/``ppl_2``)
 ``agrees_<judge>``          +1 when another judge's column on the same row agrees, −1 when it
                             picks the other answer, 0 for its tie, NaN when it has no verdict
+                            (a column whose name says ``judge`` and not human, annotator,
+                            worker, rater, gold or true)
 =========================== ====================================================================
 
 Each signal is computed only when its columns exist; a column that exists but is malformed
@@ -63,7 +65,9 @@ EVIDENCE_SIGNALS = ("position_first", "log_length_ratio", "structure_gap", "bt_g
 _PROB_RE = (re.compile(r"^p(?:rob(?:ability)?)?_?(?P<order>[12])?_?(?P<letter>a|b|tie)$", re.I),
             re.compile(r"^p(?:rob(?:ability)?)?_?(?P<letter>a|b|tie)_?(?P<order>[12])$", re.I))
 _PPL_RE = re.compile(r"^(?:ppl|perplexity)(?:_?(?P<order>[12]))?$", re.I)
-_JUDGE_WORDS = ("judge", "winner", "verdict", "preference")
+#: another judge's verdict column names a judge; never a person or a known truth
+_JUDGE_WORD = "judge"
+_NOT_JUDGE_WORDS = ("human", "true", "truth", "gold", "annotator", "worker", "rater")
 _STRUCTURE_RE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#{1,6}\s|```|\|)", re.M)
 
 
@@ -388,9 +392,7 @@ def verdict_evidence(table: ComparisonTable, *, signals=None, log: bool = False)
             name = str(c)
             low = name.lower()
             if (name in used or low.startswith("puaudit_") or low.endswith("_raw")
-                    or not any(w in low for w in _JUDGE_WORDS)):
-                continue
-            if low == judge_col.lower() or "human" in low:
+                    or _JUDGE_WORD not in low or any(w in low for w in _NOT_JUDGE_WORDS)):
                 continue
             v = _read_verdicts(table, c)
             if isinstance(v, str):
