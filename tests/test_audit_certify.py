@@ -64,6 +64,20 @@ def test_threshold_is_the_lowest_passing_candidate_and_testing_stops_at_the_firs
     assert out["message"] == ""
 
 
+def test_the_sequence_starts_at_a_share_of_the_items_fixed_before_the_outcomes():
+    # the first 22 right, then a wrong one at 23: from 22 items the sequence passes once and
+    # stops at 23; started at half the 80 items (40) it never sees that dip
+    outcomes = [True] * 22 + [False] + [True] * 57
+    prob, correct = _ladder(outcomes)
+    small = choose_threshold(prob, correct, target=0.9, risk=0.1, start_share=0.0, log=True)
+    assert small["n"] == 22 and [p["n"] for p in small["path"]] == [22, 23]
+    big = choose_threshold(prob, correct, target=0.9, risk=0.1, start_share=0.5, log=True)
+    assert big["path"][0]["n"] == 40 and big["n_start"] == 40
+    ks = np.cumsum(correct)
+    assert big["n"] == 80 and all(beta.ppf(0.1, ks[n - 1], n - ks[n - 1] + 1) >= 0.9
+                                  for n in range(40, 81))
+
+
 def test_a_lower_target_goes_further_down_the_sequence():
     outcomes = [True] * 25 + [False] + [True] * 34
     prob, correct = _ladder(outcomes)

@@ -18,9 +18,10 @@ one-sided exact (Clopper–Pearson) lower bound
 (:math:`n_j` items at or above :math:`t_j`, :math:`k_j` of them right). Testing stops at the first
 :math:`H_j` not rejected; the threshold is the last rejected :math:`t_j`. Because the sequence is
 fixed before the outcomes are looked at, every rejection holds at level :math:`\delta` together
-(no multiplicity correction). Candidates with fewer than :func:`rows_needed` items are not tested:
-they could not pass even if every verdict were right, and how many items lie above a threshold
-depends on the probabilities only, not on the outcomes, so leaving them out keeps the sequence
+(no multiplicity correction). The sequence starts at the candidate holding the most confident
+30% of P's items (:data:`START_SHARE`; at least :func:`rows_needed`, below which no set could pass
+even if every verdict were right) and ends at probability 0.5; how many items lie above a
+threshold depends on the probabilities only, not on the outcomes, so both ends keep the sequence
 fixed.
 
 Items, not votes: several votes on one item are not independent evidence. Each item counts once,
@@ -44,9 +45,19 @@ import numpy as np
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["lower_bound", "two_sided_interval", "rows_needed", "item_outcomes",
+__all__ = ["START_SHARE", "lower_bound", "two_sided_interval", "rows_needed", "item_outcomes",
            "choose_threshold", "out_of_fold_probabilities", "realised_agreement",
            "Certification", "certify_split", "with_target", "check_target", "check_risk"]
+
+
+#: Where the fixed sequence starts: the most confident 30% of P's items (at least
+#: :func:`rows_needed`). Started at the smallest set that could pass (22 items at 0.9 / 0.1), one
+#: unlucky wrong verdict among the first few dozen ends the sequence before the larger sets
+#: that would pass are tested: on MT-Bench GPT-4 (seeds 0-3, target 0.9) coverage was 0.05, 0,
+#: 0, 0 from 22 items and 0.43, 0, 0.41, 0.64 from 30%. Where the sequence starts depends on the
+#: probabilities only, never on the outcomes, so the guarantee is unchanged; the price is that a
+#: set smaller than 30% of P is never certified.
+START_SHARE = 0.3
 
 
 def check_target(target: float) -> float:
@@ -131,7 +142,7 @@ def item_outcomes(prob: np.ndarray, correct: np.ndarray, groups: np.ndarray | No
 
 def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, risk: float,
                      groups: np.ndarray | None = None, floor: float = 0.5,
-                     log: bool = False) -> dict:
+                     start_share: float = START_SHARE, log: bool = False) -> dict:
     """The lowest threshold certified by fixed-sequence testing (see the module's docstring).
 
     Parameters
@@ -148,6 +159,9 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
         Lowest candidate threshold: a verdict more likely wrong than right is never trusted,
         however good the rows above it (the sequence ends there; it depends on the
         probabilities only, so the test stays valid).
+    start_share : float, default 0.3
+        The sequence starts at the candidate holding this share of the items (at least
+        :func:`rows_needed`): see :data:`START_SHARE`.
     log : bool
         Add ``path``: every tested candidate (threshold, n, k, lower bound, passed).
 
@@ -165,12 +179,14 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
     order = np.argsort(-p_item, kind="stable")
     p_sorted, s_sorted = p_item[order], share[order]
     n_needed = rows_needed(target, risk=risk)
+    n_start = max(n_needed, math.ceil(start_share * len(p_sorted)))
     # candidate j: every item with probability >= the j-th distinct value; its n is the index
     # after the last item of that value
     last = np.flatnonzero(np.r_[p_sorted[1:] != p_sorted[:-1], True]) if len(p_sorted) else []
     k_cum = np.cumsum(s_sorted)
     out = {"threshold": math.inf, "lower": float("nan"), "n": 0, "k": 0.0,
-           "n_items": int(len(p_sorted)), "n_needed": n_needed, "n_tested": 0,
+           "n_items": int(len(p_sorted)), "n_needed": n_needed, "n_start": n_start,
+           "n_tested": 0,
            "stopped_at": None, "target": target, "risk": risk, "message": ""}
     path = []
     first_fail = None
@@ -178,8 +194,8 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
         n_j, k_j = int(j + 1), float(k_cum[j])
         if p_sorted[j] < floor:
             break
-        if n_j < n_needed:
-            continue  # cannot pass whatever the outcomes: not part of the sequence
+        if n_j < n_start:
+            continue  # before the start of the sequence (fixed by the probabilities alone)
         lo = lower_bound(k_j, n_j, risk=risk)
         passed = lo >= target
         out["n_tested"] += 1
@@ -195,7 +211,7 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
         if first_fail is None and len(p_sorted) >= n_needed:
             out["message"] = (
                 f"No threshold certifies agreement >= {target:g} at risk {risk:g}: fewer than "
-                f"{n_needed} P items have a calibrated P(judge right) of at least {floor:g}. "
+                f"{n_start} P items have a calibrated P(judge right) of at least {floor:g}. "
                 "Nobody is trusted (every audited verdict is escalated).")
         elif len(p_sorted) < n_needed:
             out["message"] = (
@@ -347,7 +363,7 @@ class Certification:
                 "certified_lower": c["lower"], "coverage": self.coverage(),
                 "n_trusted": n_trusted, "n_escalated": int(len(self.u_rows) - n_trusted),
                 "n_certified_items": c["n"], "n_p_items": c["n_items"],
-                "n_needed": c["n_needed"], "n_tested": c["n_tested"],
+                "n_needed": c["n_needed"], "n_start": c["n_start"], "n_tested": c["n_tested"],
                 "realised": r["agreement"], "realised_ci": r["ci"],
                 "n_validation_trusted": r["n"], "message": c["message"]}
         return {"coverage": info["coverage"], "certified_lower": info["certified_lower"],
