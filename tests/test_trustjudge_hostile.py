@@ -25,7 +25,7 @@ import pytest
 
 from puaudit.data.io import read_table
 from puaudit.trustjudge.collect import usable_tokens
-from puaudit.trustjudge.runner import JudgeClient, RequestFailed
+from puaudit.trustjudge.runner import JudgeClient, RequestFailed, response_usage
 from puaudit.trustjudge.stub import StubJudgeServer
 from tests.test_trustjudge_runner import (
     FAST,
@@ -286,6 +286,11 @@ def test_usable_tokens_shapes():
     assert usable_tokens(_response(huge))[1].startswith("mean log-probability -1e+308")
     ok = [{"token": "A", "logprob": -600.0}, {"token": "B", "logprob": 0.0}]  # no top_logprobs
     assert usable_tokens(_response(ok)) == (ok, "")
+    # token counts: anything but a whole number ≥ 0 counts 0 (no int(inf) on the way)
+    assert response_usage({"usage": {"prompt_tokens": 12, "completion_tokens": 3.0}}) == (12, 3)
+    for odd in ("many", math.inf, math.nan, -4, True, 1e300, [3], None):
+        assert response_usage({"usage": {"prompt_tokens": odd, "completion_tokens": odd}}) == (0, 0)
+    assert response_usage({"usage": "lots"}) == (0, 0) == response_usage({})
 
 
 # --- a server that echoes the API key -----------------------------------------------------------
@@ -345,3 +350,26 @@ def test_key_in_the_input_is_not_copied_out(tmp_path, capsys, monkeypatch):
     assert judged["prompt"].tolist() == ["Say hello. (key ***)"]
     assert judged["judge_winner"].tolist() == ["model_a"]
     assert SECRET.encode() not in (tmp_path / "judged.csv").read_bytes()
+
+
+def test_raw_bodies_that_json_alone_would_choke_on():
+    """Parsing the body: a 5000-digit number (over Python's int-string limit), a lone surrogate
+    (not writable as UTF-8), nesting deeper than the interpreter's recursion limit."""
+    from puaudit.trustjudge.runner import _Malformed, _parse_body
+
+    head = b'{"choices": [{"message": {"content": "Verdict: [A] \\ud800"}, "logprobs": {"content": ['
+    tok = b'{"token": "A", "logprob": -0.1, "top_logprobs": [{"token": "B", "logprob": -' + b"9" * 5000
+    data, n = _parse_body(head + tok + b"}]}]}}]}", "sk-x")
+    assert n == 0 and response_text_ok(data)
+    alt = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"][0]["logprob"]
+    assert alt == -math.inf
+    assert usable_tokens(data) == (None, "token 1 top_logprobs[1].logprob is -inf, not a finite "
+                                         "number")
+    with pytest.raises(_Malformed, match="nested too deeply"):
+        _parse_body(b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "")
+
+
+def response_text_ok(data) -> bool:
+    content = data["choices"][0]["message"]["content"]
+    content.encode("utf-8")  # writable
+    return content == "Verdict: [A] \ufffd"

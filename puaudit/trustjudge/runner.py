@@ -30,6 +30,7 @@ import json
 import math
 import os
 import random
+import re
 import socket
 import sys
 import threading
@@ -117,6 +118,9 @@ def _check_response(data: Any) -> dict:
     return data
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def redact_secret(value: Any, secret: str) -> tuple[Any, int]:
     """``value`` (parsed JSON) with every occurrence of ``secret`` in its strings and keys
     replaced by ``***``, and the number of strings changed.
@@ -134,8 +138,8 @@ def redact_secret(value: Any, secret: str) -> tuple[Any, int]:
             n += 1
         try:
             s.encode("utf-8")
-        except UnicodeEncodeError:
-            s = s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        except UnicodeEncodeError:  # json.loads has already joined the valid pairs
+            s = _SURROGATE.sub("\ufffd", s)
         return s
 
     def walk(v: Any) -> Any:
