@@ -121,7 +121,8 @@ def _n_types(table) -> int:
 def nearest_threshold_rows(result, table, *, k: int = 5) -> pd.DataFrame:
     """For each threshold, the ``k`` audited rows (of its type) whose scores are nearest to it.
 
-    Columns: ``threshold``, ``distance`` (score − threshold) and those of :func:`score_frame`.
+    Columns: ``threshold``, ``distance`` (score − threshold), those of :func:`score_frame`,
+    then ``evidence: <signal>`` for each verdict-evidence signal of the audit.
     """
     df = score_frame(result, table)
     df = df[df["split"] != "P"]
@@ -137,4 +138,8 @@ def nearest_threshold_rows(result, table, *, k: int = 5) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=["threshold", "distance", *df.columns])
     out = pd.concat(parts, ignore_index=True)
-    return out[["threshold", "distance", *df.columns]]
+    out = out[["threshold", "distance", *df.columns]]
+    # the verdict evidence of each row (judge-oriented signals), to read beside its score
+    for name, values in (getattr(result, "evidence", None) or {}).items():
+        out[f"evidence: {name}"] = np.asarray(values, dtype=float)[out["row"].to_numpy() - 1]
+    return out

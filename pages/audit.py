@@ -7,7 +7,11 @@ import streamlit as st
 
 
 from components import state
+from components.certify import (CURVE_TARGETS, RISK_CHOICES, certification_text,
+                                coverage_curve_figure)
 from components.m_curve import m_curve_figure
+from components.evidence import (evidence_info, evidence_note, evidence_weights_figure,
+                                 evidence_weights_frame)
 from components.metrics import (audit_note, auto_choice_text,
                                 auto_comparison_table, expected_text, headline_metrics,
                                 leaderboard_table, per_type_table)
@@ -17,8 +21,9 @@ state.through_navigation()
 st.title("Audit")
 st.caption("Verified human preferences (P) and their reversals are matched by transport to the "
            "rows the judge decided, with m as the prior share of right verdicts; rows that match "
-           "the reversed side are candidates for reversal. The scorer is chosen from P alone "
-           "(auto). Validation rows (annotated, held out) measure whether the reversals help.")
+           "the reversed side are candidates for reversal. Label-free evidence about each "
+           "verdict (the judge's favourite models, lengths, position, probabilities) can join "
+           "them. The scorer is chosen from P alone (auto). Validation rows (annotated, held out) measure whether the reversals help.")
 
 state.ensure_data()
 ss = st.session_state
@@ -42,7 +47,10 @@ with st.expander("Advanced"):
                      help="Frozen text encoders this server offers (set by its operator).")
         st.selectbox("Scorer", state.SCORER_CHOICES, **state.bind("scorer"),
                      help="auto: the scorer with the lowest cross-fitted log loss on P "
-                          "(prior-ot, probe, knn, centroid or their stack). prior-ot: "
+                          "(prior-ot, probe, knn, centroid, their stack, or evidence: a model of "
+                          "the judge's own habits — favourite models, lengths, position, "
+                          "both-order consistency, probabilities, other judges — together with "
+                          "the embedding scorers). prior-ot: "
                           "two-sided transport with m as the prior (graded scores); pot: the "
                           "paper's partial OT (0/1 scores); full-ot: full transport; centroid, "
                           "probe, knn: simpler baselines.")
@@ -103,6 +111,39 @@ if choice:
 note = audit_note(result)
 if note:
     st.warning(note)
+
+ev_note = evidence_note(result)
+for message in evidence_info(result).get("messages", []):
+    st.warning(message)  # a malformed signal column, left out
+if ev_note:
+    with st.expander("Verdict evidence: what P(judge right) sees besides the texts"):
+        st.text(ev_note)
+        weights = evidence_weights_frame(result)
+        if not weights.empty:
+            st.plotly_chart(evidence_weights_figure(result), width="stretch")
+            st.dataframe(weights.drop(columns=["feature"]), hide_index=True, width="stretch",
+                         column_config={c: st.column_config.NumberColumn(format="%+.3f")
+                                        for c in ("coef", "lo", "hi")})
+
+st.subheader("Trust or escalate")
+st.caption("Certify the verdicts whose calibrated P(judge right) clears a threshold chosen on P "
+           "so that they agree with people at least the target share of the time (with "
+           "1 − risk confidence); escalate the rest to people.")
+ss["w_certify"] = params["target_agreement"] is not None
+st.checkbox("Certify verdicts (trust or escalate)", key="w_certify", on_change=state.set_certify)
+if result.certification is not None:
+    t_col, r_col = st.columns([3, 1])
+    with t_col:
+        st.slider("Target agreement", 0.55, 0.99, step=0.01, **state.bind("target_agreement"))
+    with r_col:
+        st.selectbox("Risk", RISK_CHOICES, **state.bind("risk"),
+                     help="Probability that the trusted verdicts agree with people less often "
+                          "than the target.")
+    cert = result.summary()["certification"]
+    (st.warning if cert["message"] else st.success)(certification_text(cert))
+    st.plotly_chart(coverage_curve_figure(result.certification.curve(CURVE_TARGETS),
+                                          current_target=cert["target"]),
+                    width="stretch", key="certify_curve")
 
 st.subheader("By question type")
 st.dataframe(per_type_table(result), hide_index=True, width="stretch",

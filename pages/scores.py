@@ -41,7 +41,9 @@ if near.empty:
     st.stop()
 st.dataframe(near.drop(columns=["prompt", "response_a", "response_b"]), hide_index=True,
              width="stretch",
-             column_config={"score": st.column_config.NumberColumn(format="%.4f"),
+             column_config={**{c: st.column_config.NumberColumn(format="%.3f")
+                               for c in near.columns if c.startswith("evidence: ")},
+                            "score": st.column_config.NumberColumn(format="%.4f"),
                             "distance": st.column_config.NumberColumn(format="%+.4f"),
                             "p_judge_right": st.column_config.NumberColumn(format="%.2f")})
 labels = [f"row {r.row} · {r.threshold} · score {r.score:.3f}" for r in near.itertuples()]

@@ -82,7 +82,8 @@ def test_export_keeps_every_row_and_column_in_order(planted, tmp_path):
     df, e_a, e_b, _ = planted
     est = PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
     out = est.to_frame()
-    assert list(out.columns) == list(df.columns) + list(EXPORT_COLUMNS)
+    assert list(out.columns) == (list(df.columns) + list(EXPORT_COLUMNS)
+                                 + ["puaudit_evidence_position_first"])
     pd.testing.assert_frame_equal(out[df.columns], df)
     for ext in ("csv", "parquet", "jsonl"):
         path = write_table(out, tmp_path / f"out.{ext}")
