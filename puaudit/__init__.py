@@ -1,7 +1,7 @@
 """PUAudit: audit LLM-as-a-judge pairwise verdicts against scarce human labels.
 
-Core library (no Streamlit): reading tables, frozen encoders, the PUAudit audit (METHOD.md 1),
-TrustJudge consistency analysis (METHOD.md 2) and annotator audits.
+Core library (no Streamlit): reading tables, frozen encoders, the PUAudit audit (docs/method.md),
+TrustJudge consistency analysis (docs/method.md, "TrustJudge") and annotator audits.
 """
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""P-group denoising (METHOD.md 1, "P-group denoising")."""
+"""P-group denoising (docs/method.md, "Denoising P")."""
 
 from __future__ import annotations
 

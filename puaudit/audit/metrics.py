@@ -1,4 +1,4 @@
-"""Consistency with people, measured on validation rows only (METHOD.md 1, "Consistency")."""
+"""Consistency with people, measured on validation rows only (docs/method.md, "Metrics")."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 r"""Prior-aware two-sided transport: graded scores in which ``m`` is the prior share of right verdicts.
 
 The paper's partial transport (:mod:`puaudit.audit.transport`) is a linear programme whose optimum is a
-vertex, so its scores are 0 or 1 and a calibrated map has nothing to grade (METHOD.md, "Why the
-paper's scores are 0/1"). This module keeps transport's global mass constraint but gives each
+vertex, so its scores are 0 or 1 and a calibrated map has nothing to grade (docs/method.md,
+"Scorers"). This module keeps transport's global mass constraint but gives each
 audited row a graded score:
 
 * **sources**: the verified positives :math:`z_i` (judge-right prototypes) with total mass
@@ -125,7 +125,7 @@ def prior_ot_scores(zp, zu, m: float, *, reg: float = PRIOR_OT_REG,
     m : float in (0, 1)
         Prior share of audited verdicts that are right: the mass of the judge-right sources;
         the reversed sources carry ``1 - m``. ``m = 1`` is clipped to ``1 - 1e-6``.
-    reg : float, default 0.05
+    reg : float, default 0.12 (:data:`PRIOR_OT_REG`)
         Entropic regularisation ε (costs lie in [0, 2]).
     reg_m : float, default 0.1
         KL relaxation ρ of both marginals.

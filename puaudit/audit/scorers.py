@@ -5,7 +5,7 @@ Every scorer sees the verified positives P' as difference vectors oriented by th
 returns one score per audited row; higher means "the judge's decision looks human-consistent".
 
 =========== ===================================================================================
-``pot``     partial optimal transport (METHOD.md 1): ``s_j = (Γᵀ1)_j / b_j`` with total mass ``m``
+``pot``     partial optimal transport (docs/method.md): ``s_j = (Γᵀ1)_j / b_j`` with total mass ``m``
 ``prior-ot`` prior-aware two-sided unbalanced transport (graded): P' with mass ``m``, reversed P'
             with ``1 - m``; score = share of row j's received mass that comes from P'
 ``full-ot`` balanced OT: minus the expected cost of the positives matched to row j

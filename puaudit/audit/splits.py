@@ -1,4 +1,4 @@
-"""Seeded P / validation / unlabelled splits (METHOD.md 1, "Splits")."""
+"""Seeded P / validation / unlabelled splits (docs/method.md, "Splits")."""
 
 from __future__ import annotations
 

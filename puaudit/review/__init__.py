@@ -1,5 +1,5 @@
 """The review loop: people check the rows the audit doubts, decisions persist in a database and
-flow back into the audit as human labels (issue 15; docs/review.md).
+flow back into the audit as human labels (docs/review.md).
 
 - :mod:`~puaudit.review.keys`: content keys of rows (re-uploads find earlier decisions)
 - :mod:`~puaudit.review.store`: the SQLAlchemy store (SQLite file by default, any URL)
