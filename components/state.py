@@ -60,7 +60,10 @@ _CFG = AuditConfig()
 #: The parameters a visitor sets on the pages, with defaults read from :class:`AuditConfig`.
 AUDIT_DEFAULTS = {"m": _CFG.m, "p_ratio": _CFG.p_ratio, "alpha1": _CFG.alpha1,
                   "alpha2": _CFG.alpha2, "encoder": None, "scorer": _CFG.scorer,
-                  "rule": _CFG.rule, "margin": _CFG.margin, "seed": _CFG.random_state}
+                  "rule": _CFG.rule, "margin": _CFG.margin, "seed": _CFG.random_state,
+                  "target_agreement": _CFG.target_agreement, "risk": _CFG.risk}
+#: the target a session's certification starts at (and its certified audit is cached at)
+CERTIFY_TARGET = 0.9
 _TOKEN = re.compile(r"\w+")
 
 
@@ -298,7 +301,9 @@ def audit_config(params: dict) -> AuditConfig:
     """The :class:`AuditConfig` of this session's parameters (the audit caches' key)."""
     return AuditConfig(m=params["m"], p_ratio=params["p_ratio"], alpha1=params["alpha1"],
                        alpha2=params["alpha2"], scorer=params["scorer"], rule=params["rule"],
-                       margin=params["margin"], random_state=int(params["seed"]))
+                       margin=params["margin"], random_state=int(params["seed"]),
+                       target_agreement=params.get("target_agreement"),
+                       risk=params.get("risk", _CFG.risk))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -325,8 +330,25 @@ def _audit(content_hash: str, encoder_label: str, config: AuditConfig, _table, _
 
 
 def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
-    """The audit of ``table`` with ``params`` (cached by content hash + the whole config)."""
-    return _audit(table_hash(table), params["encoder"], audit_config(params), table, emb)
+    """The audit of ``table`` with ``params`` (cached by content hash + the whole config).
+
+    Certified (``target_agreement`` set): the audit is cached at :data:`CERTIFY_TARGET` and
+    certified again at the session's target and risk, so moving the target slider does not
+    score the rows again."""
+    cfg = audit_config(params)
+    if cfg.target_agreement is None:
+        return _audit(table_hash(table), params["encoder"], cfg, table, emb)
+    from puaudit.audit.certify import with_target
+
+    base = _audit(table_hash(table), params["encoder"],
+                  cfg.replace(target_agreement=CERTIFY_TARGET, risk=_CFG.risk), table, emb)
+    return with_target(base, cfg.target_agreement, cfg.risk)
+
+
+def set_certify() -> None:
+    """``on_change`` of the Audit page's certify checkbox (key ``w_certify``)."""
+    ss = st.session_state
+    ss["audit"]["target_agreement"] = CERTIFY_TARGET if ss["w_certify"] else None
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -188,25 +188,31 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
            "n_items": int(len(p_sorted)), "n_needed": n_needed, "n_start": n_start,
            "n_tested": 0,
            "stopped_at": None, "target": target, "risk": risk, "message": ""}
-    path = []
+    from scipy.stats import beta
+
+    # the sequence: candidates from the start (n >= n_start) down to the floor, in order
+    last = np.asarray(last, dtype=np.int64)
+    seq = last[(last + 1 >= n_start) & (p_sorted[last] >= floor)] if len(last) else last
+    n_seq = (seq + 1).astype(float)
+    k_seq = k_cum[seq] if len(seq) else np.zeros(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lower = np.where(k_seq > 0, beta.ppf(risk, k_seq, n_seq - k_seq + 1), 0.0)
+    passed = lower >= target
+    # fixed-sequence testing: everything before the first failure is rejected, nothing after
+    n_run = int(np.argmin(passed)) if not passed.all() else len(seq)
+    out["n_tested"] = min(n_run + 1, len(seq))
     first_fail = None
-    for j in last:
-        n_j, k_j = int(j + 1), float(k_cum[j])
-        if p_sorted[j] < floor:
-            break
-        if n_j < n_start:
-            continue  # before the start of the sequence (fixed by the probabilities alone)
-        lo = lower_bound(k_j, n_j, risk=risk)
-        passed = lo >= target
-        out["n_tested"] += 1
-        if log:
-            path.append({"threshold": float(p_sorted[j]), "n": n_j, "k": k_j, "lower": lo,
-                         "passed": bool(passed)})
-        if not passed:
-            out["stopped_at"] = float(p_sorted[j])
-            first_fail = (n_j, k_j, lo)
-            break
-        out.update(threshold=float(p_sorted[j]), lower=lo, n=n_j, k=k_j)
+    if n_run < len(seq):
+        j = seq[n_run]
+        out["stopped_at"] = float(p_sorted[j])
+        first_fail = (int(j + 1), float(k_cum[j]), float(lower[n_run]))
+    if n_run > 0:
+        j = seq[n_run - 1]
+        out.update(threshold=float(p_sorted[j]), lower=float(lower[n_run - 1]), n=int(j + 1),
+                   k=float(k_cum[j]))
+    path = [{"threshold": float(p_sorted[j]), "n": int(j + 1), "k": float(k_cum[j]),
+             "lower": float(lower[i]), "passed": bool(passed[i])}
+            for i, j in enumerate(seq[:out["n_tested"]])] if log else []
     if not math.isfinite(out["threshold"]):
         if first_fail is None and len(p_sorted) >= n_needed:
             out["message"] = (

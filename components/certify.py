@@ -1,0 +1,65 @@
+"""Certified trust or escalate on the Audit page: the coverage-vs-target curve and the counts
+(pure functions, no Streamlit)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+__all__ = ["CURVE_TARGETS", "RISK_CHOICES", "coverage_curve_figure", "certification_text"]
+
+#: targets the curve is drawn at (each is one cheap re-certification of the same scores)
+CURVE_TARGETS = tuple(float(t) for t in np.round(np.arange(0.60, 0.99, 0.01), 2))
+#: risks offered by the selector (probability that the trusted set misses the target)
+RISK_CHOICES = (0.01, 0.05, 0.1, 0.2)
+
+
+def coverage_curve_figure(curve: list[dict], *, current_target: float | None = None
+                          ) -> go.Figure:
+    """Share of audited rows trusted at each target (from
+    :meth:`puaudit.audit.certify.Certification.curve`), with the realised agreement of the
+    trusted validation rows and the line agreement = target it should stay above."""
+    x = [c["target"] for c in curve]
+    cov = [c["coverage"] for c in curve]
+    real = [None if c["realised"] is None or not math.isfinite(c["realised"]) else c["realised"]
+            for c in curve]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=cov, mode="lines+markers", name="share trusted",
+                             line={"color": "#4C78A8"},
+                             hovertemplate="target %{x:.2f}: %{y:.1%} of audited rows trusted"
+                                           "<extra></extra>"))
+    fig.add_trace(go.Scatter(x=x, y=real, mode="lines+markers", name="realised agreement "
+                             "(trusted validation rows)", line={"color": "#54A24B"},
+                             hovertemplate="target %{x:.2f}: trusted validation rows agree "
+                                           "%{y:.1%}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[x[0], x[-1]] if x else [], y=[x[0], x[-1]] if x else [],
+                             mode="lines", name="agreement = target", hoverinfo="skip",
+                             line={"color": "#999999", "dash": "dash", "width": 1}))
+    if current_target is not None:
+        fig.add_vline(x=float(current_target), line_dash="dot", line_color="#E45756",
+                      annotation_text="target", annotation_position="top")
+    fig.update_layout(height=280, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      xaxis_title="target agreement", yaxis_title="share",
+                      legend={"orientation": "h", "y": -0.3})
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    return fig
+
+
+def certification_text(summary: dict) -> str:
+    """One paragraph on the certified set (``AuditResult.summary()["certification"]``)."""
+    c = summary
+    if c.get("message"):
+        return c["message"]
+    lo, hi = c.get("realised_ci") or (None, None)
+    real = c.get("realised")
+    real_txt = ("no trusted validation rows" if real is None or not math.isfinite(real) else
+                f"trusted validation rows agree {real:.1%} (95% interval {lo:.1%}–{hi:.1%}, "
+                f"{c['n_validation_trusted']:,} items)")
+    return (f"{c['n_trusted']:,} of {c['n_trusted'] + c['n_escalated']:,} audited verdicts are "
+            f"trusted ({c['coverage']:.1%}): calibrated P(judge right) ≥ {c['threshold']:.3f}, "
+            f"where agreement with people is at least {c['certified_lower']:.3f} ≥ "
+            f"{c['target']:g} with {1 - c['risk']:.0%} confidence ({c['n_certified_items']:,} P "
+            f"items). The other {c['n_escalated']:,} are escalated to people (Review page). "
+            f"Check: {real_txt}.")
