@@ -94,6 +94,9 @@ with st.expander("Queue order and filters", expanded=False):
     model_cols = [c for c in (base.columns.get("model_a"), base.columns.get("model_b")) if c]
     models = sorted({str(v) for c in model_cols for v in base.frame[c].dropna().tolist()})
     pick_models = st.multiselect("Models", models, key="w_review_models") if models else []
+if result.certification is not None and order == "value":
+    st.caption(f"Certified at target {result.params['target_agreement']:g} (Audit page): the "
+               "escalated rows come first, those farthest below the trust threshold first.")
 try:
     queue = review_queue(table, result, order=order, random_state=int(params["seed"]),
                          question_types=pick_types or None, models=pick_models or None)

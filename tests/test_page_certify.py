@@ -39,3 +39,14 @@ def test_moving_the_target_slider_recertifies_and_redraws_the_curve():
     box.uncheck().run()
     assert at.session_state["audit"]["target_agreement"] is None
     assert not [s for s in at.slider if s.label == "Target agreement"]
+
+
+def test_review_page_says_escalated_rows_come_first_when_certified():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    at.switch_page("pages/audit.py").run()
+    next(c for c in at.checkbox if c.label.startswith("Certify verdicts")).check().run()
+    next(s for s in at.slider if s.label == "Target agreement").set_value(0.7).run()
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, at.exception
+    assert any("escalated rows come first" in c.value for c in at.caption)
