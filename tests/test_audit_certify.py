@@ -260,3 +260,63 @@ def test_review_queue_uses_the_certification(planted_audits):
     below = res.certification.distance_below()[q["row"].to_numpy()]
     assert np.all(below[:n_esc] > 0) and np.all(np.diff(below[:n_esc]) <= 0)
     assert set(review_queue(table, plain)["tier"]) <= {"uncertain", "reversal candidate", "other"}
+
+
+# -- the cascade: a second judge on the escalated rows only -------------------------------------
+def test_escalated_rows_of_an_export_and_clear_errors():
+    from puaudit.audit.certify import escalated_rows
+
+    frame = pd.DataFrame({"prompt": list("abcde"), "puaudit_trusted": ["True", "False", "", "false", None],
+                          "puaudit_group": ["positive"] * 5})
+    out = escalated_rows(frame)
+    assert out["prompt"].tolist() == ["b", "d"] and list(out.columns) == ["prompt"]
+    with pytest.raises(PUAuditError, match="no 'puaudit_trusted' column"):
+        escalated_rows(frame.drop(columns="puaudit_trusted"))
+    with pytest.raises(PUAuditError, match="Row 2 .* 'maybe'"):
+        escalated_rows(frame.assign(puaudit_trusted=["True", "maybe", "", "", ""]))
+    with pytest.raises(PUAuditError, match="nothing to send"):
+        escalated_rows(frame.assign(puaudit_trusted=[True, True, None, True, True]))
+
+
+def test_only_escalated_rows_go_to_the_second_judge_and_the_rerun_certifies(
+        tmp_path, capsys, monkeypatch):
+    import json
+
+    from puaudit.cli.commands import main
+    from puaudit.data.io import read_table, write_table
+    from puaudit.trustjudge.stub import StubJudgeServer
+    from tests.conftest import planted_set
+
+    df, e_a, e_b, _ = planted_set(n=300, judge_acc=0.85, seed=0)
+    table = load_comparisons(df)
+    res = audit_table(table, PairEmbeddings(e_a, e_b),
+                      AuditConfig(target_agreement=0.8, risk=0.2))
+    export = tmp_path / "audited.csv"
+    write_table(res.to_frame(table), export)
+    trusted = res.certification.trusted
+    n_esc = int(sum(t is False or t is np.False_ for t in trusted))
+    assert 0 < n_esc < len(df)
+    out = tmp_path / "second.csv"
+    with StubJudgeServer() as stub:
+        rc = main(["judge", str(export), "--only-escalated", "--endpoint", stub.url,
+                   "--model", "second", "-o", str(out), "--winner-column", "judge2_winner",
+                   "--backoff", "0.01", "--max-backoff", "0.05", "--no-progress"])
+        n_calls = len(stub.calls)
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert f"{n_esc} of {len(df)} rows escalated" in err
+    second = read_table(out)
+    assert n_calls == n_esc and len(second) == n_esc
+    assert not [c for c in second.columns if c.startswith("puaudit_")]
+    esc_prompts = set(df["prompt"][[t is False or t is np.False_ for t in trusted]])
+    assert set(second["prompt"]) == esc_prompts
+    assert second["judge2_winner"].notna().all()
+    # the re-audit of the second judge's verdicts certifies again (its own P among these rows)
+    monkeypatch.setenv("PUAUDIT_TEST_ENCODER", "hashing")
+    rc = main(["audit", str(out), "-o", str(tmp_path / "again.csv"), "--judge-col",
+               "judge2_winner", "--target-agreement", "0.8", "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    summary = json.loads(captured.out.strip().splitlines()[-1])
+    assert {"coverage", "certified_lower", "threshold"} <= set(summary)
+    assert summary["n_rows"] == n_esc

@@ -47,7 +47,8 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["START_SHARE", "lower_bound", "two_sided_interval", "rows_needed", "item_outcomes",
            "choose_threshold", "out_of_fold_probabilities", "realised_agreement",
-           "Certification", "certify_split", "with_target", "check_target", "check_risk"]
+           "Certification", "certify_split", "with_target", "check_target", "check_risk",
+           "escalated_rows"]
 
 
 #: Where the fixed sequence starts: the most confident 30% of P's items (at least
@@ -421,3 +422,33 @@ def with_target(result, target: float, risk: float):
         raise PUAuditError("This audit was run without certification: set target_agreement.")
     params = {**result.params, "target_agreement": check_target(target), "risk": check_risk(risk)}
     return dataclasses.replace(result, certification=cert.at(target, risk), params=params)
+
+
+def escalated_rows(frame, *, column: str = "puaudit_trusted"):
+    """The escalated rows of an audit export (``column`` false), without the ``puaudit_*``
+    columns: the input of the next judge of a cascade (``puaudit judge --only-escalated``).
+
+    Rows neither trusted nor escalated (excluded from the audit, empty cells) are left out. A
+    re-audit of the next judge's verdicts on these rows certifies again, on their annotated rows.
+    """
+    import pandas as pd
+
+    if column not in frame.columns:
+        raise PUAuditError(
+            f"This table has no '{column}' column, so it does not say which rows were escalated. "
+            "Pass an export of a certified audit (puaudit audit FILE -o EXPORT "
+            "--target-agreement 0.9).", column=column)
+    v = frame[column]
+    text = v.astype(str).str.strip().str.lower()
+    bad = v.notna() & ~text.isin(["true", "false", "1", "0", "1.0", "0.0", "", "nan", "none"])
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise PUAuditError(f"Row {i + 1} of column '{column}' holds {v.iloc[i]!r}; expected "
+                           "true, false or empty (as puaudit audit writes it).", row=i + 1,
+                           column=column)
+    esc = v.notna().to_numpy() & text.isin(["false", "0", "0.0"]).to_numpy()
+    if not esc.any():
+        raise PUAuditError(f"No row of this export is escalated ('{column}' is never false): "
+                           "there is nothing to send to another judge.", column=column)
+    keep = [c for c in frame.columns if not str(c).startswith("puaudit_")]
+    return pd.DataFrame(frame.loc[esc, keep]).reset_index(drop=True)

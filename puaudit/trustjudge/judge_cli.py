@@ -55,6 +55,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                       help="ask every pair twice, each answer shown first once")
     what.add_argument("--scores", action="store_true", help="also score every answer on its own")
     what.add_argument("--scores-only", action="store_true", help="single scores, no pairs")
+    what.add_argument("--only-escalated", action="store_true",
+                      help="INPUT is the export of a certified audit (puaudit audit "
+                           "--target-agreement): judge only its escalated rows and write them "
+                           "(without the puaudit_* columns) for a re-audit: a judge cascade")
     what.add_argument("--pair-template", default="trustjudge", metavar="NAME|FILE.json",
                       help=f"pairwise prompt: {', '.join(PAIR_TEMPLATES)} or a JSON file "
                            "(default trustjudge)")
@@ -199,6 +203,13 @@ def _run(args: argparse.Namespace) -> int:
             outputs.append(path)
 
     frame = read_input(args.input, args)
+    if args.only_escalated:
+        from puaudit.audit.certify import escalated_rows
+
+        n_in = len(frame)
+        frame = escalated_rows(frame)
+        print(f"{Path(args.input).name}: {len(frame)} of {n_in} rows escalated by the audit",
+              file=sys.stderr)
     client = JudgeClient(endpoint=args.endpoint, model=args.model, api_key_env=args.api_key_env,
                          timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
                          max_backoff=args.max_backoff, temperature=args.temperature,
