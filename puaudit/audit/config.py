@@ -35,7 +35,7 @@ def _cli(flag: str | None, help: str, **kw) -> dict:
 
 @dataclass(frozen=True)
 class AuditConfig:
-    """Parameters of one audit (METHOD.md 1), with their defaults.
+    """Parameters of one audit (docs/method.md), with their defaults.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""The PUAudit estimator and the functional stages under it (METHOD.md 1).
+"""The PUAudit estimator and the functional stages under it (docs/method.md).
 
 Stages, each a plain function so the dashboard can rerun only what a widget changed:
 
@@ -454,7 +454,7 @@ def score_split(prep: PreparedSplit, *, scorer: str = "auto", m: float | None = 
     (``stacked``) competes too. The lowest log loss wins; the comparison is in
     ``diagnostics["auto"]``.
 
-    ``denoise``: fit the scorer on the denoised P' (METHOD.md) or on all of P. Default ``None``:
+    ``denoise``: fit the scorer on the denoised P' (docs/method.md) or on all of P. Default ``None``:
     P' for the paper's transport scorers (``pot``, ``full-ot``), all of P for the others
     (``prior-ot``, ``centroid``, ``probe``, ``knn`` average noise out themselves; on MT-Bench
     with the "longer wins" judge, dropping half of P cost the probe about half its gain).
@@ -1052,6 +1052,13 @@ class AuditResult:
                          "n_reversed": m["n_reversed"], "reversal_precision": m["reversal_precision"]})
         return pd.DataFrame(rows)
 
+    def _evidence_summary(self) -> dict | None:
+        diag = self.diagnostics or {}
+        info = (diag.get("auto") or {}).get("evidence") or diag.get("evidence")
+        if not info:
+            return None
+        return {k: info[k] for k in ("signals", "messages", "coef") if k in info}
+
     def summary(self) -> dict:
         """JSON-ready numbers (the CLI's ``--json`` line)."""
         counts = pd.Series(self.split).value_counts().to_dict()
@@ -1081,13 +1088,15 @@ class AuditResult:
             "scorer_used": self.params.get("scorer_used", self.params.get("scorer")),
             # scorer="auto": each candidate's cross-fitted log loss / Brier score on P, the choice
             "scorer_choice": (self.diagnostics or {}).get("auto"),
+            # verdict evidence: signals computed, columns left out, the model's weights if fitted
+            "evidence": self._evidence_summary(),
             # target_agreement set: coverage, certified_lower, threshold and "certification"
             **(self.certification.summary() if self.certification is not None else {}),
         })
 
 
 class PUAudit:
-    """Audit an LLM judge's pairwise verdicts against scarce human labels (METHOD.md 1).
+    """Audit an LLM judge's pairwise verdicts against scarce human labels (docs/method.md).
 
     Parameters
     ----------

@@ -248,6 +248,13 @@ def cmd_audit(args) -> int:
           + f", rule {cfg.rule}")
     if cfg.scorer == "auto" and "auto" in res.diagnostics:
         print(f"auto chose {res.diagnostics['auto']['chosen']}: {res.diagnostics['auto']['reason']}")
+    ev = summary.get("evidence") or {}
+    for message in ev.get("messages", []):
+        print(f"warning: {message}", file=sys.stderr)
+    if ev.get("signals"):
+        top = ", ".join(f"{c['feature']} {c['coef']:+.2f}" for c in ev.get("coef", [])[:4])
+        print(f"verdict evidence: {', '.join(ev['signals'])}"
+              + (f" (largest weights: {top})" if top else ""))
     print(f"Cons_orig {_fmt(summary['cons_orig'])}  Cons_adj {_fmt(summary['cons_adj'])}  change "
           f"{_fmt(summary['delta'])}  (validation rows: {summary['n_validation']})")
     print(f"groups: {summary['groups']}; wrote {shape[0]} rows x {shape[1]} columns to {args.output}")
