@@ -81,7 +81,7 @@ class EvidenceModel(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
-        if self.pipeline_ is None:
+        if self.pipeline_ is None or len(X) == 0:
             p = np.full(len(X), self.base_rate_)
         else:
             p = self.pipeline_.predict_proba(X)[:, 1]
