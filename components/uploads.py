@@ -2,9 +2,12 @@
 
 ``server.maxUploadSize`` (``.streamlit/config.toml``) caps the bytes a browser may send, which
 for a ``.gz`` file says little about what the server must hold: a 1 MB upload can expand to
-gigabytes of short rows. Every page that accepts an upload reads it with :func:`read_upload`,
-which applies :func:`puaudit.embed.settings.upload_limits` (decompressed size, rows, columns) *while*
-decompressing and parsing, and names the command line for larger files.
+gigabytes of short rows, and a 34 KB Parquet file to 10 GB of list values. Every page that
+accepts an upload reads it with :func:`read_upload`, which applies
+:func:`puaudit.embed.settings.upload_limits` (decoded size, rows, columns) through
+:func:`puaudit.data.io.read_table`'s budget: a gzip is measured before anything is kept, a Parquet
+file from its footer before any page is read and again batch by batch; the message names the
+limit and the command line for larger files.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
         Bad content, or a limit passed; the message says how to audit the file anyway.
     """
     limits = limits or upload_limits()
-    cli = (f"Audit larger files with the command line, which has no row limit "
+    cli = (f"Audit larger files with the command line, which has higher limits "
            f"(puaudit audit {name} -o audited.csv), or ask the operator to raise "
            "PUAUDIT_MAX_UPLOAD_MB / PUAUDIT_MAX_UPLOAD_ROWS / PUAUDIT_MAX_UPLOAD_COLUMNS.")
     if max_upload_mb is not None and len(data) > max_upload_mb * 1024 * 1024:

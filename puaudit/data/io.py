@@ -4,8 +4,10 @@ CSV cells are read as text, exactly as written (no NaN guessing, no number parsi
 written back as CSV reproduces every input value. Parquet and JSONL keep their own types; integer
 columns with missing values stay integers (pandas ``Int64``, or exact Python ints beyond 64 bits).
 
-Memory is bounded by what the caller allows: ``max_bytes`` caps the decompressed size (checked
-while decompressing, so a small gzip "bomb" stops early), ``max_rows`` and ``max_columns`` are
+Memory is bounded by what the caller allows: ``max_bytes`` caps the decoded size
+(:class:`DecodedBudget`: a gzip's decompressed bytes are counted before any is kept, Parquet
+values from the file's footer before any page is read and again batch by batch, JSON values as
+they are parsed, so a small "bomb" stops early and cheaply), ``max_rows`` and ``max_columns`` are
 checked while parsing, before any large table is built. Text is decoded and parsed as a stream
 and cells are packed into Arrow string columns every few thousand rows, so a file of short rows
 costs a few times its size, not tens of times.
@@ -30,7 +32,7 @@ import re
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Union
 
@@ -40,7 +42,9 @@ import pandas as pd
 from puaudit.errors import PUAuditError
 
 __all__ = ["read_table", "write_table", "table_to_bytes", "decode_text", "detect_format",
-           "check_output_path", "write_bytes_atomic", "read_embeddings_npz",
+           "check_output_path", "write_bytes_atomic", "read_embeddings_npz", "DecodedBudget",
+           "parquet_decoded_sizes", "parquet_check_budget", "parquet_text_leaves",
+           "parquet_batches", "decoded_nbytes",
            "SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM"]
 
 Source = Union[str, os.PathLike, bytes, IO[bytes]]
@@ -85,25 +89,56 @@ def _too_big(name: str, what: str, hint: str) -> PUAuditError:
     return PUAuditError(f"{name}: {what}. {hint}".rstrip())
 
 
-def _gunzip(data: bytes, name: str, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES,
-            hint: str = _DEFAULT_HINT) -> bytes:
-    """Decompress gzip ``data`` in 1 MiB steps, stopping as soon as ``max_bytes`` is passed."""
-    out = io.BytesIO()
+def _gunzipped_size(data: bytes, budget: "DecodedBudget") -> int:
+    """Bytes gzip ``data`` expands to (every member), counted without keeping them; stops and
+    refuses as soon as the count passes ``budget``, so a bomb costs about 1 MiB of memory (not
+    the limit) and a few seconds of CPU per GB.
+
+    Input goes in 64 KiB at a time, so that a file of many tiny members costs no more than one
+    of a single member (zlib copies the unread input at the end of each). Damaged content stops
+    the count; the decompression that follows reports it.
+    """
+    view, pos, total = memoryview(data), 0, 0
+    dec, pending = zlib.decompressobj(31), b""
+    what = (f"expands past the limit when decompressed (the file itself is {_mb(len(data))}; "
+            "refused before anything was kept)")
     try:
+        while True:
+            if not pending:
+                if pos >= len(data):
+                    return total
+                pending = view[pos:pos + (1 << 16)]
+                pos += len(pending)
+            out = dec.decompress(pending, 1 << 20)
+            total += len(out)
+            budget.check(total, what)
+            if dec.eof:  # next member, right after this one's trailer
+                pos -= len(dec.unused_data)
+                dec, pending = zlib.decompressobj(31), b""
+            else:
+                pending = dec.unconsumed_tail
+    except zlib.error:
+        return total
+
+
+def _gunzip(data: bytes, name: str, *, budget: "DecodedBudget") -> bytes:
+    """Decompress gzip ``data``, refused before anything is kept if it expands past ``budget``
+    (:func:`_gunzipped_size`); the decompressed bytes are then counted as spent."""
+    try:
+        if budget.limit is not None:
+            _gunzipped_size(data, budget)
+        out = io.BytesIO()
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
             while chunk := gz.read(1 << 20):
                 out.write(chunk)
-                if out.tell() > max_bytes:
-                    raise _too_big(name, f"expands to more than {_mb(max_bytes)} when "
-                                   f"decompressed (the limit here; the file itself is "
-                                   f"{_mb(len(data))})", hint)
     except (OSError, EOFError, zlib.error) as exc:
         raise PUAuditError(f"{name}: looks gzip-compressed but could not be decompressed ({exc}). "
                            "Upload the uncompressed file.") from None
+    budget.spend(out.tell(), f"expands to {_mb(out.tell())} when decompressed")
     return out.getvalue()  # CPython hands over the buffer without copying it
 
 
-def _read_bytes(source: Source, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES,
+def _read_bytes(source: Source, *, max_bytes: int | None = MAX_UNCOMPRESSED_BYTES,
                 hint: str = _DEFAULT_HINT) -> tuple[bytes, str]:
     """Return the raw bytes of ``source`` and a display name for messages.
 
@@ -122,9 +157,8 @@ def _read_bytes(source: Source, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES,
             with open(path, "rb") as fh:
                 magic = fh.read(2)
                 size = os.fstat(fh.fileno()).st_size
-                if magic != b"\x1f\x8b" and size > max_bytes:
-                    raise _too_big(str(path), f"is {_mb(size)}, over the {_mb(max_bytes)} limit "
-                                   "here", hint)
+                if magic != b"\x1f\x8b" and max_bytes is not None and size > max_bytes:
+                    raise DecodedBudget(max_bytes, str(path), hint).refuse(f"is {_mb(size)}")
                 fh.seek(0)
                 return fh.read(), str(path)
         except OSError as exc:
@@ -258,9 +292,199 @@ def _check_rows(n: int, name: str, max_rows: int | None, hint: str) -> None:
         raise _too_big(name, f"has more than {max_rows:,} data rows, the limit here", hint)
 
 
+class DecodedBudget:
+    """The bytes one read may decode, shared by every reader so that one limit gives one message.
+
+    What counts is what the data take once decompressed and decoded: the bytes a gzip expands
+    to, a Parquet file's values as Arrow holds them (dictionaries and run-lengths expanded, which
+    a file's page sizes do not show), a JSON record's values (strings their length plus 8, every
+    other value 8). Readers call :meth:`check` on a size known before reading (file metadata)
+    and :meth:`spend` on what they decoded, so a file is refused before its data are read when
+    its metadata already say it is too big, and at the first batch past the limit otherwise.
+
+    Parameters
+    ----------
+    limit : int or None
+        Bytes allowed; None for no limit.
+    name : str
+        The file, as messages name it.
+    hint : str
+        How to raise the limit (the end of the message).
+    """
+
+    def __init__(self, limit: int | None, name: str, hint: str):
+        self.limit, self.name, self.hint = limit, name, hint
+        self.used = 0
+
+    def refuse(self, what: str) -> PUAuditError:
+        return _too_big(self.name, f"{what}. The limit here is {_mb(self.limit or 0)} of data "
+                        "once decompressed and decoded", self.hint)
+
+    def check(self, n: int, what: str) -> None:
+        """Refuse now if ``n`` more bytes would pass the limit (``what`` says whose they are)."""
+        if self.limit is not None and self.used + n > self.limit:
+            raise self.refuse(what)
+
+    def spend(self, n: int, what: str | Callable[[], str]) -> None:
+        """Count ``n`` decoded bytes, refusing once the total passes the limit (``what``, or
+        what it returns when it is a function, says where)."""
+        self.used += n
+        if self.limit is not None and self.used > self.limit:
+            raise self.refuse(what() if callable(what) else what)
+
+
+# Bytes Arrow takes per stored value, by Parquet physical type (BYTE_ARRAY: its offset only).
+_PARQUET_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 8, "FLOAT": 4, "DOUBLE": 8,
+                  "BYTE_ARRAY": 4}
+
+
+def parquet_decoded_sizes(meta, columns: Iterable[str] | None = None) -> list[dict[str, int]]:
+    """Decoded size of each top-level column in each row group, from the footer alone.
+
+    A column chunk decodes to at least ``num_values * w`` bytes, ``w`` the Arrow width of its
+    physical type (8 for INT64 and DOUBLE, 16 for decimals, the declared length for fixed-size
+    binary), however few bytes its run-length or dictionary-encoded pages take; its
+    ``total_uncompressed_size`` (data and dictionary pages) bounds what plain pages decode to.
+    The estimate of a chunk is the larger of the two; only dictionary-encoded text can decode
+    to more (see :func:`decoded_nbytes`, which measures it while it is still a dictionary).
+
+    Parameters
+    ----------
+    meta : pyarrow.parquet.FileMetaData
+    columns : iterable of str, optional
+        Top-level columns to count (default all).
+
+    Returns
+    -------
+    list of dict
+        One ``{column: bytes}`` per row group.
+    """
+    wanted = None if columns is None else set(columns)
+    widths = []
+    for c in range(meta.num_columns):
+        col = meta.schema.column(c)
+        if "Decimal" in str(col.logical_type):
+            width = 16
+        elif col.physical_type == "FIXED_LEN_BYTE_ARRAY":
+            width = max(int(col.length or 0), 1)
+        else:
+            width = _PARQUET_WIDTH.get(col.physical_type, 8)
+        widths.append(width)
+    out = []
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        sizes: dict[str, int] = {}
+        for c in range(rg.num_columns):
+            chunk = rg.column(c)
+            top = chunk.path_in_schema.split(".")[0]
+            if wanted is None or top in wanted:
+                est = max(chunk.total_uncompressed_size, chunk.num_values * widths[c])
+                sizes[top] = sizes.get(top, 0) + est
+        out.append(sizes)
+    return out
+
+
+def parquet_check_budget(meta, budget: DecodedBudget, *, file_bytes: int,
+                         columns: Iterable[str] | None = None) -> list[int]:
+    """Refuse, before any page is read, a Parquet file whose footer says it decodes past
+    ``budget``; returns the estimated decoded bytes of each row group
+    (:func:`parquet_decoded_sizes`)."""
+    per_group = parquet_decoded_sizes(meta, columns)
+    total = sum(sum(g.values()) for g in per_group)
+    if budget.limit is not None and budget.used + total > budget.limit:
+        by_column: dict[str, int] = {}
+        for g in per_group:
+            for col, n in g.items():
+                by_column[col] = by_column.get(col, 0) + n
+        col, n = max(by_column.items(), key=lambda kv: kv[1])
+        raise budget.refuse(f"its {meta.num_rows:,} rows decode to about {_mb(total)} from "
+                            f"{_mb(file_bytes)} on disk (column '{col}' alone {_mb(n)}; "
+                            "refused before reading)")
+    return [sum(g.values()) for g in per_group]
+
+
+def parquet_text_leaves(meta, columns: Iterable[str] | None = None) -> list[str]:
+    """Paths of the text (BYTE_ARRAY) leaf columns, nested ones included: read as dictionaries
+    (``read_dictionary``), a value repeated a million times is measured before it is expanded."""
+    wanted = None if columns is None else set(columns)
+    out = []
+    for c in range(meta.num_columns):
+        col = meta.schema.column(c)
+        if col.physical_type == "BYTE_ARRAY" and (wanted is None
+                                                  or col.path.split(".")[0] in wanted):
+            out.append(col.path)
+    return out
+
+
+def _has_dictionary(t) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        return True
+    return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields))
+
+
+def decoded_nbytes(array) -> int:
+    """Bytes ``array`` takes once every dictionary in it is expanded, computed without expanding.
+
+    A dictionary-encoded text of ``n`` values takes :math:`\\sum_i |d_{k_i}| + 8n` (the lengths
+    of the values its indices point at, plus one offset each); other arrays their ``nbytes``.
+    Lists, maps and structs add their own buffers to their children's decoded size.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = array.type
+    if not _has_dictionary(t):
+        return array.nbytes
+    if pa.types.is_dictionary(t):
+        values = array.dictionary
+        if len(array) == 0 or len(values) == 0:
+            return array.nbytes
+        vt = values.type
+        if (pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_binary(vt)
+                or pa.types.is_large_binary(vt)):
+            lengths = pc.binary_length(values)
+        else:  # a dictionary of fixed-width values: each index becomes one value
+            lengths = pa.array(np.full(len(values), values.nbytes // len(values), np.int64))
+        taken = pc.sum(pc.take(lengths, array.indices)).as_py() or 0
+        return int(taken) + 8 * len(array)
+    if isinstance(array, pa.StructArray):
+        children = [array.field(i) for i in range(t.num_fields)]
+    else:  # list, large list, fixed-size list, map: one child, the values
+        children = [array.values]
+    return (array.nbytes - sum(ch.nbytes for ch in children)
+            + sum(decoded_nbytes(ch) for ch in children))
+
+
+def parquet_batches(pf, budget: DecodedBudget, group_bytes: Sequence[int], *,
+                    columns: list[str] | None = None, batch_bytes: int = 32 * 2**20,
+                    batch_rows: int = 65_536, use_pandas_metadata: bool = False):
+    """Record batches of ``pf``, row group by row group, each counted against ``budget``.
+
+    Batches hold about ``batch_bytes`` by the footer's estimate (``group_bytes``, one per row
+    group), at most ``batch_rows`` rows and at least one; pyarrow decodes a batch's pages only,
+    so a refused file costs one batch, whatever its row groups hold.
+    """
+    meta = pf.metadata
+    for g in range(meta.num_row_groups):
+        rows = meta.row_group(g).num_rows
+        if rows == 0:
+            continue
+        per_row = max(group_bytes[g] / rows, 1.0)
+        size = int(max(1, min(rows, batch_rows, batch_bytes // per_row)))
+        for batch in pf.iter_batches(batch_size=size, row_groups=[g], columns=columns,
+                                     use_threads=False, use_pandas_metadata=use_pandas_metadata):
+            budget.spend(sum(decoded_nbytes(col) for col in batch.columns),
+                         lambda: f"passes the limit once decoded (at row group {g + 1} of "
+                         f"{meta.num_row_groups})")
+            yield batch
+
+
 def read_table(source: Source, *, fmt: str | None = None, name: str | None = None,
-               max_bytes: int = MAX_UNCOMPRESSED_BYTES, max_rows: int | None = None,
-               max_columns: int = MAX_COLUMNS, limit_hint: str = _DEFAULT_HINT) -> pd.DataFrame:
+               max_bytes: int | None = MAX_UNCOMPRESSED_BYTES, max_rows: int | None = None,
+               max_columns: int = MAX_COLUMNS, limit_hint: str = _DEFAULT_HINT,
+               size_hint: str | None = None) -> pd.DataFrame:
     """Read a CSV, TSV, Parquet or JSONL table.
 
     Parameters
@@ -271,14 +495,19 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         Force a format instead of detecting it.
     name : str, optional
         Name used in messages (defaults to the path or upload name).
-    max_bytes : int
-        Largest decompressed size accepted (Parquet: decoded size), checked while decompressing.
+    max_bytes : int or None
+        Largest decoded size accepted (:class:`DecodedBudget`; None: no limit): a plain file's
+        size, a gzip's decompressed size (counted before anything is kept), Parquet values as
+        Arrow holds them (refused from the footer before any page is read when the footer says
+        so, else at the first batch past it), JSONL values once parsed.
     max_rows : int, optional
         Largest number of data rows accepted, checked while parsing.
     max_columns : int
         Largest number of columns accepted, checked on the header before any row is read.
     limit_hint : str
         What the user can do when a limit is passed (appended to that message).
+    size_hint : str, optional
+        What the user can do when ``max_bytes`` is passed (default ``limit_hint``).
 
     Returns
     -------
@@ -291,13 +520,16 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         Empty file, header only, undecodable bytes, duplicate columns, malformed content, or a
         limit passed.
     """
-    data, default_name = _read_bytes(source, max_bytes=max_bytes, hint=limit_hint)
+    size_hint = size_hint or limit_hint
+    data, default_name = _read_bytes(source, max_bytes=max_bytes, hint=size_hint)
     name = name or default_name
+    budget = DecodedBudget(max_bytes, name, size_hint)
     if data[:2] == b"\x1f\x8b":
-        data = _gunzip(data, name, max_bytes=max_bytes, hint=limit_hint)
-    elif len(data) > max_bytes:
-        raise _too_big(name, f"is {_mb(len(data))}, over the {_mb(max_bytes)} limit here",
-                       limit_hint)
+        data = _gunzip(data, name, budget=budget)
+    else:
+        budget.check(len(data), f"is {_mb(len(data))}")
+    # the text and its cells are the bytes just counted; Parquet and JSON values count anew
+    budget = DecodedBudget(max_bytes, name, size_hint)
     if data[:4] == b"PK\x03\x04":
         raise PUAuditError(f"{name}: is a zip archive (an Excel .xlsx workbook is one). Save the "
                            "sheet as CSV (UTF-8), or unzip the file, and upload that.")
@@ -310,9 +542,9 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     fmt = fmt or detect_format(name, data)
     limits = {"max_rows": max_rows, "max_columns": max_columns, "hint": limit_hint}
     if fmt == "parquet":
-        df = _read_parquet(data, name, max_bytes=max_bytes, **limits)
+        df = _read_parquet(data, name, budget=budget, **limits)
     elif fmt == "jsonl":
-        df = _read_jsonl(data, name, **limits)
+        df = _read_jsonl(data, name, budget=budget, **limits)
     else:
         # an explicit fmt="csv" means commas; a detected one may be a semicolon or tab export
         sep = "\t" if fmt == "tsv" else ("," if explicit else None)
@@ -504,17 +736,47 @@ def _json_values_column(values: list) -> pd.Series | np.ndarray | pd.api.extensi
     return pd.Series(values)
 
 
+def _json_nbytes(value) -> int:
+    """Decoded size of a parsed JSON value as :class:`DecodedBudget` counts it: a string its
+    length plus 8, any other value 8, a list or object 8 plus its items (keys counted as
+    strings); walked with an explicit stack, so any nesting depth is measured."""
+    if isinstance(value, str):
+        return len(value) + 8
+    if not isinstance(value, (list, dict)):
+        return 8
+    total, stack = 0, [value]
+    while stack:
+        x = stack.pop()
+        total += 8
+        items = x.values() if isinstance(x, dict) else x
+        if isinstance(x, dict):
+            total += sum(len(k) + 8 for k in x)
+        for v in items:
+            if isinstance(v, str):
+                total += len(v) + 8
+            elif isinstance(v, (list, dict)):
+                stack.append(v)
+            else:
+                total += 8
+    return total
+
+
 class _JsonColumns:
     """Builds a table column by column from JSON records, packing string chunks into Arrow."""
 
-    def __init__(self, name: str, *, max_rows: int | None, max_columns: int, hint: str):
+    def __init__(self, name: str, *, max_rows: int | None, max_columns: int, hint: str,
+                 budget: DecodedBudget | None = None):
         self.name, self.max_rows, self.max_columns, self.hint = name, max_rows, max_columns, hint
+        self.budget = budget or DecodedBudget(None, name, hint)
         self.chunks: dict[str, list] = {}   # column -> finished chunks (Arrow arrays or lists)
         self.current: dict[str, list] = {}  # column -> values of the open chunk
         self.n = 0   # records added
         self.n0 = 0  # records in finished chunks
 
     def add(self, rec: dict, row: int) -> None:
+        if self.budget.limit is not None:
+            self.budget.spend(_json_nbytes(rec), lambda: f"its values pass the limit once "
+                              f"parsed (at record {row:,})")
         for key in rec:
             if key not in self.current:
                 if len(self.current) >= self.max_columns:  # stop before storing any more
@@ -566,12 +828,14 @@ class _JsonColumns:
 
 
 def _read_jsonl(data: bytes, name: str, *, max_rows: int | None = None,
-                max_columns: int = MAX_COLUMNS, hint: str = _DEFAULT_HINT) -> pd.DataFrame:
+                max_columns: int = MAX_COLUMNS, hint: str = _DEFAULT_HINT,
+                budget: DecodedBudget | None = None) -> pd.DataFrame:
     # split on "\n" only: str.splitlines() also breaks at U+2028, U+0085, form feeds...,
     # which JSON strings may hold unescaped
     head = _text_stream(data, name, newline="\n").read(4096).lstrip()
     stream = _text_stream(data, name, newline="\n")
-    cols = _JsonColumns(name, max_rows=max_rows, max_columns=max_columns, hint=hint)
+    cols = _JsonColumns(name, max_rows=max_rows, max_columns=max_columns, hint=hint,
+                        budget=budget)
     if head.startswith("["):
         try:
             obj = json.loads(stream.read())
@@ -614,41 +878,30 @@ _NULLABLE_INTS = {"int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "
                   "uint8": "UInt8", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}
 
 
-def _read_parquet(data: bytes, name: str, *, max_bytes: int = MAX_UNCOMPRESSED_BYTES,
+def _read_parquet(data: bytes, name: str, *, budget: DecodedBudget,
                   max_rows: int | None = None, max_columns: int = MAX_COLUMNS,
                   hint: str = _DEFAULT_HINT) -> pd.DataFrame:
-    """Read Parquet in row batches, stopping once the decoded data pass ``max_bytes``.
+    """Read Parquet row group by row group within ``budget`` (see :class:`DecodedBudget`).
 
-    Top-level text columns are read as dictionaries first, so that a value repeated millions of
-    times (a few bytes on disk) is measured before it is expanded.
+    The footer's sizes (:func:`parquet_check_budget`) refuse a file before any page is read;
+    text columns, nested ones included, are read as dictionaries, so that a value repeated
+    millions of times (a few bytes on disk) is measured before it is expanded.
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
         first = pq.ParquetFile(io.BytesIO(data))
-        _check_columns(first.metadata.num_columns, name, max_columns, hint)
-        _check_rows(first.metadata.num_rows, name, max_rows, hint)
+        meta = first.metadata
+        _check_columns(meta.num_columns, name, max_columns, hint)
+        _check_rows(meta.num_rows, name, max_rows, hint)
         schema = first.schema_arrow
         _check_header(schema.names, name)
-        texts = [f.name for f in schema
-                 if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-                 or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
-        pf = pq.ParquetFile(io.BytesIO(data), read_dictionary=texts)
-        batches, size = [], 0
-        for batch in pf.iter_batches(batch_size=16_384, use_pandas_metadata=True):
-            for col in batch.columns:
-                if pa.types.is_dictionary(col.type):
-                    lengths = pc.binary_length(col.dictionary)
-                    size += int(pc.sum(pc.take(lengths, col.indices)).as_py() or 0) + 8 * len(col)
-                else:
-                    size += col.nbytes
-            if size > max_bytes:
-                raise _too_big(name, f"holds more than {_mb(max_bytes)} of data once decoded (the "
-                               "limit here)", hint)
-            batches.append(batch)
+        group_bytes = parquet_check_budget(meta, budget, file_bytes=len(data))
+        pf = pq.ParquetFile(io.BytesIO(data), read_dictionary=parquet_text_leaves(meta))
+        batches = list(parquet_batches(pf, budget, group_bytes, use_pandas_metadata=True))
         table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+        del batches
         if table is None:
             table = pf.schema_arrow.empty_table()
         # back to the stored types (dictionaries were only for measuring)

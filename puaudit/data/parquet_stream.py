@@ -24,8 +24,10 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
-from puaudit.data.io import (MAX_COLUMNS, _check_columns, _check_header, _check_rows,
-                             _DEFAULT_HINT, arrow_frame_fixups, write_bytes_atomic)
+from puaudit.data.io import (MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES, DecodedBudget, _check_columns,
+                             _check_header, _check_rows, _DEFAULT_HINT, arrow_frame_fixups,
+                             parquet_batches, parquet_check_budget, parquet_decoded_sizes,
+                             parquet_text_leaves, write_bytes_atomic)
 from puaudit.data.schema import ComparisonTable, detect_columns, load_comparisons
 from puaudit.errors import PUAuditError
 
@@ -63,28 +65,22 @@ def _open(path, name: str):
 
 def _batch_rows(pf, rows: int, columns: list[str] | None = None) -> int:
     """``rows``, or fewer so that one batch of ``columns`` (all when None) decodes to about
-    :data:`BATCH_BYTES` (from the file's own column-chunk sizes)."""
+    :data:`BATCH_BYTES` (from the footer's decoded sizes, :func:`parquet_decoded_sizes`)."""
     meta = pf.metadata
     if meta.num_rows == 0:
         return rows
-    wanted = None if columns is None else set(columns)
-    size = 0
-    for g in range(meta.num_row_groups):
-        rg = meta.row_group(g)
-        for c in range(rg.num_columns):
-            col = rg.column(c)
-            if wanted is None or col.path_in_schema.split(".")[0] in wanted:
-                size += col.total_uncompressed_size
+    size = sum(sum(g.values()) for g in parquet_decoded_sizes(meta, columns))
     per_row = max(size / meta.num_rows, 1.0)
     # a batch that straddles row groups makes the reader hold and join both: align with them
     group_rows = max(meta.row_group(g).num_rows for g in range(meta.num_row_groups))
-    return int(max(64, min(rows, BATCH_BYTES // per_row, group_rows)))
+    return int(max(1, min(rows, BATCH_BYTES // per_row, group_rows)))
 
 
 def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
                              judge_column: str | None = None, max_rows: int | None = None,
                              max_columns: int = MAX_COLUMNS, limit_hint: str = _DEFAULT_HINT,
-                             batch_rows: int = BATCH_ROWS,
+                             max_bytes: int | None = MAX_UNCOMPRESSED_BYTES,
+                             size_hint: str | None = None, batch_rows: int = BATCH_ROWS,
                              progress: Callable[[int, int], None] | None = None
                              ) -> ComparisonTable:
     """A :class:`ComparisonTable` of the Parquet file ``path``, reading only the audit's columns.
@@ -96,6 +92,12 @@ def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
         As for :func:`puaudit.data.schema.load_comparisons`.
     max_rows, max_columns, limit_hint
         Limits checked on the file's metadata before anything is read.
+    max_bytes, size_hint
+        Largest decoded size of the *whole* file (the export decodes every column), as for
+        :func:`puaudit.data.io.read_table`: refused from the footer before any page is read
+        when it says so; text columns the audit does not use are then read as dictionaries,
+        one batch at a time, to measure what they expand to, so that a refusal comes before
+        the texts are embedded and the export never meets a batch past the limit.
     batch_rows : int
         Rows per read batch at most (fewer for wide rows).
     progress : callable(rows_read, n_rows), optional
@@ -107,6 +109,7 @@ def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
         ``extra["streamed_from"]`` set to ``path``: export it with :func:`write_export_parquet`.
     """
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     name = Path(str(path)).name
     pf = _open(path, name)
@@ -123,17 +126,31 @@ def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
     # roles are matched on names only: an empty frame with the file's header is enough
     mapping = detect_columns(pd.DataFrame(columns=names), chosen)
     wanted = list(dict.fromkeys(mapping.values()))
+    budget = DecodedBudget(max_bytes, name, size_hint or limit_hint)
+    parquet_check_budget(meta, budget, file_bytes=os.path.getsize(path))
+    # Columns read here: the audit's, and (when limited) text the footer cannot size; the
+    # footer's estimate of the others is exact enough (fixed widths, plain pages).
+    texts = {leaf.split(".")[0] for leaf in parquet_text_leaves(meta)}
+    measured = wanted + ([c for c in names if c in texts and c not in wanted]
+                         if budget.limit is not None else [])
+    rest = [c for c in names if c not in measured]
+    budget.spend(sum(sum(g.values()) for g in parquet_decoded_sizes(meta, rest)),
+                 "decodes past the limit")
+    group_bytes = [sum(g.values()) for g in parquet_decoded_sizes(meta, measured)]
     batches, done = [], 0
     try:
-        for batch in pf.iter_batches(batch_size=_batch_rows(pf, batch_rows, wanted),
-                                     columns=wanted, use_threads=False,
-                                     use_pandas_metadata=False):
-            batches.append(batch)
+        reader = pq.ParquetFile(path, memory_map=True,
+                                read_dictionary=parquet_text_leaves(meta, measured))
+        for batch in parquet_batches(reader, budget, group_bytes, columns=measured,
+                                     batch_bytes=BATCH_BYTES, batch_rows=batch_rows):
+            batches.append(batch.select(wanted))
             done += batch.num_rows
             if progress is not None:
                 progress(done, meta.num_rows)
         arrow = pa.Table.from_batches(batches, schema=batches[0].schema)
         del batches
+        # back to the stored types (dictionaries were only for measuring)
+        arrow = arrow.cast(pa.schema([pf.schema_arrow.field(c) for c in wanted]))
         frame = arrow_frame_fixups(arrow.to_pandas(), arrow, name)
     except PUAuditError:
         raise

@@ -8,8 +8,11 @@
 ``PUAUDIT_MAX_UPLOAD_MB``, ``PUAUDIT_MAX_UPLOAD_ROWS``, ``PUAUDIT_MAX_UPLOAD_COLUMNS``
     Limits on one dashboard upload, checked while it is decompressed and parsed (see
     :func:`upload_limits`). The browser's ``server.maxUploadSize`` only caps the *compressed*
-    size; these cap what the server actually has to hold and audit. Larger files go through the
-    command line, which has no row limit.
+    size; these cap what the server actually has to hold and audit. ``PUAUDIT_MAX_UPLOAD_MB``
+    is the upload's decoded budget (:class:`puaudit.data.io.DecodedBudget`): a gzip's
+    decompressed bytes (counted before any is kept), a Parquet file's values as Arrow holds them
+    (refused from the footer before any page is read when it says so), JSON values once parsed.
+    Larger files go through the command line, which has higher limits of its own.
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ def _positive_int(var: str, default: int) -> int:
 def upload_limits() -> UploadLimits:
     """The operator's limits on one dashboard upload.
 
-    ``PUAUDIT_MAX_UPLOAD_MB`` (decompressed size, default 200), ``PUAUDIT_MAX_UPLOAD_ROWS``
+    ``PUAUDIT_MAX_UPLOAD_MB`` (decompressed and decoded size, default 200),
+    ``PUAUDIT_MAX_UPLOAD_ROWS``
     (default 20,000) and ``PUAUDIT_MAX_UPLOAD_COLUMNS`` (default 30,000), read from the
     environment on each call; a value that is not a positive integer is ignored (with a logged
     warning) in favour of the default.
