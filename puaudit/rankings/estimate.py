@@ -39,7 +39,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
 from scipy.special import expit
 
 from puaudit.errors import PUAuditError
@@ -127,8 +126,60 @@ def win_rates(i, j, wins, n, *, n_models: int) -> np.ndarray:
         return np.where(played > 0, won / np.where(played > 0, played, 1.0), np.nan)
 
 
+# Up to this many parameters a Newton step is solved exactly on a dense d × d Hessian (at most
+# 4,096 entries): on a handful of models conjugate gradients cost more in Python overhead than
+# they save. Beyond it, only O(units + models) operations.
+DIRECT_MAX = 64
+
+
+def _direct_step(i, j, cov, c, diag, ones, g, *, k: int) -> np.ndarray:
+    """Exact Newton step :math:`-H^{-1} g` for a small problem (``len(g)`` ≤ :data:`DIRECT_MAX`)."""
+    d = len(g)
+    h = -np.bincount(i * d + j, c, d * d).reshape(d, d)
+    h += h.T
+    if cov is not None:
+        col = np.bincount(i, c * cov, d) - np.bincount(j, c * cov, d)
+        h[:, k] += col
+        h[k, :] += col
+    h[np.diag_indices(d)] = diag
+    h += np.outer(ones, ones) - np.diag(ones)  # the 1 1ᵀ term (its diagonal is in ``diag``)
+    try:
+        return np.linalg.solve(h, -g)
+    except np.linalg.LinAlgError:  # singular (prior 0, disconnected models): least squares
+        return np.linalg.lstsq(h, -g, rcond=None)[0]
+
+
+def _pcg(matvec: Callable, b: np.ndarray, precond: Callable, *, rtol: float,
+         maxiter: int) -> np.ndarray:
+    r"""Preconditioned conjugate gradients for :math:`H x = b` (:math:`H` symmetric positive
+    semi-definite, given by ``matvec``; ``precond`` applies :math:`M^{-1}`), from :math:`x = 0`
+    until :math:`\lVert b - Hx\rVert \le \text{rtol}\,\lVert b\rVert`."""
+    x = np.zeros_like(b)
+    r = b.copy()
+    z = precond(r)
+    p = z.copy()
+    rz = float(r @ z)
+    stop = rtol * float(np.sqrt(b @ b))
+    for _ in range(maxiter):
+        hp = matvec(p)
+        php = float(p @ hp)
+        if not php > 0:  # a flat direction (a model without comparisons, prior 0)
+            break
+        step = rz / php
+        x += step * p
+        r -= step * hp
+        if float(np.sqrt(r @ r)) <= stop:
+            break
+        z = precond(r)
+        rz_new = float(r @ z)
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    return x
+
+
 def bradley_terry(i, j, wins, n, *, n_models: int, covariate=None, prior: float = 0.1,
-                  init: np.ndarray | None = None) -> tuple[np.ndarray, float | None]:
+                  init: np.ndarray | None = None,
+                  direct_max: int | None = None) -> tuple[np.ndarray, float | None]:
     r"""Bradley–Terry strengths by penalised maximum likelihood (fractional outcomes allowed).
 
     Model, for unit ``u`` comparing ``i_u`` with ``j_u``, with optional covariate :math:`x_u`:
@@ -146,8 +197,19 @@ def bradley_terry(i, j, wins, n, *, n_models: int, covariate=None, prior: float 
     fractional. The last term fixes the free shift of :math:`\theta` (it is zero at the optimum and
     changes nothing else), so ``prior=0`` gives the plain maximum-likelihood estimate with mean
     zero when it exists. ``prior > 0`` keeps estimates finite when a model wins (or loses) all its
-    comparisons; it weighs like ``prior`` × 4 comparisons against an even opponent. Solved with
-    scipy's ``trust-exact`` Newton method (exact gradient and Hessian).
+    comparisons; it weighs like ``prior`` × 4 comparisons against an even opponent.
+
+    Solved by Newton's method on sparse operations only, so that time and memory grow with the
+    number of units, not the number of models squared: with the design :math:`A` (one sparse
+    row :math:`e_{i_u} - e_{j_u} + x_u e_\gamma` per unit), the gradient is :math:`A^\top r +
+    \text{prior}\,\theta + \mathbf 1 \mathbf 1^\top\theta` with :math:`r_u = n_u\sigma(\eta_u) -
+    w_u`, and each Newton step solves :math:`H d = -g`, :math:`H = A^\top \mathrm{diag}(c) A +
+    \mathrm{diag}(\text{prior}) + \mathbf 1 \mathbf 1^\top`, :math:`c_u = n_u\sigma(\eta_u)
+    \sigma(-\eta_u)`, by conjugate gradients with Hessian-vector products (Jacobi
+    preconditioner; exactly for at most ``direct_max`` parameters), followed by a backtracking
+    line search. Stops when
+    :math:`\lVert g\rVert_2 \le 10^{-8}` (the tolerance of the former dense ``trust-exact`` fit,
+    whose estimates it reproduces).
 
     Parameters
     ----------
@@ -161,6 +223,9 @@ def bradley_terry(i, j, wins, n, *, n_models: int, covariate=None, prior: float 
         Precision of the Gaussian prior on each strength (0 = none).
     init : array, optional
         Starting point (strengths, then γ): warm starts for bootstrap refits.
+    direct_max : int, optional
+        Default :data:`DIRECT_MAX`. Up to this many parameters (models, + 1 with a covariate) each Newton step is solved
+        exactly; beyond, by conjugate gradients. Both stop at the same gradient norm.
 
     Returns
     -------
@@ -178,52 +243,74 @@ def bradley_terry(i, j, wins, n, *, n_models: int, covariate=None, prior: float 
     k = n_models
     has_cov = covariate is not None
     d = k + int(has_cov)
-    cov = np.asarray(covariate, dtype=float)[keep] if has_cov else np.zeros(len(i))
+    direct_max = DIRECT_MAX if direct_max is None else direct_max
+    if len(i) == 0:
+        return np.zeros(k), (0.0 if has_cov else None)
+    cov = np.asarray(covariate, dtype=float)[keep] if has_cov else None
+    # The design A has one row e_i − e_j (+ x e_γ) per unit: products with A are gathers and with
+    # Aᵀ bincounts, O(units + models) with no BLAS (no thread contention in the bootstrap).
     penalty = np.full(d, float(prior))
     if has_cov:
         penalty[k] = 1e-8  # γ is identified by the data; a whisper keeps the Hessian regular
     ones = np.zeros(d)
     ones[:k] = 1.0
-    # The design row of a unit is e_i − e_j (+ x e_γ): products with it are bincounts, which
-    # keeps a fit free of BLAS (fast for any number of models, and no thread contention).
 
-    def linear(x):
-        return x[i] - x[j] + (x[k] * cov if has_cov else 0.0)
+    def a_dot(x):  # A x
+        eta = x[i] - x[j]
+        return eta + x[k] * cov if has_cov else eta
+
+    def at_dot(r):  # Aᵀ r
+        out = np.bincount(i, r, d) - np.bincount(j, r, d)
+        if has_cov:
+            out[k] = float(cov @ r)
+        return out
 
     def fun(x):
-        eta = linear(x)
+        eta = a_dot(x)
         nll = float(np.sum(wins * np.logaddexp(0.0, -eta) + (n - wins) * np.logaddexp(0.0, eta)))
-        s = float(ones @ x)
-        val = nll + 0.5 * float(penalty @ (x * x)) + 0.5 * s * s
-        r = n * expit(eta) - wins
-        grad = np.zeros(d)
-        grad[:k] = np.bincount(i, r, k) - np.bincount(j, r, k)
-        if has_cov:
-            grad[k] = float(cov @ r)
-        return val, grad + penalty * x + s * ones
+        s = float(x[:k].sum())
+        return nll + 0.5 * float(penalty @ (x * x)) + 0.5 * s * s, eta, s
 
-    def hess(x):
-        p = expit(linear(x))
+    x = np.zeros(d) if init is None else np.asarray(init, dtype=float)[:d].copy()
+    val, eta, s = fun(x)
+    g = at_dot(n * expit(eta) - wins) + penalty * x + s * ones
+    for _ in range(200):
+        g_norm = float(np.sqrt(g @ g))
+        if not g_norm > 1e-8:
+            break
+        p = expit(eta)
         c = n * p * (1.0 - p)
-        h = np.zeros((d, d))
-        h[:k, :k] = -np.bincount(i * k + j, c, k * k).reshape(k, k)
-        h[:k, :k] += h[:k, :k].T
-        h[np.arange(k), np.arange(k)] = np.bincount(i, c, k) + np.bincount(j, c, k)
+        diag = np.bincount(i, c, d) + np.bincount(j, c, d) + penalty + ones
         if has_cov:
-            cx = c * cov
-            col = np.bincount(i, cx, k) - np.bincount(j, cx, k)
-            h[:k, k] = col
-            h[k, :k] = col
-            h[k, k] = float(cx @ cov)
-        h[np.diag_indices(d)] += penalty
-        return h + np.outer(ones, ones)
+            diag[k] = float(c @ (cov * cov)) + penalty[k]
 
-    x0 = np.zeros(d) if init is None else np.asarray(init, dtype=float)[:d].copy()
-    if len(i) == 0:
-        return np.zeros(k), (0.0 if has_cov else None)
-    res = minimize(fun, x0, jac=True, hess=hess, method="trust-exact",
-                   options={"gtol": 1e-8, "maxiter": 200})
-    x = res.x
+        if d <= direct_max:
+            step = _direct_step(i, j, cov, c, diag, ones, g, k=k)
+        else:
+            def hess_dot(v, c=c):  # H v = Aᵀ C A v + prior v + 1 1ᵀ v
+                return at_dot(c * a_dot(v)) + penalty * v + float(v[:k].sum()) * ones
+
+            # Inexact Newton (forcing term ≤ √‖g‖): superlinear convergence, cheap early steps.
+            inv_diag = 1.0 / np.where(diag > 0, diag, 1.0)  # Jacobi
+            step = _pcg(hess_dot, -g, lambda r, inv_diag=inv_diag: inv_diag * r,
+                        rtol=min(0.1, np.sqrt(g_norm)), maxiter=max(100, 10 * d))
+        slope = float(g @ step)
+        if not slope < 0:  # not a descent direction (rounding): fall back to the gradient
+            step, slope = -g, -g_norm ** 2
+        # Armijo backtracking; the slack of a few ulps of the objective lets the last Newton
+        # steps through, whose decrease is below what the sum can resolve.
+        slack = 1e-13 * abs(val)
+        t = 1.0
+        while True:
+            val_new, eta_new, s_new = fun(x + t * step)
+            if val_new <= val + 1e-4 * t * slope + slack or t < 1e-10:
+                break
+            t *= 0.5
+        if t < 1e-10 and not val_new < val:
+            break  # no progress left in floating point
+        x = x + t * step
+        val, eta, s = val_new, eta_new, s_new
+        g = at_dot(n * expit(eta) - wins) + penalty * x + s * ones
     theta = x[:k] - x[:k].mean()
     return theta, (float(x[k]) if has_cov else None)
 
@@ -244,28 +331,33 @@ def length_covariate(length_a, length_b) -> np.ndarray:
 
 # --- the four-way leaderboard ---------------------------------------------------------------
 # A "stats" matrix has one row per unit and the columns below; the bootstrap resamples its rows.
-_I, _J, _W, _N, _X = range(5)
+_I, _J, _W, _N, _X, _P = range(6)
 
 
 def _stats(units, score_i: np.ndarray) -> np.ndarray:
-    """Per-unit [i, j, score of i, comparisons, covariate] for one source (units with n > 0)."""
+    """Per-unit [i, j, score of i, comparisons, covariate, model pair] for one source."""
     ok = np.isfinite(score_i)
     w = np.bincount(units.code[ok], score_i[ok], units.size)
     n = np.bincount(units.code[ok], minlength=units.size).astype(float)
-    s = np.column_stack([units.i, units.j, w, n, units.x])
+    s = np.column_stack([units.i, units.j, w, n, units.x, units.pair])
     return s
 
 
 class _Units:
-    """Rows grouped by (group, unordered model pair)."""
+    """Rows grouped by (group, unordered model pair); ``pair`` numbers the model pairs that occur
+    (in the order of ``pair_i * n_models + pair_j``), so that per-pair totals are bincounts over
+    the pairs present rather than over all n_models² pairs."""
 
-    def __init__(self, code, i, j, x):
+    def __init__(self, code, i, j, x, *, n_models: int):
         self.code, self.i, self.j, self.x = code, i, j, x
         self.size = len(i)
+        uniq, self.pair = np.unique(i.astype(np.int64) * n_models + j.astype(np.int64),
+                                    return_inverse=True)
+        self.pair_i, self.pair_j = uniq // n_models, uniq % n_models
 
 
-def _estimators(n_models: int, prior: float, length_control: bool,
-                warm: dict) -> dict[str, Callable]:
+def _estimators(n_models: int, prior: float, length_control: bool, warm: dict,
+                units: _Units) -> dict[str, Callable]:
     """Statistics of a stats matrix; ``warm`` holds starting points for the fits (bootstrap refits
     start from the point estimate: same answer, fewer Newton steps)."""
     def winrate(s):
@@ -273,12 +365,12 @@ def _estimators(n_models: int, prior: float, length_control: bool,
 
     def bt(s):
         # Units of one model pair are summed first: the plain model only sees pair totals.
-        pair = s[:, _I].astype(np.int64) * n_models + s[:, _J].astype(np.int64)
-        w = np.bincount(pair, s[:, _W], n_models * n_models)
-        n = np.bincount(pair, s[:, _N], n_models * n_models)
+        pair = s[:, _P].astype(np.int64)
+        w = np.bincount(pair, s[:, _W], len(units.pair_i))
+        n = np.bincount(pair, s[:, _N], len(units.pair_i))
         nz = np.flatnonzero(n)
-        return bradley_terry(nz // n_models, nz % n_models, w[nz], n[nz], n_models=n_models,
-                             prior=prior, init=warm.get("bt"))[0]
+        return bradley_terry(units.pair_i[nz], units.pair_j[nz], w[nz], n[nz],
+                             n_models=n_models, prior=prior, init=warm.get("bt"))[0]
 
     out = {"winrate": winrate, "bt": bt}
     if length_control:
@@ -521,7 +613,7 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
     first = np.full(len(uniq), -1)
     first[code[::-1]] = np.arange(len(code))[::-1]
     x_unit = np.bincount(code, x_row, len(uniq)) / np.bincount(code, minlength=len(uniq))
-    units = _Units(code, lo[first].astype(float), hi[first].astype(float), x_unit)
+    units = _Units(code, lo[first].astype(float), hi[first].astype(float), x_unit, n_models=k)
 
     def oriented(verdicts):
         if verdicts is None:
@@ -532,7 +624,7 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
     scores = {"judge": oriented(judge), "audited": oriented(audited), "human": oriented(human)}
     stats = {s: (None if v is None else _stats(units, v)) for s, v in scores.items()}
     warm: dict = {}
-    ests = _estimators(k, prior, length_control, warm)
+    ests = _estimators(k, prior, length_control, warm, units)
     seeds = np.random.SeedSequence(random_state).generate_state(16)
     ppi = _ppi_py()
 
