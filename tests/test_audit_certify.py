@@ -208,6 +208,12 @@ def test_certified_audit_exports_trusted_rows_and_summary_fields(planted_audits)
     assert s["certification"]["realised"] == pytest.approx(agree.mean())
     lo, hi = s["certification"]["realised_ci"]
     assert lo <= agree.mean() <= hi
+    # the manifest keeps the threshold and how to reproduce it
+    from puaudit.audit.manifest import run_manifest
+
+    manifest = run_manifest(res)
+    assert manifest["certification"]["threshold"] == t
+    assert "--target-agreement 0.9 --risk 0.1" in manifest["reproduce"]
     # the default audit is unchanged: same groups and verdicts, no certification fields
     assert "puaudit_trusted" not in plain.to_frame(table).columns
     assert "coverage" not in plain.summary() and "certification" not in plain.summary()
