@@ -1309,29 +1309,6 @@ def model_consensus_labels(table: ComparisonTable, *, model: str = "ds", p_judge
     return out
 
 
-def audit_human_labels(table: ComparisonTable, source: str, *, embeddings=None,
-                       config=None) -> np.ndarray:
-    """Human labels for ``human_source`` ``"ds"`` or ``"crowdlab"`` of the audit.
-
-    ``crowdlab`` first runs the audit with the single votes (same configuration) and uses its
-    calibrated ``p_judge_right`` as CROWDLAB's model: out of fold on P, fitted without the
-    validation labels elsewhere.
-    """
-    if source == "ds":
-        return model_consensus_labels(table, model="ds")
-    if source != "crowdlab":
-        raise PUAuditError(f"Unknown model-based human source '{source}'.")
-    if embeddings is None or config is None:
-        raise PUAuditError("human_source='crowdlab' needs the embeddings and the audit "
-                           "configuration (it runs the audit once on single votes first).")
-    from puaudit.audit.estimator import audit_table
-
-    first = audit_table(table, embeddings, config.replace(human_source="votes"))
-    return model_consensus_labels(table, model="crowdlab", p_judge_right=first.p_judge_right,
-                                  random_state=0 if config.random_state is None
-                                  else int(config.random_state))
-
-
 # --------------------------------------------------------------------------------------------
 # simulation with known truth
 # --------------------------------------------------------------------------------------------

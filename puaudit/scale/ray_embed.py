@@ -283,7 +283,7 @@ def embed_table_ray(table, encoder=None, *, cache_dir: Any = DEFAULT,
     The other options are :func:`embed_texts_ray`'s. ``show_progress`` prints a line per 10%
     on stderr (Ray Data draws its own bars too).
     """
-    from puaudit.audit.estimator import PairEmbeddings
+    from puaudit.embed.pairs import PairEmbeddings
     from puaudit.embed.encoders import get_encoder
 
     if encoder is None or isinstance(encoder, str):
