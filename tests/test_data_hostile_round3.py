@@ -152,7 +152,7 @@ def test_the_cli_refuses_a_bomb_before_embedding_within_1_gb(bombs, name, output
     rc, err, peak_mb = _run(code, d, env)
     assert rc == 2, err[-2000:]
     assert "Traceback" not in err
-    assert name in err and f"limit here is {limit:,} MB" in err
+    assert name in err and f"more than {limit:,} MB" in err and "the limit here" in err
     assert "--max-decoded-mb" in err and "PUAUDIT_MAX_DECODED_MB" in err
     assert "LOADED []" in err  # refused before the encoder (or torch) was imported
     assert not (d / output).exists()
@@ -174,7 +174,7 @@ def test_the_dashboard_upload_refuses_a_bomb_within_1_gb(bombs, name):
     rc, err, peak_mb = _run(code, ROOT)
     assert rc == 2, err[-2000:]
     message = err.split("REFUSED", 1)[1]
-    assert name in message and "limit here is 200 MB" in message
+    assert name in message and "more than 200 MB" in message and "the limit here" in message
     assert "PUAUDIT_MAX_UPLOAD_MB" in message
     print(f"upload {name}: peak {peak_mb:.0f} MB")
     assert peak_mb < 1024, peak_mb
@@ -186,7 +186,7 @@ def test_the_operators_upload_limit_is_the_budget(bombs, monkeypatch):
     d, _ = bombs
     data = (d / "bomb.csv.gz").read_bytes()
     monkeypatch.setenv("PUAUDIT_MAX_UPLOAD_MB", "64")
-    with pytest.raises(PUAuditError, match="limit here is 64 MB"):
+    with pytest.raises(PUAuditError, match="more than 64 MB when decompressed"):
         read_upload(data, "bomb.csv.gz")
 
 
@@ -222,7 +222,8 @@ def test_repeated_text_is_measured_before_it_is_expanded(tmp_path, nested):
             "        print('REFUSED', exc, file=sys.stderr); RC += 1\n")
     rc, err, peak_mb = _run(f"P = {str(path)!r}\n" + code, ROOT)
     assert rc == 2, err[-2000:]  # both readers refused
-    assert err.count("passes the limit once decoded (at row group 1 of 1)") == 2, err
+    assert err.count("more than 200 MB of data once decoded (the limit here; passed in row "
+                     "group 1 of 1)") == 2, err
     print(f"dictionary bomb (nested={nested}): peak {peak_mb:.0f} MB")
     assert peak_mb < 1024, peak_mb
 
@@ -249,7 +250,7 @@ def test_a_parquet_file_just_under_the_budget_reads_and_just_over_is_refused(tmp
     frame = read_comparisons_parquet(path, max_bytes=int(decoded * 1.1))
     assert len(frame) == 64
     for read in (read_table, read_comparisons_parquet):
-        with pytest.raises(PUAuditError, match="refused before reading") as exc:
+        with pytest.raises(PUAuditError, match="once decoded .*refused before reading") as exc:
             read(path, max_bytes=int(decoded * 0.9))
         assert "column 'extra'" in str(exc.value) and "lists.parquet" in str(exc.value)
 
@@ -276,7 +277,8 @@ def test_jsonl_values_are_counted_once_parsed(tmp_path):
     assert len(text) < 10 * per_record - 1  # the text is within every limit below
     df = read_table(text, name="t.jsonl", max_bytes=10 * per_record)
     assert len(df) == 10 and list(df["extra"].iloc[9][-2:]) == [99_998, 99_999]
-    with pytest.raises(PUAuditError, match=r"once parsed \(at record 10\)"):
+    with pytest.raises(PUAuditError, match=r"of values once parsed \(the limit here; passed at "
+                       r"record 10\)"):
         read_table(text, name="t.jsonl", max_bytes=10 * per_record - 1)
 
 
@@ -299,9 +301,10 @@ def test_raising_the_limit_on_the_command_line_reads_the_file(tmp_path, capsys):
 
     path = tmp_path / "lists.parquet"
     pq.write_table(_list_table(64, 40_000), path)
-    rc = main(["audit", str(path), "-o", str(tmp_path / "o.csv"), "--max-decoded-mb", "10"])
+    assert path.stat().st_size < 15 * 2**20  # values decode to 20.5 MB
+    rc = main(["audit", str(path), "-o", str(tmp_path / "o.csv"), "--max-decoded-mb", "15"])
     err = capsys.readouterr().err
-    assert rc == 2 and "limit here is 10 MB" in err and "lists.parquet" in err
+    assert rc == 2 and "more than 15 MB of data once decoded" in err and "lists.parquet" in err
     # with a higher limit the file is read: what stops the run now is the next input
     rc = main(["audit", str(path), "-o", str(tmp_path / "o.csv"), "--max-decoded-mb", "64",
                "--embeddings", str(tmp_path / "missing.npz")])

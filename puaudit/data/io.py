@@ -100,8 +100,8 @@ def _gunzipped_size(data: bytes, budget: "DecodedBudget") -> int:
     """
     view, pos, total = memoryview(data), 0, 0
     dec, pending = zlib.decompressobj(31), b""
-    what = (f"expands past the limit when decompressed (the file itself is {_mb(len(data))}; "
-            "refused before anything was kept)")
+    what = (f"expands to more than {budget.limit_text} when decompressed (the limit here; the "
+            f"file itself is {_mb(len(data))}, refused before anything was kept)")
     try:
         while True:
             if not pending:
@@ -134,7 +134,8 @@ def _gunzip(data: bytes, name: str, *, budget: "DecodedBudget") -> bytes:
     except (OSError, EOFError, zlib.error) as exc:
         raise PUAuditError(f"{name}: looks gzip-compressed but could not be decompressed ({exc}). "
                            "Upload the uncompressed file.") from None
-    budget.spend(out.tell(), f"expands to {_mb(out.tell())} when decompressed")
+    budget.spend(out.tell(), lambda: f"expands to more than {budget.limit_text} when "
+                 "decompressed (the limit here)")
     return out.getvalue()  # CPython hands over the buffer without copying it
 
 
@@ -158,7 +159,8 @@ def _read_bytes(source: Source, *, max_bytes: int | None = MAX_UNCOMPRESSED_BYTE
                 magic = fh.read(2)
                 size = os.fstat(fh.fileno()).st_size
                 if magic != b"\x1f\x8b" and max_bytes is not None and size > max_bytes:
-                    raise DecodedBudget(max_bytes, str(path), hint).refuse(f"is {_mb(size)}")
+                    raise _too_big(str(path), f"is {_mb(size)}, over the {_mb(max_bytes)} limit "
+                                   "here", hint)
                 fh.seek(0)
                 return fh.read(), str(path)
         except OSError as exc:
@@ -316,9 +318,13 @@ class DecodedBudget:
         self.limit, self.name, self.hint = limit, name, hint
         self.used = 0
 
+    @property
+    def limit_text(self) -> str:
+        return _mb(self.limit or 0)
+
     def refuse(self, what: str) -> PUAuditError:
-        return _too_big(self.name, f"{what}. The limit here is {_mb(self.limit or 0)} of data "
-                        "once decompressed and decoded", self.hint)
+        """The message for ``what`` (which names the limit, :attr:`limit_text`), then the hint."""
+        return _too_big(self.name, what, self.hint)
 
     def check(self, n: int, what: str) -> None:
         """Refuse now if ``n`` more bytes would pass the limit (``what`` says whose they are)."""
@@ -397,9 +403,10 @@ def parquet_check_budget(meta, budget: DecodedBudget, *, file_bytes: int,
             for col, n in g.items():
                 by_column[col] = by_column.get(col, 0) + n
         col, n = max(by_column.items(), key=lambda kv: kv[1])
-        raise budget.refuse(f"its {meta.num_rows:,} rows decode to about {_mb(total)} from "
-                            f"{_mb(file_bytes)} on disk (column '{col}' alone {_mb(n)}; "
-                            "refused before reading)")
+        raise budget.refuse(f"holds more than {budget.limit_text} of data once decoded (the "
+                            f"limit here): its {meta.num_rows:,} rows decode to about "
+                            f"{_mb(total)} from {_mb(file_bytes)} on disk, column '{col}' alone "
+                            f"{_mb(n)}; refused before reading")
     return [sum(g.values()) for g in per_group]
 
 
@@ -476,7 +483,8 @@ def parquet_batches(pf, budget: DecodedBudget, group_bytes: Sequence[int], *,
         for batch in pf.iter_batches(batch_size=size, row_groups=[g], columns=columns,
                                      use_threads=False, use_pandas_metadata=use_pandas_metadata):
             budget.spend(sum(decoded_nbytes(col) for col in batch.columns),
-                         lambda: f"passes the limit once decoded (at row group {g + 1} of "
+                         lambda: f"holds more than {budget.limit_text} of data once decoded "
+                         f"(the limit here; passed in row group {g + 1} of "
                          f"{meta.num_row_groups})")
             yield batch
 
@@ -527,7 +535,7 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     if data[:2] == b"\x1f\x8b":
         data = _gunzip(data, name, budget=budget)
     else:
-        budget.check(len(data), f"is {_mb(len(data))}")
+        budget.check(len(data), f"is {_mb(len(data))}, over the {budget.limit_text} limit here")
     # the text and its cells are the bytes just counted; Parquet and JSON values count anew
     budget = DecodedBudget(max_bytes, name, size_hint)
     if data[:4] == b"PK\x03\x04":
@@ -775,8 +783,9 @@ class _JsonColumns:
 
     def add(self, rec: dict, row: int) -> None:
         if self.budget.limit is not None:
-            self.budget.spend(_json_nbytes(rec), lambda: f"its values pass the limit once "
-                              f"parsed (at record {row:,})")
+            self.budget.spend(_json_nbytes(rec), lambda: f"holds more than "
+                              f"{self.budget.limit_text} of values once parsed (the limit here; "
+                              f"passed at record {row:,})")
         for key in rec:
             if key not in self.current:
                 if len(self.current) >= self.max_columns:  # stop before storing any more

@@ -135,7 +135,8 @@ def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
                          if budget.limit is not None else [])
     rest = [c for c in names if c not in measured]
     budget.spend(sum(sum(g.values()) for g in parquet_decoded_sizes(meta, rest)),
-                 "decodes past the limit")
+                 lambda: f"holds more than {budget.limit_text} of data once decoded (the limit "
+                 "here)")
     group_bytes = [sum(g.values()) for g in parquet_decoded_sizes(meta, measured)]
     batches, done = [], 0
     try:
