@@ -315,3 +315,39 @@ def test_a_deep_link_as_the_first_visit_gets_the_apps_navigation(tmp_path):
             assert page.locator('[data-testid="stException"]').count() == 0
             page.close()
         browser.close()
+
+
+def test_a_parquet_bomb_upload_is_refused_and_the_server_stays_up(tmp_path):
+    """A 34 KB Parquet file that decodes to 5 GB (64 rows of 10 million zeros): the Data page
+    shows the upload limit's message (refused from the file's footer), and a second visitor
+    still gets the app."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_data_hostile_round3 import parquet_bomb
+
+    bomb = tmp_path / "bomb.parquet"
+    parquet_bomb(bomb)
+    env = dict(os.environ, PUAUDIT_TEST_ENCODER="hashing", PUAUDIT_UMAP_WARMUP="0",
+               PUAUDIT_REVIEW_DB=str(tmp_path / "review.sqlite"))
+    with streamlit_server(env, "streamlit_bomb.log") as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_context().new_page()
+        page.set_default_timeout(300_000)
+        page.goto(url)
+        page.wait_for_selector('[data-testid="stMetric"]')
+        page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(bomb))
+        alert = page.locator('[data-testid="stAlert"]', has_text="bomb.parquet").first
+        alert.wait_for()
+        text = alert.inner_text()
+        assert "more than 200 MB of data once decoded" in text, text
+        assert "PUAUDIT_MAX_UPLOAD_MB" in text, text
+        _idle(page)
+        assert _metric(page, "Rows") == "600"  # still the demo data
+        other = browser.new_context().new_page()
+        other.set_default_timeout(300_000)
+        other.goto(url)
+        other.wait_for_selector('[data-testid="stMetric"]')
+        _idle(other)
+        assert _metric(other, "Rows") == "600"
+        assert other.locator('[data-testid="stException"]').count() == 0
+        browser.close()
