@@ -10,6 +10,11 @@ Cases (``--case``, default all but ``upload``):
     A 27 MB header line of 2,000,000 column names, no rows (refused before any frame is built).
 ``tokenise``
     Four 5 MB texts embedded with the default encoder (texts are cut before tokenising).
+``decoded_parquet``, ``decoded_csv``, ``decoded_jsonl``
+    ``puaudit audit FILE -o out.csv`` at the command line's default limits on a small file that
+    decodes to 5 GB (tests/test_data_hostile_round3.py builds them): a 34 KB Parquet file of 64
+    rows each holding a list of 10 million zeros, and the same lists as text in a 5 MB gzip of
+    CSV or JSONL. Refused by the decoded-size budget (2,048 MB) before the encoder is loaded.
 ``upload``
     What one dashboard upload at the default limits costs the server: a file of
     ``PUAUDIT_MAX_UPLOAD_ROWS`` rows and ``PUAUDIT_MAX_UPLOAD_MB`` of text (long prompts and
@@ -52,6 +57,21 @@ _EPILOGUE = """
 OUT.update(peak_mb=_status("VmHWM:"), base_mb=BASE, grew_mb=_status("VmHWM:") - BASE,
            seconds=time.perf_counter() - T0)
 print(json.dumps(OUT))
+"""
+
+_DECODED = """
+    import contextlib, io, pathlib, tempfile
+    from tests.test_data_hostile_round3 import gzip_bomb, parquet_bomb
+    from puaudit.cli.commands import main
+    path = pathlib.Path(tempfile.mkdtemp()) / {file!r}
+    {make}
+    OUT.update(input_mb=path.stat().st_size / 2**20, decoded_mb=5.12e9 / 2**20)
+    reset()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        OUT["rc"] = main(["audit", str(path), "-o", str(path.with_name("out.csv"))])
+    OUT["message"] = err.getvalue().strip()[:90]
+    OUT["encoder_loaded"] = "puaudit.embed.encoders" in sys.modules
 """
 
 CASES = {
@@ -102,6 +122,9 @@ CASES = {
         reset()
         OUT["shape"] = list(enc.encode(texts).shape)
     """,
+    "decoded_parquet": _DECODED.format(make="parquet_bomb(path)", file="bomb.parquet"),
+    "decoded_csv": _DECODED.format(make="gzip_bomb(path, jsonl=False)", file="bomb.csv.gz"),
+    "decoded_jsonl": _DECODED.format(make="gzip_bomb(path, jsonl=True)", file="bomb.jsonl.gz"),
     "upload": """
         import gc
         import numpy as np
