@@ -290,7 +290,7 @@ def test_only_escalated_rows_go_to_the_second_judge_and_the_rerun_certifies(
 
     from puaudit.cli.commands import main
     from puaudit.data.io import read_table, write_table
-    from puaudit.trustjudge.stub import StubJudgeServer
+    from tests.judge_stub import StubJudgeServer
     from tests.conftest import planted_set
 
     df, e_a, e_b, _ = planted_set(n=300, judge_acc=0.85, seed=0)

@@ -71,7 +71,7 @@ def test_prd_upload_uses_baseline_only():
 def judged(tmp_path_factory):
     """puaudit judge on the stub: 4 questions x 4 candidates, both orders, scores."""
     from puaudit.cli.commands import main
-    from puaudit.trustjudge.stub import StubJudgeServer, stub_answers
+    from tests.judge_stub import StubJudgeServer, stub_answers
 
     d = tmp_path_factory.mktemp("judged")
     stub_answers(n_candidates=4, n_questions=4).to_csv(d / "answers.csv", index=False)

@@ -8,7 +8,7 @@
   file; the run exits 0;
 * a server that sends the API key back: the key is in no file written and in no output.
 
-The stub (:mod:`puaudit.trustjudge.stub`) serves in-process; the odd values come from replies
+The stub (:mod:`tests.judge_stub`) serves in-process; the odd values come from replies
 scripted here.
 """
 
@@ -26,7 +26,7 @@ import pytest
 from puaudit.data.io import read_table
 from puaudit.trustjudge.collect import usable_tokens
 from puaudit.trustjudge.runner import JudgeClient, RequestFailed, response_usage
-from puaudit.trustjudge.stub import StubJudgeServer
+from tests.judge_stub import StubJudgeServer
 from tests.test_trustjudge_runner import (
     FAST,
     PAIRS,

@@ -1,6 +1,6 @@
 """``puaudit judge`` against a local stub of the chat-completions API (no network).
 
-The stub (:mod:`puaudit.trustjudge.stub`) runs on 127.0.0.1 in the test process. A scripted
+The stub (:mod:`tests.judge_stub`) runs on 127.0.0.1 in the test process. A scripted
 judge with known letter probabilities and token log-probabilities lets every number be checked
 by hand: verdicts in both orders, parsed probabilities, perplexities, and the TrustJudge report
 computed on the collected tables. Faults (429, 500, timeouts, malformed JSON, dropped
@@ -26,7 +26,7 @@ import pytest
 from puaudit.cli.commands import main
 from puaudit.data.io import read_table
 from puaudit.trustjudge.runner import ResponseCache
-from puaudit.trustjudge.stub import (
+from tests.judge_stub import (
     StubJudgeServer,
     cache_key,
     faults_once,

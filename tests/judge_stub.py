@@ -25,8 +25,8 @@ what it returns is sent as the response's ``logprobs`` as it stands (any JSON va
 
 Command line::
 
-    python -m puaudit.trustjudge.stub --port 8000            # serve until Ctrl-C
-    python -m puaudit.trustjudge.stub --write-answers answers.csv
+    python -m tests.judge_stub --port 8000            # serve until Ctrl-C
+    python -m tests.judge_stub --write-answers answers.csv
 """
 
 from __future__ import annotations
@@ -440,7 +440,7 @@ def stub_answers(*, n_candidates: int = 5, n_questions: int = 8) -> "Any":
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m puaudit.trustjudge.stub",
+    parser = argparse.ArgumentParser(prog="python -m tests.judge_stub",
                                      description="A deterministic OpenAI-compatible stand-in judge "
                                                  "on 127.0.0.1 (for trying puaudit judge).")
     parser.add_argument("--host", default="127.0.0.1")
