@@ -12,7 +12,7 @@ import pandas as pd
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.conflict import attach_scores, conflict_ratio
 from puaudit.trustjudge.io import read_pairwise, read_scores
-from puaudit.trustjudge.ranking import rank_candidates
+from puaudit.trustjudge.candidate_ranking import rank_candidates
 from puaudit.trustjudge.relations import pair_relations
 from puaudit.trustjudge.scores import SCORE_METHODS, score_table
 from puaudit.trustjudge.transitivity import (KINDS, bad_triple_tensor, count_nontransitive,
@@ -141,7 +141,7 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
     tol : float, default 0
         Score tolerance of the Conflict Ratio.
     prior : float, default 0.1
-        Bradley–Terry pseudo-wins (see :func:`puaudit.trustjudge.ranking.bradley_terry`).
+        Bradley–Terry pseudo-wins (see :func:`puaudit.trustjudge.candidate_ranking.bradley_terry`).
     gamma : float, default 1
         γ of the confidence weights ``exp(−γ·PPL)`` of ``method="weighted"``.
     rescale_to : (low, high), optional

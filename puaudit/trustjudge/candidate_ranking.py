@@ -1,4 +1,5 @@
-"""A ranking of each question's candidates from the aggregated pairwise probabilities."""
+"""Each question's candidates ranked per judge from the aggregated pairwise probabilities
+(Bradley–Terry strengths); the leaderboards of whole models live in :mod:`puaudit.rankings`."""
 
 from __future__ import annotations
 
