@@ -11,10 +11,10 @@ import pytest
 from puaudit.trustjudge import (
     analyse,
     bad_triple_tensor,
-    bradley_terry,
     classify_triple,
     count_nontransitive,
     pool_counts,
+    pseudo_win_strengths,
     relation_matrix,
     violating_triples,
 )
@@ -179,9 +179,9 @@ def test_hundred_candidates_per_question_returns_in_seconds():
     assert lo <= rep.ntr[5] <= hi and 0 < rep.ntr[3] < rep.ntr[4] < rep.ntr[5]
 
 
-def test_bradley_terry_solves_likelihood_equations():
+def test_pseudo_win_strengths_solve_likelihood_equations():
     wins = np.array([[0, 3, 1, 2], [1, 0, 2, 0.5], [1, 1, 0, 2], [0, 1.5, 1, 0]], dtype=float)
-    theta, log = bradley_terry(wins, prior=0.0, log=True)
+    theta, log = pseudo_win_strengths(wins, prior=0.0, log=True)
     assert log["converged"] and theta.sum() == pytest.approx(0, abs=1e-9)
     pi = np.exp(theta)
     n = wins + wins.T
@@ -189,16 +189,29 @@ def test_bradley_terry_solves_likelihood_equations():
     np.testing.assert_allclose(expected_wins, wins.sum(axis=1), rtol=1e-6)
 
 
-def test_bradley_terry_batch_with_padding_matches_single():
+def test_pseudo_win_strengths_batch_with_padding_matches_single():
     w3 = np.array([[0, 2, 1], [1, 0, 1], [0, 1, 0]], dtype=float)
     w2 = np.array([[0, 1], [3, 0]], dtype=float)
     batch = np.zeros((2, 3, 3))
     batch[0] = w3
     batch[1, :2, :2] = w2
-    thetas = bradley_terry(batch)
-    np.testing.assert_allclose(thetas[0], bradley_terry(w3), atol=1e-7)
-    np.testing.assert_allclose(thetas[1, :2], bradley_terry(w2), atol=1e-7)
+    thetas = pseudo_win_strengths(batch)
+    np.testing.assert_allclose(thetas[0], pseudo_win_strengths(w3), atol=1e-7)
+    np.testing.assert_allclose(thetas[1, :2], pseudo_win_strengths(w2), atol=1e-7)
     assert thetas[1, 2] == 0
+
+
+def test_pseudo_win_strengths_are_the_rankings_fit_of_the_smoothed_counts():
+    """The same Bradley–Terry likelihood as the leaderboards' fit: adding the pseudo-wins to the
+    counts and fitting without a Gaussian prior gives the same strengths."""
+    from puaudit.rankings.estimate import bradley_terry
+
+    wins = np.array([[0, 3, 1, 2], [1, 0, 2, 0.5], [1, 1, 0, 2], [0, 1.5, 1, 0]], dtype=float)
+    smoothed = wins + 0.1 * ((wins + wins.T) > 0)
+    i, j = np.triu_indices(4, 1)
+    theta, _ = bradley_terry(i, j, smoothed[i, j], smoothed[i, j] + smoothed[j, i], n_models=4,
+                             prior=0.0)
+    np.testing.assert_allclose(pseudo_win_strengths(wins, prior=0.1), theta, atol=1e-6)
 
 
 def test_rankings_follow_a_transitive_tournament_and_cycles_tie():

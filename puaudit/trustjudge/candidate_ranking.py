@@ -6,15 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["bradley_terry", "rank_candidates"]
+__all__ = ["pseudo_win_strengths", "rank_candidates"]
 
 
-def bradley_terry(wins: np.ndarray, *, prior: float = 0.1, max_iter: int = 10_000,
-                  tol: float = 1e-9, log: bool = False) -> np.ndarray | tuple[np.ndarray, dict]:
-    """Bradley–Terry strengths by Hunter's MM iteration.
+def pseudo_win_strengths(wins: np.ndarray, *, prior: float = 0.1, max_iter: int = 10_000,
+                         tol: float = 1e-9,
+                         log: bool = False) -> np.ndarray | tuple[np.ndarray, dict]:
+    """Bradley–Terry strengths of win counts smoothed by pseudo-wins, by Hunter's MM iteration.
 
     Model ``P(a beats b) = π_a / (π_a + π_b)``. With ``w_ab`` the (fractional) wins of a over b and
     ``n_ab = w_ab + w_ba``, iterate ``π_a ← W_a / Σ_b n_ab / (π_a + π_b)``, ``W_a = Σ_b w_ab``.
+
+    The maximum-likelihood estimate on the counts plus ``prior`` pseudo-wins each way per
+    compared pair; :func:`puaudit.rankings.estimate.bradley_terry` fits the same likelihood with
+    a Gaussian prior on the strengths instead (other numbers for ``prior > 0``; with the
+    pseudo-wins added to its counts and ``prior=0`` it gives these strengths to about 3e-8).
+    This one solves a stack of small per-question problems at once.
 
     Parameters
     ----------
@@ -98,7 +105,7 @@ def rank_candidates(relations: pd.DataFrame, *, prior: float = 0.1) -> pd.DataFr
         b = np.array([pos[c] for c in cj[idx]])
         np.add.at(wins[u], (a, b), win_i[idx])
         np.add.at(wins[u], (b, a), win_j[idx])
-    thetas = bradley_terry(wins, prior=prior)
+    thetas = pseudo_win_strengths(wins, prior=prior)
     parts: dict[str, list] = {c: [] for c in cols}
     for ((judge, qid), idx), names, theta in zip(groups, unit_names, thetas):
         theta = theta[:len(names)]
