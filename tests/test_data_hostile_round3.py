@@ -13,7 +13,6 @@ import argparse
 import gzip
 import io
 import json
-import os
 import struct
 import subprocess
 import sys
