@@ -2,10 +2,11 @@
 
 Prints one line per model (ranks, win rates with 95% intervals, Bradley–Terry strengths) and the
 models whose judge win rate lies outside the prediction-powered interval. With ``--json`` the last
-line of stdout is one JSON object: ``models`` (one object per model with ``model``, ``n``,
+line of stdout is one JSON object: ``models`` (one object per model, the first ``--top`` of the
+leaderboard, with ``model``, ``n``,
 ``n_human`` and, for each source s in judge, audited, human, ppi: ``bt_s``, ``bt_s_lo``,
-``bt_s_hi``, ``winrate_s``, ``winrate_s_lo``, ``winrate_s_hi``, ``rank_s``), ``params``,
-``diagnostics`` and ``notes``. The audited verdicts come from ``puaudit_adjusted``: INPUT may be
+``bt_s_hi``, ``winrate_s``, ``winrate_s_lo``, ``winrate_s_hi``, ``rank_s``), ``n_models`` (all
+of them), ``params``, ``diagnostics`` and ``notes``; ``-o`` writes every model. The audited verdicts come from ``puaudit_adjusted``: INPUT may be
 a ``puaudit audit`` export, or name the export with ``--audit-export``. Bad input prints the
 message on stderr and returns 2.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from puaudit.cli.limits import add_input_arguments, read_input
 from puaudit.errors import PUAuditError
+from puaudit.rankings.limits import BOOTSTRAP_WORK, TOP_MODELS
 
 __all__ = ["add_parser", "run", "main"]
 
@@ -38,6 +40,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=1000, metavar="N",
                    help="bootstrap draws per interval (default 1000)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - coverage (default 0.05)")
+    p.add_argument("--top", type=int, default=TOP_MODELS, metavar="N",
+                   help=f"print and put in --json the first N models of the leaderboard "
+                        f"(default {TOP_MODELS}; 0 = all); -o writes all")
+    p.add_argument("--max-work", type=int, default=BOOTSTRAP_WORK, metavar="N",
+                   help="cap on bootstrap draws x models per Bradley-Terry interval (default "
+                        f"{BOOTSTRAP_WORK:,}); fewer draws, or no strength intervals, beyond it")
     p.add_argument("--seed", type=int, default=0)
     g = p.add_argument_group("columns (auto-detected when omitted)")
     for role, flag in (("model_a", "--model-a-col"), ("model_b", "--model-b-col"),
@@ -78,8 +86,8 @@ def _f(x, nd=3) -> str:
     return "  n/a" if x is None or x != x else f"{x:.{nd}f}"
 
 
-def _summary(res) -> str:
-    f = res.frame
+def _summary(res, top: int | None = None) -> str:
+    f = res.frame if top is None else res.frame.head(top)
     avail = res.available()
     short = {"judge": "judge", "audited": "audited", "human": "human", "ppi": "ppi"}
     head = f"{'model':<24} {'n':>6} {'human':>6}  " + "  ".join(
@@ -113,6 +121,7 @@ def _summary(res) -> str:
                                                          if v is not None))
     if "ppi" in avail:
         dis = res.disagreements()
+        dis = dis[dis["model"].isin(set(f["model"]))]
         lines.append("")
         if len(dis):
             lines.append("Judge vs people (the judge's win rate outside the prediction-powered "
@@ -122,12 +131,14 @@ def _summary(res) -> str:
                              f"{_f(r['estimate'])} [{_f(r['lo'])}, {_f(r['hi'])}] "
                              f"({r['direction']})")
         else:
-            lines.append("Judge vs people: every judge win rate lies inside the "
-                         "prediction-powered interval.")
+            lines.append("Judge vs people: every judge win rate"
+                         + (" shown" if len(f) < len(res.frame) else "")
+                         + " lies inside the prediction-powered interval.")
     lam = {k[7:]: v for k, v in res.diagnostics.items() if k.startswith("lambda_")}
     if lam:
         lines.append("PPI++ weights: " + ", ".join(f"{k} {_f(v, 2)}" for k, v in lam.items()))
-    lines += [f"note: {n}" for n in res.notes]
+    lines += [f"note: {n}" for n in res.notes + ([res.top_note(top)] if top else [])
+              if n]
     return "\n".join(lines)
 
 
@@ -148,19 +159,22 @@ def run(args: argparse.Namespace) -> int:
         if args.judge_rule:
             table = apply_judge_rule(table, args.judge_rule)
         audited = _audited(df, args.audit_export, len(df), args)
+        if args.top < 0:
+            raise PUAuditError(f"--top must be 0 (all models) or more, got {args.top}.")
         res = table_rankings(table, audited=audited, ties=args.ties,
                              length_control=args.length_control, n_resamples=args.resamples,
-                             alpha=args.alpha, random_state=args.seed)
+                             alpha=args.alpha, max_work=args.max_work, random_state=args.seed)
         if args.output:
             write_table(res.frame, args.output)
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(_summary(res))
+    top = args.top or None
+    print(_summary(res, top))
     if args.output:
         print(f"wrote {len(res.frame)} models to {args.output}")
     if args.json:
-        out = res.to_dict()
+        out = res.to_dict(top=top)
         out["input"] = Path(args.input).name
         out["judge"] = table.judge_column
         print(dumps(out))

@@ -42,8 +42,9 @@ import pandas as pd
 from scipy.special import expit
 
 from puaudit.errors import PUAuditError
+from puaudit.rankings.limits import BOOTSTRAP_WORK, MIN_DRAWS, TOP_MODELS, WINRATE_WORK
 
-__all__ = ["SOURCES", "SOURCE_LABELS", "TIES", "ModelRankings", "verdict_scores",
+__all__ = ["SOURCES", "SOURCE_LABELS", "TIES", "TOP_MODELS", "BOOTSTRAP_WORK", "ModelRankings", "verdict_scores",
            "win_rates", "bradley_terry", "model_rankings", "table_models", "table_rankings",
            "length_covariate", "simulate_comparisons"]
 
@@ -386,6 +387,39 @@ def _estimators(n_models: int, prior: float, length_control: bool, warm: dict,
     return out
 
 
+def _draws(n_resamples: int, n_models: int, max_work: int) -> dict[str, int]:
+    """Bootstrap draws per statistic family: ``n_resamples``, fewer under the caps, 0 = none."""
+    def capped(work):
+        got = min(n_resamples, work // n_models)
+        return got if got >= MIN_DRAWS else 0
+
+    bt = capped(max_work)
+    return {"winrate": capped(max(WINRATE_WORK, max_work)), "bt": bt, "lc_winrate": bt}
+
+
+def _draw_notes(draws: dict, n_resamples: int, n_models: int, max_work: int,
+                length_control: bool) -> list[str]:
+    notes = []
+    for fam, what, work in (
+            ("winrate", "Win-rate", max(WINRATE_WORK, max_work)),
+            ("bt", "Bradley–Terry" + (" and length-controlled" if length_control else ""),
+             max_work)):
+        if draws[fam] == 0:
+            notes.append(f"{what} intervals are left out: with {n_models:,} models even "
+                         f"{MIN_DRAWS} bootstrap draws exceed the cap of {work:,} draws × models. "
+                         "Point estimates and ranks are complete"
+                         + ("; the prediction-powered strengths use the win rate's PPI++ weight"
+                            if fam == "bt" else "; the prediction-powered estimates use "
+                            "λ = 0 (the human votes alone)")
+                         + ". Rank a subset of the models, or raise the cap (max_work, "
+                         "--max-work), for these intervals.")
+        elif draws[fam] < n_resamples:
+            notes.append(f"{what} intervals use {draws[fam]:,} bootstrap draws, not "
+                         f"{n_resamples:,}: with {n_models:,} models the cap is {work:,} draws × "
+                         "models (max_work, --max-work); their ends are rougher.")
+    return notes
+
+
 def _power_tuning(est, y, yhat, yhat_u, *, n_resamples: int, rng) -> float:
     r"""PPI++ weight :math:`\lambda = \sum_k \mathrm{Cov}(\hat\theta_k(Y), \hat\theta_k(\hat Y)) /
     \sum_k [\mathrm{Var}\,\hat\theta_k(\hat Y) + \mathrm{Var}\,\hat\theta_k(\hat Y^u)]` over
@@ -400,15 +434,22 @@ def _power_tuning(est, y, yhat, yhat_u, *, n_resamples: int, rng) -> float:
         b.append(est(yhat[idx]))
         c.append(est(yhat_u[idu]))
     a, b, c = np.array(a), np.array(b), np.array(c)
-    num = den = 0.0
-    for k in range(a.shape[1]):
-        ok = np.isfinite(a[:, k]) & np.isfinite(b[:, k])
-        if ok.sum() > 2:
-            num += float(np.cov(a[ok, k], b[ok, k])[0, 1])
-            den += float(np.var(b[ok, k]))
-        okc = np.isfinite(c[:, k])
-        if okc.sum() > 2:
-            den += float(np.var(c[okc, k]))
+    # Column by column, over the draws where the coordinate is defined (vectorised: one pass
+    # for any number of models). Covariance with n − 1, variances with n, as np.cov / np.var.
+    ok = np.isfinite(a) & np.isfinite(b)
+    cnt = ok.sum(axis=0)
+    use = cnt > 2
+    a0, b0 = np.where(ok, a, 0.0), np.where(ok, b, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ma, mb = a0.sum(axis=0) / cnt, b0.sum(axis=0) / cnt
+        da, db = np.where(ok, a0 - ma, 0.0), np.where(ok, b0 - mb, 0.0)
+        num = float(((da * db).sum(axis=0) / (cnt - 1))[use].sum())
+        den = float(((db * db).sum(axis=0) / cnt)[use].sum())
+        okc = np.isfinite(c)
+        cntc = okc.sum(axis=0)
+        c0 = np.where(okc, c, 0.0)
+        dc = np.where(okc, c0 - c0.sum(axis=0) / cntc, 0.0)
+        den += float(((dc * dc).sum(axis=0) / cntc)[cntc > 2].sum())
     return float(np.clip(num / den, 0.0, 1.0)) if den > 0 else 0.0
 
 
@@ -447,12 +488,16 @@ class ModelRankings:
         """Sources with at least one finite strength."""
         return [s for s in SOURCES if np.isfinite(self.strengths.get(s, np.array([np.nan]))).any()]
 
-    def win_probability(self, source: str = "ppi") -> pd.DataFrame:
+    def win_probability(self, source: str = "ppi", *, top: int = TOP_MODELS) -> pd.DataFrame:
         r"""Bradley–Terry win probabilities :math:`P(\text{row beats column}) =
-        \sigma(\theta_r - \theta_c)` for one source (a tie counts half), in leaderboard order."""
+        \sigma(\theta_r - \theta_c)` for one source (a tie counts half), in leaderboard order,
+        among the first ``top`` models of the leaderboard (a top × top matrix: the full one
+        grows with the square of the number of models)."""
         if source not in SOURCES:
             raise PUAuditError(f"source must be one of {list(SOURCES)}, got {source!r}.")
-        order = self.frame["model"].tolist()
+        if int(top) < 1:
+            raise PUAuditError(f"top must be at least 1, got {top}.")
+        order = self.frame["model"].tolist()[:int(top)]
         pos = {m: k for k, m in enumerate(self.models)}
         theta = np.asarray(self.strengths[source])[[pos[m] for m in order]]
         p = expit(theta[:, None] - theta[None, :])
@@ -480,9 +525,11 @@ class ModelRankings:
                                     np.where(judge < lo, "judge lower", ""))
         return out[out["direction"] != ""].reset_index(drop=True)
 
-    def to_dict(self) -> dict:
-        """JSON-ready: ``models`` (one object per model, the frame's columns), ``params``,
-        ``diagnostics``, ``notes``; NaN becomes None."""
+    def to_dict(self, *, top: int | None = None) -> dict:
+        """JSON-ready: ``models`` (one object per model, the frame's columns; the first ``top``
+        of the leaderboard when given), ``n_models`` (all of them), ``params``,
+        ``diagnostics``, ``notes`` (with one saying how many models were left out); NaN becomes
+        None."""
         def clean(v):
             if isinstance(v, (float, np.floating)):
                 return None if not np.isfinite(v) else float(v)
@@ -494,11 +541,24 @@ class ModelRankings:
             v = clean(v)
             return int(v) if key.startswith("rank_") and v is not None else v
 
+        shown = self.frame if top is None else self.frame.head(int(top))
         records = [{k: cell(k, v) for k, v in r.items()}
-                   for r in self.frame.to_dict(orient="records")]
-        return {"models": records, "params": dict(self.params),
+                   for r in shown.to_dict(orient="records")]
+        notes = list(self.notes)
+        if len(shown) < len(self.frame):
+            notes.append(self.top_note(len(shown)))
+        return {"models": records, "n_models": len(self.frame), "params": dict(self.params),
                 "diagnostics": {k: clean(v) for k, v in self.diagnostics.items()},
-                "notes": list(self.notes)}
+                "notes": notes}
+
+    def top_note(self, top: int) -> str:
+        """What a view of the first ``top`` models leaves out ("" when nothing)."""
+        more = len(self.frame) - int(top)
+        if more <= 0:
+            return ""
+        by = self.diagnostics.get("sorted_by", "ppi")
+        return (f"Showing the top {int(top):,} of {len(self.frame):,} models (by the {by} "
+                f"ranking); {more:,} more are in the full table (the CSV download, or -o).")
 
 
 def _model_index(model_a, model_b) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -523,6 +583,7 @@ def _model_index(model_a, model_b) -> tuple[list[str], np.ndarray, np.ndarray, n
 def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=None,
                    length_a=None, length_b=None, ties: str = "half", alpha: float = 0.05,
                    n_resamples: int = 1000, length_control: bool = False, prior: float = 0.1,
+                   max_work: int = BOOTSTRAP_WORK,
                    random_state: int | None = 0) -> ModelRankings:
     r"""Per-model win rates and Bradley–Terry strengths with intervals, four ways.
 
@@ -557,6 +618,14 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
         source's length coefficient γ in ``diagnostics``.
     prior : float, default 0.1
         Gaussian prior precision of the Bradley–Terry fits (:func:`bradley_terry`).
+    max_work : int, default :data:`BOOTSTRAP_WORK`
+        Cap on bootstrap draws × models for each Bradley–Terry interval (strengths and, with
+        length control, the length-controlled win rate; every draw is a refit over all models).
+        Fewer draws are used when ``n_resamples`` × models exceeds it; when even
+        :data:`MIN_DRAWS` draws would, those intervals are left out (NaN) and the PPI strengths
+        use the win rate's PPI++ weight. Both are said in ``notes``; the draws used are in
+        ``diagnostics`` (``n_draws_bt``, ``n_draws_winrate``). Win-rate draws (bincounts) are
+        capped likewise at ``max(max_work,`` :data:`WINRATE_WORK` ``)``.
     random_state : int or None, default 0
 
     Returns
@@ -579,8 +648,9 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
     """
     for bad, why in ((ties not in TIES, f"ties must be one of {list(TIES)}, got {ties!r}."),
                      (not 0 < alpha < 1, f"alpha must be in (0, 1), got {alpha}."),
-                     (int(n_resamples) < 50,
-                      f"n_resamples must be at least 50, got {n_resamples}.")):
+                     (int(n_resamples) < MIN_DRAWS,
+                      f"n_resamples must be at least {MIN_DRAWS}, got {n_resamples}."),
+                     (int(max_work) < 1, f"max_work must be at least 1, got {max_work}.")):
         if bad:
             raise PUAuditError(why)
     n_rows = len(judge)
@@ -643,13 +713,20 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
                                          st[:, _N], n_models=k, covariate=st[:, _X], prior=prior)
             warm["lc"] = np.append(theta, gamma)
 
+    draws = _draws(int(n_resamples), k, int(max_work))
+    diag.update(n_draws_winrate=draws["winrate"], n_draws_bt=draws["bt"])
+    notes.extend(_draw_notes(draws, int(n_resamples), k, int(max_work), length_control))
+
     def classical(s, seed_offset):
         out = {}
         set_warm(s)
         for f_i, (name, est) in enumerate(ests.items()):
             point = est(s)
+            if not draws[name]:
+                out[name] = (point, nan_k, nan_k)
+                continue
             with _global_seed(int(seeds[seed_offset + f_i])):
-                lo_, hi_ = ppi.classical_bootstrap_ci(est, s, n_resamples=int(n_resamples),
+                lo_, hi_ = ppi.classical_bootstrap_ci(est, s, n_resamples=draws[name],
                                                       alpha=alpha)
             out[name] = (point, np.asarray(lo_, float), np.asarray(hi_, float))
         return out
@@ -692,12 +769,19 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
             set_warm(y)
             out = {}
             for f_i, (name, est) in enumerate(ests.items()):
-                lam = _power_tuning(est, y, yhat, yhat_u, n_resamples=100, rng=rng)
+                if draws[name]:
+                    lam = _power_tuning(est, y, yhat, yhat_u, n_resamples=min(100, draws[name]),
+                                        rng=rng)
+                else:  # any fixed λ in [0, 1] keeps the estimate valid; only its variance moves
+                    lam = diag.get("lambda_winrate", 0.0)
                 point = lam * est(yhat_u) + est(y) - lam * est(yhat)
-                with _global_seed(int(seeds[13 + f_i])):
-                    lo_, hi_ = ppi.ppboot(est, y, yhat, yhat_u, lam=lam,
-                                          n_resamples=int(n_resamples), alpha=alpha)
-                out[name] = (point, np.asarray(lo_, float), np.asarray(hi_, float))
+                if draws[name]:
+                    with _global_seed(int(seeds[13 + f_i])):
+                        lo_, hi_ = ppi.ppboot(est, y, yhat, yhat_u, lam=lam,
+                                              n_resamples=draws[name], alpha=alpha)
+                    out[name] = (point, np.asarray(lo_, float), np.asarray(hi_, float))
+                else:
+                    out[name] = (point, nan_k, nan_k)
                 diag[f"lambda_{name}"] = lam
             results["ppi"] = out
         if labelled.sum() < 30:
@@ -748,6 +832,7 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
     frame = frame.reset_index(drop=True)
     params = {"ties": ties, "alpha": alpha, "n_resamples": int(n_resamples),
               "length_control": bool(length_control), "prior": prior,
+              "max_work": int(max_work),
               "random_state": random_state}
     return ModelRankings(frame=frame, models=models, strengths=strengths, params=params,
                          diagnostics=diag, notes=notes)
