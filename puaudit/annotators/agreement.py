@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from puaudit.data.jsonsafe import to_jsonable
 from puaudit.errors import PUAuditError
 from puaudit.audit.metrics import wilson_bounds as wilson_interval
 from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
@@ -225,26 +226,12 @@ class AnnotatorReport:
 
     def to_dict(self) -> dict:
         """JSON-ready dict: ``annotators`` (list of records, NaN -> None) and ``overall``."""
-        recs = []
-        for rec in self.annotators.to_dict(orient="records"):
-            recs.append({k: _json_value(v) for k, v in rec.items()})
-        return {"annotators": recs, "overall": {k: _json_value(v) for k, v in self.overall.items()}}
+        return to_jsonable({"annotators": self.annotators.to_dict(orient="records"),
+                            "overall": self.overall})
 
 
 def _join_flags(flags) -> str:
     return "; ".join(flags) if isinstance(flags, (list, tuple)) else str(flags or "")
-
-
-def _json_value(v):
-    if isinstance(v, (list, tuple)):
-        return [_json_value(x) for x in v]
-    if isinstance(v, (np.bool_, bool)):
-        return bool(v)
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return None if math.isnan(v) else float(v)
-    return v
 
 
 def _share_block(prefix: str, k, n, method: str, confidence: float) -> dict:

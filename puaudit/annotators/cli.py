@@ -12,13 +12,13 @@ and returns 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from puaudit.annotators.agreement import annotator_report
 from puaudit.annotators.models import MODEL_NAMES, MODELS, annotator_model_report
 from puaudit.cli.limits import add_input_arguments, read_input
 from puaudit.data.io import check_output_path, write_table
+from puaudit.data.jsonsafe import dumps
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 
@@ -272,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
         payload = report.to_dict()
         if models:
             payload["models"] = {m.overall["model"]: m.to_dict() for m in models}
-        print(json.dumps(payload, ensure_ascii=False))
+        print(dumps(payload))
     return 0
 
 

@@ -86,6 +86,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.annotators.agreement import _is_missing, winner_keys
+from puaudit.data.jsonsafe import to_jsonable
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import ComparisonTable
 
@@ -1021,17 +1022,14 @@ class ModelReport:
     def to_dict(self) -> dict:
         """JSON-ready dict: ``annotators`` (records with ``confusion`` [truth][vote] and its
         interval as nested lists, NaN -> None) and ``overall``."""
-        from puaudit.annotators.agreement import _json_value
-
         recs = []
         for j, rec in enumerate(self.annotators.to_dict(orient="records")):
-            rec = {k: _json_value(v) for k, v in rec.items()}
             for name, arr in (("confusion", self.confusion), ("confusion_lo", self.confusion_lo),
                               ("confusion_hi", self.confusion_hi)):
-                rec[name] = [[_json_value(float(x)) for x in row] for row in arr[j]]
+                rec[name] = arr[j].astype(float)
             recs.append(rec)
-        return {"model": self.overall["model"], "labels": list(LABELS), "annotators": recs,
-                "overall": {k: _json_value(v) for k, v in self.overall.items()}}
+        return to_jsonable({"model": self.overall["model"], "labels": list(LABELS),
+                            "annotators": recs, "overall": self.overall})
 
 
 def _fmt(v: float) -> str:

@@ -6,9 +6,9 @@ The judge runner that produces such tables is ``puaudit judge`` (:mod:`puaudit.t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 from puaudit.data.io import check_output_path, write_table
 from puaudit.trustjudge.relations import METHODS
@@ -102,5 +102,5 @@ def run(args: argparse.Namespace) -> int:
     if args.violations_out:
         print(f"Wrote {len(report.violations)} violating triples to {args.violations_out}")
     if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
+        print(dumps(report.to_dict()))
     return 0

@@ -13,14 +13,13 @@ cleaned again, for keys that came another way (an older cache, the input itself)
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from puaudit.cli.limits import add_max_rows_argument, read_input
+from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.collect import WINNER_RULES
 
@@ -304,12 +303,9 @@ def _run(args: argparse.Namespace) -> int:
     if nxt:
         print("next: " + nxt[0])
     if args.json:
-        def num(x):
-            return None if isinstance(x, float) and not math.isfinite(x) else x
-        print(json.dumps({"kind": plan.kind, "model": args.model, "endpoint": client.base_url,
-                          "n_pairs": n_pairs, "n_scores": n_scores, "both_orders": args.both_orders,
-                          "written": written, "cache": str(paths["cache"]),
-                          "n_problems": len(tables.problems), "counts": tables.counts,
-                          "stats": {k: num(v) for k, v in stats.to_dict().items()}},
-                         ensure_ascii=False))
+        print(dumps({"kind": plan.kind, "model": args.model, "endpoint": client.base_url,
+                     "n_pairs": n_pairs, "n_scores": n_scores, "both_orders": args.both_orders,
+                     "written": written, "cache": str(paths["cache"]),
+                     "n_problems": len(tables.problems), "counts": tables.counts,
+                     "stats": stats.to_dict()}))
     return 0

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from puaudit.data.jsonsafe import to_jsonable
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.conflict import attach_scores, conflict_ratio
 from puaudit.trustjudge.io import read_pairwise, read_scores
@@ -72,20 +73,20 @@ class TrustJudgeReport:
     log: dict = field(default_factory=dict)
 
     def to_dict(self, *, violations: bool = True) -> dict:
-        """JSON-ready summary: k keys become strings, intervals lists."""
+        """JSON-ready summary (:func:`puaudit.data.jsonsafe.to_jsonable`): k keys become
+        strings, intervals lists, NaN None."""
         def block(d: dict) -> dict:
-            return {"cr": _num(d["cr"]), "ntr": {str(k): _num(v) for k, v in d["ntr"].items()},
-                    "ntr_ci": {str(k): (list(v) if v else None) for k, v in d["ntr_ci"].items()},
+            return {"cr": d["cr"], "ntr": d["ntr"],
+                    "ntr_ci": {k: (v if v else None) for k, v in d["ntr_ci"].items()},
                     "n_pairs": d["n_pairs"], "n_conflicts": d["n_conflicts"],
                     "triples": d["triples"]}
 
         out = {
             "method": self.method, "delta": self.delta, "k": list(self.k),
             "score_method": self.score_method, "gamma": self.log.get("gamma"),
-            "rescale_to": self.log.get("rescale_to"), "cr": _num(self.cr),
-            "ntr": {str(k): _num(v) for k, v in self.ntr.items()},
-            "ntr_ci": {str(k): (list(v) if v else None) for k, v in self.ntr_ci.items()},
-            "ntr_exact": {str(k): v for k, v in self.ntr_exact.items()},
+            "rescale_to": self.log.get("rescale_to"), "cr": self.cr, "ntr": self.ntr,
+            "ntr_ci": {k: (v if v else None) for k, v in self.ntr_ci.items()},
+            "ntr_exact": self.ntr_exact,
             "triples": self.triples,
             "per_type": {t: block(d) for t, d in self.per_type.items()},
             "per_judge": {j: block(d) for j, d in self.per_judge.items()},
@@ -97,16 +98,9 @@ class TrustJudgeReport:
                  "relations": [f"{r.cand_1} {r.rel_12} {r.cand_2}", f"{r.cand_2} {r.rel_23} {r.cand_3}",
                                f"{r.cand_3} {r.rel_31} {r.cand_1}"],
                  "kind": r.kind, "weakest_edge": r.weakest_edge,
-                 "weakest_margin": _num(r.weakest_margin)}
+                 "weakest_margin": r.weakest_margin}
                 for r in self.violations.itertuples(index=False)]
-        return out
-
-
-def _num(x: Any) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
+        return to_jsonable(out)
 
 
 def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline",
