@@ -3,7 +3,10 @@
 
 No Streamlit here: every function returns a DataFrame, a pandas Styler or a plotly figure. Model
 names come from the data: in figures they are HTML-escaped (Plotly renders a subset of HTML in
-labels, legends and hover text), so a name such as ``<a href=...>`` shows as typed.
+labels, legends and hover text), so a name such as ``<a href=...>`` shows as typed. Every view
+covers the first ``top`` models of the leaderboard (default
+:data:`~puaudit.rankings.limits.TOP_MODELS`): a table or figure of 10,000 models shows nothing a
+reader can use, and the heatmap grows with the square of the number.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from puaudit.rankings.estimate import SOURCE_LABELS, SOURCES, ModelRankings
+from puaudit.rankings.limits import TOP_MODELS
 
 __all__ = ["STAT_LABELS", "SOURCE_COLORS", "SHORT_LABELS", "rank_table", "style_rank_table",
            "interval_figure", "rank_figure", "win_probability_figure"]
@@ -37,9 +41,14 @@ def _available(rankings: ModelRankings, sources) -> list[str]:
     return [s for s in (SOURCES if sources is None else sources) if s in have]
 
 
+def _head(rankings: ModelRankings, top: int) -> pd.DataFrame:
+    return rankings.frame.head(max(int(top), 1))
+
+
 def rank_table(rankings: ModelRankings, *, statistic: str = "winrate",
-               against: str = "ppi") -> pd.DataFrame:
-    """The four rankings side by side, one row per model in leaderboard order.
+               against: str = "ppi", top: int = TOP_MODELS) -> pd.DataFrame:
+    """The four rankings side by side, one row per model in leaderboard order (the first
+    ``top``).
 
     Columns: ``Model``, ``Comparisons``, ``Human votes``; for each available source its rank
     (``"<Source> rank"``, 1 = strongest by Bradley–Terry) and the shift against the judge's rank
@@ -48,7 +57,7 @@ def rank_table(rankings: ModelRankings, *, statistic: str = "winrate",
     ``"judge higher"`` / ``"judge lower"`` when the judge's ``statistic`` lies outside the
     ``against`` interval (see :meth:`ModelRankings.disagreements`).
     """
-    f = rankings.frame
+    f = _head(rankings, top)
     avail = _available(rankings, None)
     out = pd.DataFrame({"Model": f["model"].astype(str).to_numpy(),
                         "Comparisons": f["n"].to_numpy(), "Human votes": f["n_human"].to_numpy()})
@@ -96,10 +105,11 @@ def style_rank_table(table: pd.DataFrame):
 
 
 def interval_figure(rankings: ModelRankings, *, statistic: str = "bt",
-                    sources=None) -> go.Figure:
-    """Forest plot: one row per model (leaderboard order, strongest on top), one marker per
-    source with its 95% interval, sources offset vertically so the intervals stay readable."""
-    f = rankings.frame
+                    sources=None, top: int = TOP_MODELS) -> go.Figure:
+    """Forest plot: one row per model (the first ``top`` in leaderboard order, strongest on top),
+    one marker per source with its 95% interval, sources offset vertically so the intervals stay
+    readable."""
+    f = _head(rankings, top)
     avail = [s for s in _available(rankings, sources) if f"{statistic}_{s}" in f.columns]
     models = [_text(m) for m in f["model"]]
     y_base = np.arange(len(models))[::-1].astype(float)
@@ -129,10 +139,11 @@ def interval_figure(rankings: ModelRankings, *, statistic: str = "bt",
     return fig
 
 
-def rank_figure(rankings: ModelRankings, *, sources=None) -> go.Figure:
-    """The rankings side by side: one column per source, a line per model joining its ranks
-    (rank 1 on top); lines of models whose rank differs from the judge's are drawn bold."""
-    f = rankings.frame
+def rank_figure(rankings: ModelRankings, *, sources=None, top: int = TOP_MODELS) -> go.Figure:
+    """The rankings side by side: one column per source, a line per model (the first ``top`` of
+    the leaderboard) joining its ranks (rank 1 on top); lines of models whose rank differs from
+    the judge's are drawn bold."""
+    f = _head(rankings, top)
     avail = _available(rankings, sources)
     x = [SHORT_LABELS[s] for s in avail]
     fig = go.Figure()
@@ -157,9 +168,7 @@ def win_probability_figure(rankings: ModelRankings, *, source: str = "ppi",
     """Heatmap of Bradley–Terry win probabilities P(row beats column) for one source, models in
     leaderboard order (the first ``max_models`` when there are more), values written in cells
     when they fit."""
-    p = rankings.win_probability(source)
-    if len(p) > max_models:
-        p = p.iloc[:max_models, :max_models]
+    p = rankings.win_probability(source, top=max_models)
     labels = [_text(m) for m in p.index]
     z = p.to_numpy(float)
     text = np.where(np.isnan(z), "", np.vectorize(lambda v: f"{v:.2f}")(np.nan_to_num(z)))

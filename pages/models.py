@@ -13,6 +13,7 @@ from components.models import (SHORT_LABELS, STAT_LABELS, interval_figure,
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes
 from puaudit.rankings.estimate import SOURCE_LABELS, table_models, table_rankings
+from puaudit.rankings.limits import TOP_MODELS
 from puaudit.data.safety import spreadsheet_safe
 
 state.through_navigation()
@@ -48,6 +49,10 @@ with st.sidebar:
     n_resamples = st.select_slider("Bootstrap draws", [200, 500, 1000, 2000], value=500,
                                    key="models_draws")
     seed = st.number_input("Seed", min_value=0, value=0, step=1, key="models_seed")
+    top = st.number_input("Models shown", min_value=1, max_value=500, value=TOP_MODELS, step=10,
+                          key="models_top",
+                          help="Tables and figures show the first N models of the leaderboard; "
+                               "the CSV download has all of them.")
 
 audited, audit_key = None, "none"
 if with_audit:
@@ -84,29 +89,33 @@ c2.metric("Comparisons", f"{diag['n_rows_used']:,}",
           help=f"{diag['n_rows_dropped']} row(s) without two distinct model names left out")
 c3.metric("Items with human votes", f"{diag.get('n_units_labelled', 0):,}")
 c4.metric("Items with the judge only", f"{diag.get('n_units_unlabelled', 0):,}")
-for note in rankings.notes:
-    st.info(note)
+for note in rankings.notes + [rankings.top_note(int(top))]:
+    if note:
+        st.info(note)
 
 st.subheader("Rankings side by side")
 statistic = st.radio("Value shown", ["winrate", "bt"] + (["lc_winrate"] if length_control else []),
                      format_func=STAT_LABELS.get, horizontal=True)
-st.dataframe(style_rank_table(rank_table(rankings, statistic=statistic)), hide_index=True)
+st.dataframe(style_rank_table(rank_table(rankings, statistic=statistic, top=int(top))),
+             hide_index=True)
 st.caption("Ranks by Bradley–Terry strength (1 = strongest). '… vs judge': places gained (+) or "
            "lost (−) against the judge's ranking. 'Judge vs people': the judge's value lies "
            "outside the prediction-powered interval.")
 dis = rankings.disagreements(statistic=statistic) if "ppi" in rankings.available() else None
+if dis is not None:
+    dis = dis[dis["model"].isin(set(rankings.frame["model"].head(int(top))))]
 if dis is not None and len(dis):
     st.write(f"Where the judge and people disagree ({len(dis)} model(s)):")
     st.dataframe(dis.round(3), hide_index=True)
 
-st.plotly_chart(interval_figure(rankings, statistic=statistic))
-st.plotly_chart(rank_figure(rankings))
+st.plotly_chart(interval_figure(rankings, statistic=statistic, top=int(top)))
+st.plotly_chart(rank_figure(rankings, top=int(top)))
 
 st.subheader("Pairwise win probabilities")
 avail = rankings.available()
 source = st.selectbox("Source", avail, index=avail.index("ppi") if "ppi" in avail else 0,
                       format_func=lambda s: SOURCE_LABELS[s])
-st.plotly_chart(win_probability_figure(rankings, source=source))
+st.plotly_chart(win_probability_figure(rankings, source=source, max_models=min(int(top), 40)))
 
 st.download_button("Download the leaderboard (CSV)",
                    table_to_bytes(spreadsheet_safe(rankings.frame), "csv"),
