@@ -41,6 +41,7 @@ def main() -> None:
 
     import numpy as np
 
+    from puaudit.audit.config import AuditConfig
     from puaudit.audit.estimator import embed_table, prepare_split, relabel_split, score_split
     from puaudit.data.io import read_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
@@ -61,12 +62,12 @@ def main() -> None:
         table = load_comparisons(read_table(path), name=path.name)
         if rule:
             table = apply_judge_rule(table, rule)
-        prep = prepare_split(table, embed_table(table, encoder), p_ratio=0.3, random_state=0)
+        prep = prepare_split(table, embed_table(table, encoder), AuditConfig())
         u = prep.u_rows
         flips = {}
         for setting, kw in SETTINGS.items():
             t0 = time.perf_counter()
-            groups = [np.asarray(relabel_split(prep, score_split(prep, random_state=s, **kw))
+            groups = [np.asarray(relabel_split(prep, score_split(prep, AuditConfig(random_state=s, **kw)))
                                  ["group"])[u] for s in range(args.fold_seeds)]
             secs = (time.perf_counter() - t0) / args.fold_seeds
             flips[setting] = float(np.mean([(a != b).sum()

@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from components.safe_text import plotly_texts
+
 __all__ = ["SIGNAL_LABELS", "evidence_info", "evidence_weights_frame", "evidence_weights_figure",
            "evidence_note"]
 
@@ -69,7 +71,7 @@ def evidence_weights_figure(result, *, top: int = 15) -> go.Figure:
     """Horizontal bars of the ``top`` largest coefficients with their fold ranges."""
     df = evidence_weights_frame(result).head(top).iloc[::-1]
     fig = go.Figure(go.Bar(
-        x=df["coef"], y=df["signal"], orientation="h",
+        x=df["coef"], y=plotly_texts(df["signal"]), orientation="h",
         marker_color=np.where(df["coef"] >= 0, "#2a9d8f", "#e76f51"),
         error_x={"type": "data", "symmetric": False, "array": (df["hi"] - df["coef"]).clip(lower=0),
                  "arrayminus": (df["coef"] - df["lo"]).clip(lower=0)},

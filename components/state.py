@@ -8,7 +8,9 @@ session); nothing user-specific is kept in module globals. Keys other pages may 
 ``source_name``    file name or "demo data (generated)"
 ``source_sha256``  sha256 of the uploaded bytes (None for the demo)
 ``columns``        role -> column mapping in use
-``audit``          audit parameters (see :data:`AUDIT_DEFAULTS`); ``m`` None = the estimate
+``audit``          every :class:`AuditConfig` field by its name, plus ``encoder`` (the
+                   widgets' values; :func:`audit_config` makes the config); ``m`` None = the
+                   estimate
 
 Caching (shared by sessions, keyed by content, so two sessions only share entries when their
 data are identical): the encoder is a ``st.cache_resource`` keyed by its label; embeddings are
@@ -43,7 +45,7 @@ from puaudit.embed.settings import encoder_choices
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import ComparisonTable, load_comparisons
 
-__all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "AUDIT_DEFAULTS", "SCORER_CHOICES", "RULE_CHOICES",
+__all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "SCORER_CHOICES", "RULE_CHOICES",
            "encoder_options", "load_encoder", "start_umap_warmup",
            "start_encoder_warmup",
            "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
@@ -57,11 +59,6 @@ DEMO_NAME = "demo data (generated)"
 SCORER_CHOICES = _SCORER_CHOICES
 RULE_CHOICES = RULES
 _CFG = AuditConfig()
-#: The parameters a visitor sets on the pages, with defaults read from :class:`AuditConfig`.
-AUDIT_DEFAULTS = {"m": _CFG.m, "p_ratio": _CFG.p_ratio, "alpha1": _CFG.alpha1,
-                  "alpha2": _CFG.alpha2, "encoder": None, "scorer": _CFG.scorer,
-                  "rule": _CFG.rule, "margin": _CFG.margin, "seed": _CFG.random_state,
-                  "target_agreement": _CFG.target_agreement, "risk": _CFG.risk}
 #: the target a session's certification starts at (and its certified audit is cached at)
 CERTIFY_TARGET = 0.9
 _TOKEN = re.compile(r"\w+")
@@ -165,7 +162,7 @@ def set_source(frame, name: str, sha256: str | None) -> None:
     ss["data_version"] = ss.get("data_version", 0) + 1
     ss.pop("table", None)
     # New data, default settings; the encoder choice is kept (it is the visitor's, not the data's).
-    ss["audit"] = {**AUDIT_DEFAULTS, "encoder": ss.get("audit", {}).get("encoder")}
+    ss["audit"] = {**AuditConfig.defaults(), "encoder": ss.get("audit", {}).get("encoder")}
     build_table()
 
 
@@ -223,7 +220,7 @@ def table_hash(table: ComparisonTable) -> str:
 def audit_params() -> dict:
     """This session's audit parameters (defaults filled in; encoder defaults to the first offered)."""
     ss = st.session_state
-    params = {**AUDIT_DEFAULTS, **ss.get("audit", {})}
+    params = {**AuditConfig.defaults(), "encoder": None, **ss.get("audit", {})}
     if params["encoder"] not in encoder_options():
         params["encoder"] = encoder_options()[0]
     ss["audit"] = params
@@ -288,22 +285,19 @@ def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings
 @st.cache_data(show_spinner=False, max_entries=64)
 def _m_estimate(content_hash: str, encoder_label: str, p_ratio: float, seed: int, _table,
                 _emb) -> float:
-    return float(prepare_split(_table, _emb, p_ratio=p_ratio, random_state=seed).m_estimate)
+    cfg = AuditConfig(p_ratio=p_ratio, random_state=seed, evidence="none")  # m needs no evidence
+    return float(prepare_split(_table, _emb, cfg).m_estimate)
 
 
 def m_estimate(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> float:
     """The default m: judge–human agreement on P for this split."""
     return _m_estimate(table_hash(table), params["encoder"], float(params["p_ratio"]),
-                       int(params["seed"]), table, emb)
+                       int(params["random_state"]), table, emb)
 
 
 def audit_config(params: dict) -> AuditConfig:
     """The :class:`AuditConfig` of this session's parameters (the audit caches' key)."""
-    return AuditConfig(m=params["m"], p_ratio=params["p_ratio"], alpha1=params["alpha1"],
-                       alpha2=params["alpha2"], scorer=params["scorer"], rule=params["rule"],
-                       margin=params["margin"], random_state=int(params["seed"]),
-                       target_agreement=params.get("target_agreement"),
-                       risk=params.get("risk", _CFG.risk))
+    return AuditConfig(**{k: v for k, v in params.items() if k != "encoder"})
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -356,8 +350,7 @@ def _m_curve(content_hash: str, encoder_label: str, config: AuditConfig, m_value
              _table, _emb) -> list[dict]:
     from puaudit.audit.estimator import reversals_vs_m
 
-    prep = prepare_split(_table, _emb, p_ratio=config.p_ratio, random_state=config.random_state)
-    return reversals_vs_m(prep, config, m_values)
+    return reversals_vs_m(prepare_split(_table, _emb, config), config, m_values)
 
 
 def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,

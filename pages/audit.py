@@ -10,6 +10,7 @@ from components import state
 from components.certify import (CURVE_TARGETS, RISK_CHOICES, certification_text,
                                 coverage_curve_figure)
 from components.m_curve import m_curve_figure
+from components.safe_text import md
 from components.evidence import (evidence_info, evidence_note, evidence_weights_figure,
                                  evidence_weights_frame)
 from components.metrics import (audit_note, auto_choice_text,
@@ -41,7 +42,7 @@ with st.expander("Advanced"):
                   help="Share of verified positives kept nearest their type's core.")
         st.slider("alpha2 (improvement-alignment keep ratio)", 0.1, 1.0, step=0.05,
                   **state.bind("alpha2"))
-        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, **state.bind("seed"))
+        st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, **state.bind("random_state"))
     with b:
         st.selectbox("Encoder", state.encoder_options(), **state.bind("encoder"),
                      help="Frozen text encoders this server offers (set by its operator).")
@@ -59,6 +60,11 @@ with st.expander("Advanced"):
                      help="guarded: reverse only where calibrated P(judge right) < 0.5 − margin. "
                           "paper: keep the top ⌊m·|U|⌋ per type, reverse the rest.")
         st.slider("Margin (guarded rule)", 0.0, 0.45, step=0.01, **state.bind("margin"))
+        st.selectbox("Verdict evidence", ["auto", "none"], **state.bind("evidence"),
+                     help="auto: the evidence scorer may learn from every label-free signal the "
+                          "table carries about each verdict (the judge's favourite models, "
+                          "lengths, position, both-order consistency, its probabilities, other "
+                          "judges). none: only the texts' embeddings.")
 
 try:
     emb = state.get_embeddings(table, params["encoder"])
@@ -114,7 +120,7 @@ if note:
 
 ev_note = evidence_note(result)
 for message in evidence_info(result).get("messages", []):
-    st.warning(message)  # a malformed signal column, left out
+    st.warning(md(message))  # a malformed signal column, left out (data shown as text)
 if ev_note:
     with st.expander("Verdict evidence: what P(judge right) sees besides the texts"):
         st.text(ev_note)

@@ -19,7 +19,7 @@ st.caption("Each point is one comparison: the difference between the embeddings 
 
 state.start_umap_warmup()
 table, emb, result, params = state.audit_view()
-key = f"{state.table_hash(table)}|{params['encoder']}|{params['seed']}"
+key = f"{state.table_hash(table)}|{params['encoder']}|{params['random_state']}"
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -40,7 +40,7 @@ def _draw():
             st.info("UMAP is still compiling in the background (once per server start); showing "
                     "PCA meanwhile. This view updates by itself.")
         else:
-            fut = state.umap_job(key, z, int(params["seed"]))
+            fut = state.umap_job(key, z, int(params["random_state"]))
             if fut.done() and fut.exception() is None:
                 xy, shown = fut.result(), "umap"
             elif fut.done():
@@ -54,5 +54,5 @@ def _draw():
         st.rerun()  # the layout arrived during a timed fragment run: redraw once, stop polling
 
 
-pending = method == "UMAP" and not (umap_ready() and state.umap_job(key, z, int(params["seed"])).done())
+pending = method == "UMAP" and not (umap_ready() and state.umap_job(key, z, int(params["random_state"])).done())
 st.fragment(_draw, run_every=2.0 if pending else None)()

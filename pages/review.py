@@ -98,7 +98,7 @@ if result.certification is not None and order == "value":
     st.caption(f"Certified at target {result.params['target_agreement']:g} (Audit page): the "
                "escalated rows come first, those farthest below the trust threshold first.")
 try:
-    queue = review_queue(table, result, order=order, random_state=int(params["seed"]),
+    queue = review_queue(table, result, order=order, random_state=int(params["random_state"]),
                          question_types=pick_types or None, models=pick_models or None)
 except PUAuditError as exc:
     state.show_error(exc)

@@ -8,9 +8,9 @@ import pytest
 
 from puaudit.audit.calibration import MonotoneCalibrator
 from puaudit.audit.config import AuditConfig, add_config_arguments, config_from_args
+from puaudit.audit.crossfit import default_cv_repeats
 from puaudit.audit.estimator import (
     PairEmbeddings,
-    default_cv_repeats,
     prepare_split,
     relabel_split,
     score_split,
@@ -87,9 +87,9 @@ def test_default_cv_repeats(n_p, expected):
 
 def test_repeated_cross_fit_keeps_its_first_draw_and_pools_every_draw(planted):
     df, e_a, e_b, _ = planted
-    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), p_ratio=0.3)
-    one = score_split(prep, scorer="centroid", cv_repeats=1, calibration_bags=0)
-    three = score_split(prep, scorer="centroid", cv_repeats=3, calibration_bags=0)
+    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), AuditConfig(p_ratio=0.3))
+    one = score_split(prep, AuditConfig(scorer="centroid", cv_repeats=1, calibration_bags=0))
+    three = score_split(prep, AuditConfig(scorer="centroid", cv_repeats=3, calibration_bags=0))
     n_p = len(prep.p_rows)
     assert one.cv_repeat_scores.shape == (1, n_p) and three.cv_repeat_scores.shape == (3, n_p)
     # the first repetition is the single cross-fit whatever the number of repetitions
@@ -101,7 +101,7 @@ def test_repeated_cross_fit_keeps_its_first_draw_and_pools_every_draw(planted):
     assert one.calibrator.n_ == n_p and three.calibrator.n_ == 3 * n_p
     assert three.diagnostics["cv_repeats"] == 3 and one.diagnostics["calibration_bags"] == 0
     # the default: three draws for a small P, bagged calibration
-    default = score_split(prep, scorer="centroid")
+    default = score_split(prep, AuditConfig(scorer="centroid"))
     assert default.diagnostics["cv_repeats"] == 3 and default.calibrator.bagged_
     u = prep.u_rows
     assert np.isfinite(default.p_judge_right[u]).all()
@@ -109,8 +109,8 @@ def test_repeated_cross_fit_keeps_its_first_draw_and_pools_every_draw(planted):
 
 def test_stacked_default_pools_repetitions(planted):
     df, e_a, e_b, _ = planted
-    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), p_ratio=0.3)
-    sc = score_split(prep, scorer="auto")
+    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), AuditConfig(p_ratio=0.3))
+    sc = score_split(prep, AuditConfig(scorer="auto"))
     n_p = len(prep.p_rows)
     if sc.scorer == "stacked":
         assert sc.cv_repeat_scores.shape == (3, n_p)
@@ -133,7 +133,8 @@ def test_config_validates_and_the_cli_sets_repeats_and_bags():
 
 
 def _group_flips(prep, **kw):
-    groups = [np.asarray(relabel_split(prep, score_split(prep, random_state=seed, **kw))["group"])
+    groups = [np.asarray(relabel_split(prep, score_split(prep, AuditConfig(random_state=seed,
+                                                                           **kw)))["group"])
               for seed in (0, 1)]
     u = prep.u_rows
     return int((groups[0][u] != groups[1][u]).sum())
@@ -148,7 +149,7 @@ def test_llmfao_audit_depends_much_less_on_the_draw_of_the_folds():
     from puaudit.data.io import read_table
 
     table = load_comparisons(read_table(path))
-    prep = prepare_split(table, embed_table(table), p_ratio=0.3, random_state=0)
+    prep = prepare_split(table, embed_table(table), AuditConfig(p_ratio=0.3, random_state=0))
     # same split, two draws of the cross-fitting folds: rows that change guarded group
     # the probe: what the automatic choice takes on llmfao (9 of 10 seeds), at a quarter the cost
     old = _group_flips(prep, scorer="probe", cv_repeats=1, calibration_bags=0)
@@ -158,5 +159,5 @@ def test_llmfao_audit_depends_much_less_on_the_draw_of_the_folds():
 
 def test_planted_groups_depend_less_on_the_folds():
     df, e_a, e_b, _ = planted_set(n=3000, signal=0.7, judge_acc=0.75)
-    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), p_ratio=0.3)
+    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), AuditConfig(p_ratio=0.3))
     assert _group_flips(prep) < _group_flips(prep, cv_repeats=1, calibration_bags=0)

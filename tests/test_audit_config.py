@@ -10,11 +10,33 @@ from puaudit.cli.commands import build_parser
 from puaudit.errors import PUAuditError
 
 
+def _audit_params(est) -> dict:
+    return {k: v for k, v in est.get_params().items() if k not in ("config", "encoder", "backend")}
+
+
 def test_puaudit_reports_the_config_defaults():
-    assert PUAudit().get_params() == AuditConfig.defaults()
-    assert PUAudit(scorer="probe").get_params() == {**AuditConfig.defaults(), "scorer": "probe"}
+    assert _audit_params(PUAudit()) == AuditConfig.defaults()
+    assert _audit_params(PUAudit(scorer="probe")) == {**AuditConfig.defaults(), "scorer": "probe"}
     cfg = AuditConfig(m=0.8, rule="paper")
-    assert PUAudit(cfg).get_params() == cfg.to_dict() and PUAudit(cfg).m == 0.8
+    assert _audit_params(PUAudit(cfg)) == cfg.to_dict() and PUAudit(cfg).m == 0.8
+    assert PUAudit(cfg, rule="guarded").resolved_config() == cfg.replace(rule="guarded")
+
+
+def test_puaudit_is_a_scikit_learn_estimator():
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+
+    est = clone(PUAudit(m=0.7, evidence="none"))
+    assert est.m == 0.7 and est.evidence == "none" and est.resolved_config().m == 0.7
+    assert est.set_params(scorer="probe", margin=0.1) is est
+    assert est.resolved_config() == AuditConfig(m=0.7, evidence="none", scorer="probe",
+                                                margin=0.1)
+    with pytest.raises(NotFittedError, match="Call fit"):
+        est.to_frame()
+    with pytest.raises(PUAuditError, match="Unknown audit parameter"):
+        PUAudit(nope=1)
+    with pytest.raises(PUAuditError, match="m must be in"):  # validated by fit, as in sklearn
+        PUAudit(m=1.5).resolved_config()
 
 
 def test_cli_options_carry_the_config_defaults():
@@ -32,11 +54,10 @@ def test_dashboard_defaults_come_from_the_config():
     from components import state
 
     cfg = AuditConfig()
-    d = state.AUDIT_DEFAULTS
-    assert (d["m"], d["p_ratio"], d["alpha1"], d["alpha2"], d["scorer"], d["rule"], d["margin"],
-            d["seed"]) == (cfg.m, cfg.p_ratio, cfg.alpha1, cfg.alpha2, cfg.scorer, cfg.rule,
-                           cfg.margin, cfg.random_state)
-    assert state.audit_config({**d, "encoder": None}) == cfg
+    assert not hasattr(state, "AUDIT_DEFAULTS")  # no second defaults dict
+    assert state.audit_config({**cfg.to_dict(), "encoder": None}) == cfg
+    assert state.audit_config({**cfg.to_dict(), "random_state": 3, "evidence": "none",
+                               "encoder": "x"}) == cfg.replace(random_state=3, evidence="none")
 
 
 def test_config_is_frozen_hashable_and_validated_once():

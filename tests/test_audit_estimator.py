@@ -6,6 +6,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from puaudit.audit.calibration import MonotoneCalibrator
+from puaudit.audit.config import AuditConfig
 from puaudit.audit.estimator import (
     EXPORT_COLUMNS,
     PairEmbeddings,
@@ -147,8 +148,8 @@ def test_calibration_is_monotone_and_correct_on_planted_probabilities():
 
 def test_cross_fitted_scores_cover_p_rows(planted):
     df, e_a, e_b, _ = planted
-    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), p_ratio=0.3)
-    sc = score_split(prep, scorer="centroid")
+    prep = prepare_split(load_comparisons(df), PairEmbeddings(e_a, e_b), AuditConfig(p_ratio=0.3))
+    sc = score_split(prep, AuditConfig(scorer="centroid"))
     p = prep.split == "P"
     assert np.isfinite(sc.score[p]).all() and np.isfinite(sc.p_judge_right[p]).all()
     assert len(sc.cv_scores) == p.sum()

@@ -151,8 +151,8 @@ def _position_planted(n=1500, seed=0):
 
 def test_evidence_scorer_finds_the_position_errors():
     table, emb, right = _position_planted()
-    prep = prepare_split(table, emb, p_ratio=0.4, random_state=0)
-    auto = score_split(prep, calibration_bags=10)
+    prep = prepare_split(table, emb, AuditConfig(p_ratio=0.4))
+    auto = score_split(prep, AuditConfig(calibration_bags=10))
     assert auto.scorer == "evidence"
     info = auto.diagnostics["auto"]
     assert info["log_loss"]["evidence"] < min(v for k, v in info["log_loss"].items()
@@ -167,8 +167,8 @@ def test_evidence_scorer_finds_the_position_errors():
     assert pa == pytest.approx(0.55, abs=0.08) and pb == pytest.approx(0.95, abs=0.05)
     assert auroc_judge_right(prep, auto) > 0.7
     # the embedding scorers alone see nothing
-    none = score_split(prepare_split(table, emb, p_ratio=0.4, random_state=0, evidence="none"),
-                       calibration_bags=10)
+    none = score_split(prepare_split(table, emb, AuditConfig(p_ratio=0.4, evidence="none")),
+                       AuditConfig(calibration_bags=10))
     assert none.scorer != "evidence" and auroc_judge_right(prep, none) < 0.6
 
 

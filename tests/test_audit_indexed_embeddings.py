@@ -30,7 +30,7 @@ def test_indexed_and_per_row_embeddings_give_the_same_audit(planted):
 def test_diff_rows_are_lazy_normalised_and_oriented(planted):
     df, e_a, e_b, _ = planted
     emb = PairEmbeddings(e_a, e_b)
-    prep = prepare_split(load_comparisons(df), emb, random_state=0)
+    prep = prepare_split(load_comparisons(df), emb)
     rows = np.arange(0, 50)
     z = prep.z_judge(rows)
     assert isinstance(z, DiffRows) and z.shape == (50, e_a.shape[1])

@@ -60,7 +60,7 @@ def test_p_ratio_one_means_no_validation():
     split, _ = split_rows(judge, human, qt, items, p_ratio=1.0, random_state=0)
     assert (split == "validation").sum() == 0 and (split == "P").sum() > 0
     with pytest.raises(PUAuditError):
-        split_rows(judge, human, qt, items, p_ratio=0.0)
+        split_rows(judge, human, qt, items, p_ratio=0.0, random_state=0)
 
 
 def test_mtbench_item_grouping(mtbench_path):
@@ -92,4 +92,4 @@ def test_denoise_keeps_core_and_aligned_rows():
 
 def test_denoise_small_group_kept_whole():
     z = normalize_rows(np.random.default_rng(0).normal(size=(4, 3)))
-    assert denoise_positives(z, z, z).all()
+    assert denoise_positives(z, z, z, alpha1=0.7, alpha2=0.7).all()

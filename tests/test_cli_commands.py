@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from puaudit.audit.config import AuditConfig
 from puaudit.audit.estimator import (
     PairEmbeddings,
     prepare_split,
@@ -68,9 +69,9 @@ def test_evaluate_json_matches_direct_computation(planted_files, capsys):
     emb = PairEmbeddings(z["e_a"], z["e_b"])
     adj, orig, n_rev, n_rev_ok, n_val = [], [], 0, 0, 0
     for seed in range(3):
-        prep = prepare_split(t, emb, p_ratio=0.3, random_state=seed)
-        sc = score_split(prep, scorer="probe", random_state=seed)
-        rel = relabel_split(prep, sc, rule="paper", n_boot=0)
+        prep = prepare_split(t, emb, AuditConfig(p_ratio=0.3, random_state=seed))
+        sc = score_split(prep, AuditConfig(scorer="probe", random_state=seed))
+        rel = relabel_split(prep, sc, AuditConfig(rule="paper"), n_boot=0)
         val = prep.split == "validation"
         h, j, a = prep.human[val], prep.judge[val], rel["adjusted"][val]
         orig.append(np.mean(j == h)); adj.append(np.mean(a == h))

@@ -4,6 +4,7 @@ then the disk cache serves every later run)."""
 import numpy as np
 import pytest
 
+from puaudit.audit.config import AuditConfig
 from puaudit.audit.estimator import embed_table
 from puaudit.audit.evaluate import evaluate
 from puaudit.data.io import read_table
@@ -56,8 +57,8 @@ def test_prior_ot_scores_are_graded_on_real_data(mt):
     from puaudit.audit.estimator import prepare_split, score_split
 
     table, emb = mt
-    prep = prepare_split(table, emb, p_ratio=0.3, random_state=0)
-    sc = score_split(prep, scorer="prior-ot")
+    prep = prepare_split(table, emb, AuditConfig(p_ratio=0.3, random_state=0))
+    sc = score_split(prep, AuditConfig(scorer="prior-ot"))
     u = prep.u_rows
     assert len(np.unique(np.round(sc.score[u], 6))) >= 100
     assert len(np.unique(np.round(sc.p_judge_right[u], 6))) >= 5  # the calibrated map grades too
@@ -68,7 +69,7 @@ def test_reversals_fall_monotonically_as_m_rises(mt):
 
     table, emb = mt
     table = apply_judge_rule(table, "longer")
-    prep = prepare_split(table, emb, p_ratio=0.3, random_state=0)
+    prep = prepare_split(table, emb, AuditConfig(p_ratio=0.3, random_state=0))
     for scorer in ("prior-ot", "auto"):
         curve = reversals_vs_m(prep, AuditConfig(scorer=scorer), [0.6, 0.7, 0.8, 0.9, 0.95])
         n = [c["n_reversed"] for c in curve]

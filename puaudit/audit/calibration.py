@@ -10,7 +10,7 @@ import numpy as np
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift"]
+__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss"]
 
 
 def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
@@ -234,3 +234,15 @@ def prior_shift(p, *, base_rate: float, target: float | None) -> np.ndarray:
         logit = np.log(np.clip(p, eps, 1 - eps)) - np.log1p(-np.clip(p, eps, 1 - eps))
     out = 1.0 / (1.0 + np.exp(-(logit + log_ratio)))
     return np.where(np.isnan(p), np.nan, out)
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    """``log(p / (1 − p))`` with ``p`` clipped to ``[1e-4, 1 − 1e-4]``."""
+    p = np.clip(p, 1e-4, 1 - 1e-4)
+    return np.log(p) - np.log1p(-p)
+
+
+def log_loss(q: np.ndarray, y: np.ndarray) -> float:
+    """Mean log loss of probabilities ``q`` (clipped to ``[1e-4, 1 − 1e-4]``) for outcomes ``y``."""
+    q = np.clip(q, 1e-4, 1 - 1e-4)
+    return float(-np.mean(y * np.log(q) + (1 - y) * np.log1p(-q)))

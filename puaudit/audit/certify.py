@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from puaudit.audit.config import check_risk, check_target
+from puaudit.audit.splits import SPLIT_VAL
 from puaudit.errors import PUAuditError
 
 __all__ = ["START_SHARE", "lower_bound", "two_sided_interval", "rows_needed", "item_outcomes",
@@ -59,30 +61,6 @@ __all__ = ["START_SHARE", "lower_bound", "two_sided_interval", "rows_needed", "i
 #: probabilities only, never on the outcomes, so the guarantee is unchanged; the price is that a
 #: set smaller than 30% of P is never certified.
 START_SHARE = 0.3
-
-
-def check_target(target: float) -> float:
-    """``target`` as a float in (0.5, 1), else a :class:`PUAuditError` saying so."""
-    try:
-        t = float(target)
-    except (TypeError, ValueError):
-        raise PUAuditError(f"target_agreement must be a number, got {target!r}.") from None
-    if not 0.5 < t < 1:
-        raise PUAuditError(f"target_agreement must be in (0.5, 1) (e.g. 0.9: trusted verdicts "
-                           f"agree with people at least 90% of the time), got {target}.")
-    return t
-
-
-def check_risk(risk: float) -> float:
-    """``risk`` as a float in (0, 0.5], else a :class:`PUAuditError` saying so."""
-    try:
-        r = float(risk)
-    except (TypeError, ValueError):
-        raise PUAuditError(f"risk must be a number, got {risk!r}.") from None
-    if not 0 < r <= 0.5:
-        raise PUAuditError(f"risk must be in (0, 0.5] (e.g. 0.1: the guarantee holds with 90% "
-                           f"confidence), got {risk}.")
-    return r
 
 
 def lower_bound(k: float, n: float, *, risk: float) -> float:
@@ -139,6 +117,25 @@ def item_outcomes(prob: np.ndarray, correct: np.ndarray, groups: np.ndarray | No
         p_item = np.bincount(inv, weights=prob, minlength=len(count)) / count
         share = np.bincount(inv, weights=correct, minlength=len(count)) / count
     return p_item, share, inv
+
+
+def _uncertified_message(target: float, risk: float, floor: float, n_start: int, n_needed: int,
+                         n_items: int, first_fail) -> str:
+    """Why no threshold was certified, and what to do."""
+    if first_fail is None and n_items >= n_needed:
+        return (f"No threshold certifies agreement >= {target:g} at risk {risk:g}: fewer than "
+                f"{n_start} P items have a calibrated P(judge right) of at least {floor:g}. "
+                "Nobody is trusted (every audited verdict is escalated).")
+    if n_items < n_needed:
+        return (f"Too few P items to certify agreement >= {target:g} at risk {risk:g}: even if "
+                f"the judge were right on every one, at least {n_needed} items are needed and P "
+                f"has {n_items} with a cross-fitted probability. Nobody is trusted (every "
+                "audited verdict is escalated); label more items or raise p_ratio.")
+    n_j, k_j, lo = first_fail
+    return (f"No threshold certifies agreement >= {target:g} at risk {risk:g}: the "
+            f"{n_j} most confident P items agree with people {k_j / n_j:.1%} of the time, "
+            f"lower bound {lo:.3f}. Nobody is trusted (every audited verdict is escalated); "
+            "try a lower target or a higher risk, or label more items.")
 
 
 def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, risk: float,
@@ -215,24 +212,8 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
              "lower": float(lower[i]), "passed": bool(passed[i])}
             for i, j in enumerate(seq[:out["n_tested"]])] if log else []
     if not math.isfinite(out["threshold"]):
-        if first_fail is None and len(p_sorted) >= n_needed:
-            out["message"] = (
-                f"No threshold certifies agreement >= {target:g} at risk {risk:g}: fewer than "
-                f"{n_start} P items have a calibrated P(judge right) of at least {floor:g}. "
-                "Nobody is trusted (every audited verdict is escalated).")
-        elif len(p_sorted) < n_needed:
-            out["message"] = (
-                f"Too few P items to certify agreement >= {target:g} at risk {risk:g}: even if "
-                f"the judge were right on every one, at least {n_needed} items are needed and P "
-                f"has {len(p_sorted)} with a cross-fitted probability. Nobody is trusted (every "
-                "audited verdict is escalated); label more items or raise p_ratio.")
-        else:
-            n_j, k_j, lo = first_fail
-            out["message"] = (
-                f"No threshold certifies agreement >= {target:g} at risk {risk:g}: the "
-                f"{n_j} most confident P items agree with people {k_j / n_j:.1%} of the time, "
-                f"lower bound {lo:.3f}. Nobody is trusted (every audited verdict is escalated); "
-                "try a lower target or a higher risk, or label more items.")
+        out["message"] = _uncertified_message(target, risk, floor, n_start, n_needed,
+                                              len(p_sorted), first_fail)
     if log:
         out["path"] = path
     return out
@@ -388,7 +369,6 @@ def certify_split(prep, scored, *, target: float, risk: float, method: str = "is
     prior shift is monotone, so it would only relabel the same threshold). ``reversed_rows``
     (n,) bool: rows the relabel rule reversed, never trusted.
     """
-    from puaudit.audit.splits import SPLIT_VAL
 
     target, risk = check_target(target), check_risk(risk)
     n = len(prep.split)

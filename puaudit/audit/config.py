@@ -16,17 +16,42 @@ import numpy as np
 
 from puaudit.errors import PUAuditError
 from puaudit.audit.evidence import EVIDENCE_SIGNALS, evidence_signal_names
-from puaudit.audit.relabel import RULES
 from puaudit.audit.scorers import SCORERS
 
 __all__ = ["AuditConfig", "SCORER_CHOICES", "RULES", "OT_METHODS", "CALIBRATION_CHOICES",
            "HUMAN_SOURCES", "add_config_arguments", "config_from_args"]
 
+#: Relabel rules (:mod:`puaudit.audit.relabel`).
+RULES = ("guarded", "paper")
 #: Every scorer a user may name: ``auto`` (the default) chooses among the others from P.
 SCORER_CHOICES = ("auto", *SCORERS, "evidence")
 OT_METHODS = ("auto", "exact", "entropic", "fast")
 CALIBRATION_CHOICES = ("isotonic", "platt")
 HUMAN_SOURCES = ("votes", "consensus", "ds", "crowdlab")
+
+
+def check_target(target: float) -> float:
+    """``target`` as a float in (0.5, 1), else a :class:`PUAuditError` saying so."""
+    try:
+        t = float(target)
+    except (TypeError, ValueError):
+        raise PUAuditError(f"target_agreement must be a number, got {target!r}.") from None
+    if not 0.5 < t < 1:
+        raise PUAuditError(f"target_agreement must be in (0.5, 1) (e.g. 0.9: trusted verdicts "
+                           f"agree with people at least 90% of the time), got {target}.")
+    return t
+
+
+def check_risk(risk: float) -> float:
+    """``risk`` as a float in (0, 0.5], else a :class:`PUAuditError` saying so."""
+    try:
+        r = float(risk)
+    except (TypeError, ValueError):
+        raise PUAuditError(f"risk must be a number, got {risk!r}.") from None
+    if not 0 < r <= 0.5:
+        raise PUAuditError(f"risk must be in (0, 0.5] (e.g. 0.1: the guarantee holds with 90% "
+                           f"confidence), got {risk}.")
+    return r
 
 
 def _cli(flag: str | None, help: str, **kw) -> dict:
@@ -192,8 +217,6 @@ class AuditConfig:
             ev = tuple(ev)
         evidence_signal_names(ev)  # validates
         object.__setattr__(self, "evidence", ev)
-        from puaudit.audit.certify import check_risk, check_target
-
         if self.target_agreement is not None:
             object.__setattr__(self, "target_agreement", check_target(self.target_agreement))
         object.__setattr__(self, "risk", check_risk(self.risk))

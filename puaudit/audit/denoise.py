@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["normalize_rows", "denoise_positives"]
+__all__ = ["normalize_rows", "denoise_positives", "denoise_by_type"]
 
 
 def normalize_rows(x: np.ndarray, *, eps: float = 1e-12) -> np.ndarray:
@@ -14,8 +14,8 @@ def normalize_rows(x: np.ndarray, *, eps: float = 1e-12) -> np.ndarray:
     return x / np.maximum(norms, eps)
 
 
-def denoise_positives(e_w: np.ndarray, e_l: np.ndarray, z: np.ndarray, *, alpha1: float = 0.7,
-                      alpha2: float = 0.7, min_group: int = 5, log: bool = False):
+def denoise_positives(e_w: np.ndarray, e_l: np.ndarray, z: np.ndarray, *, alpha1: float,
+                      alpha2: float, min_group: int = 5, log: bool = False):
     """Keep the verified positives that sit in the group's core and point its way.
 
     1. P-core: with :math:`u_i = \\mathrm{normalise}(F(x,o_w) + F(x,o_l))` and the centre
@@ -55,3 +55,22 @@ def denoise_positives(e_w: np.ndarray, e_l: np.ndarray, z: np.ndarray, *, alpha1
     keep[kept] = True
     info.update(n_core=n_core, n_kept=n_keep)
     return (keep, info) if log else keep
+
+
+def denoise_by_type(prep, rows: np.ndarray, config, *,
+                    enabled: bool = True) -> np.ndarray:
+    """Subset of ``rows`` (P rows of the :class:`~puaudit.audit.splits.PreparedSplit` ``prep``)
+    kept after denoising each question type on its own, with the keep ratios ``config.alpha1``
+    and ``config.alpha2`` of the :class:`~puaudit.audit.config.AuditConfig` (``enabled=False``:
+    all of them)."""
+    if not enabled:
+        return np.asarray(rows)
+    kept = []
+    qt = prep.question_type
+    for t in sorted(set(qt[rows].tolist())):
+        r = rows[qt[rows] == t]
+        e_win, e_lose = prep.win_lose(r)
+        keep = denoise_positives(e_win, e_lose, prep.z_human(r)[:], alpha1=config.alpha1,
+                                  alpha2=config.alpha2)
+        kept.append(r[keep])
+    return np.concatenate(kept) if kept else np.zeros(0, dtype=int)

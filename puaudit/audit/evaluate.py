@@ -7,8 +7,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from puaudit.audit.estimator import (PairEmbeddings, human_labels, prepare_split, relabel_with_config,
-                           score_with_config)
+from puaudit.audit.estimator import (PairEmbeddings, human_labels, prepare_split, relabel_split,
+                                     score_split)
 from puaudit.audit.config import SCORER_CHOICES, AuditConfig
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import to_jsonable
@@ -46,13 +46,12 @@ def _runs(table: ComparisonTable, emb: PairEmbeddings, *, seeds: Sequence[int],
     total = len(seeds) * len(scorers)
     done = 0
     for seed in seeds:
-        prep = prepare_split(table, emb, p_ratio=config.p_ratio, random_state=int(seed),
-                             human=human, evidence=config.evidence)
+        prep = prepare_split(table, emb, config.replace(random_state=int(seed)), human=human)
         for scorer in scorers:
-            scored = score_with_config(prep, config.replace(scorer=scorer, random_state=int(seed)))
+            scored = score_split(prep, config.replace(scorer=scorer, random_state=int(seed)))
             auroc = auroc_judge_right(prep, scored)
             for rule in rules:
-                rel = relabel_with_config(prep, scored, config.replace(rule=rule), n_boot=0)
+                rel = relabel_split(prep, scored, config.replace(rule=rule), n_boot=0)
                 base = {"seed": int(seed), "scorer": scorer, "rule": rule, "m": scored.m,
                         "scorer_used": scored.scorer, **(extra or {})}
                 rows.append({**base, "question_type": "__all__", "auroc_judge_right": auroc,

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -251,6 +252,162 @@ def _entropy(p: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(p).any(axis=1), np.nan, terms.sum(axis=1))
 
 
+class _Collector:
+    """What the signal families below share: the judge's signs, the wanted families, the
+    evidence being built, what was skipped and which columns are taken."""
+
+    def __init__(self, table: ComparisonTable, wanted):
+        self.table, self.frame, self.cols = table, table.frame, table.columns
+        self.sign = _strict_sign(table.judge)
+        self.wanted = wanted
+        self.ev = VerdictEvidence()
+        self.skipped: dict[str, str] = {}
+        self.used = {str(v) for v in table.columns.values()}
+        self.judge_col = str(table.columns.get("judge", ""))
+        # a rule's verdicts are not described by the file's own judge columns
+        self.own_judge = not str(table.judge_column).startswith("rule:")
+
+    def want(self, *names: str) -> bool:
+        return self.wanted is None or any(n in self.wanted for n in names)
+
+    def put(self, name: str, values, source) -> None:
+        values = np.where(np.isnan(self.sign), np.nan, np.asarray(values, dtype=np.float64))
+        finite = values[np.isfinite(values)]
+        if len(finite) == 0 or np.ptp(finite) == 0:
+            self.skipped[name] = "constant on the judge's verdicts"
+            return
+        self.ev.values[name] = values
+        self.ev.sources[name] = list(source)
+
+
+def _text_signals(c: _Collector) -> None:
+    t, cols, sign = c.table, c.cols, c.sign
+    texts = [cols["response_a"], cols["response_b"]]
+    if c.want("position_first"):
+        c.put("position_first", (sign > 0).astype(float), [cols["judge"]])
+    if c.want("log_length_ratio"):
+        ch, rej = _oriented(_lengths(t.response_a), _lengths(t.response_b), sign)
+        c.put("log_length_ratio", np.log1p(ch) - np.log1p(rej), texts)
+    if c.want("structure_gap"):
+        ch, rej = _oriented(_structure(t.response_a), _structure(t.response_b), sign)
+        c.put("structure_gap", np.sign(ch - rej) * np.log1p(np.abs(ch - rej)), texts)
+
+
+def _strength_signals(c: _Collector) -> None:
+    t, cols, sign = c.table, c.cols, c.sign
+    codes = _model_codes(t)
+    if c.want("bt_gap", "bt_favourite", "bt_upset"):
+        strengths = None if codes is None else _judge_strengths(t.judge, *codes)
+        if strengths is None:
+            c.skipped["bt"] = "no model_a / model_b columns (or fewer than two models)"
+        else:
+            ch, rej = _oriented(*strengths, sign)
+            gap = ch - rej
+            src = [cols["model_a"], cols["model_b"], cols["judge"]]
+            if c.want("bt_gap"):
+                c.put("bt_gap", gap, src)
+            if c.want("bt_favourite"):
+                c.put("bt_favourite", np.where(np.isnan(gap), np.nan, (gap > 0).astype(float)), src)
+            if c.want("bt_upset"):
+                with np.errstate(invalid="ignore"):
+                    c.put("bt_upset", np.logaddexp(0.0, -gap), src)
+    types = np.asarray(t.question_type, dtype=object)
+    if c.want("bt_gap_type") and codes is not None and len(set(types.tolist())) > 1:
+        gap = np.full(len(t), np.nan)
+        for qt in sorted(set(types.tolist())):
+            r = np.flatnonzero(types == qt)
+            st = _judge_strengths(t.judge[r], codes[0][r], codes[1][r], codes[2])
+            if st is not None:
+                ch, rej = _oriented(*st, sign[r])
+                gap[r] = ch - rej
+        c.put("bt_gap_type", gap, [cols["model_a"], cols["model_b"], cols["judge"],
+                                   cols.get("question_type", "")])
+
+
+def _order_signal(c: _Collector) -> None:
+    frame, judge_col = c.frame, c.judge_col
+    swapped = _swapped_column(frame, judge_col)
+    raw = next((col for col in frame.columns if str(col).lower() == f"{judge_col.lower()}_raw"),
+               None)
+    if swapped is not None:
+        v2 = _read_verdicts(c.table, swapped)
+        if isinstance(v2, str):
+            c.ev.messages.append(f"{v2}: the both-orders signal is left out.")
+        else:
+            back = np.where(v2 == "A", "B", np.where(v2 == "B", "A", v2)).astype(object)
+            agree = np.where(pd.isna(v2), np.nan,
+                             (back == np.asarray(c.table.judge)).astype(float))
+            c.put("order_consistent", agree, [judge_col, swapped])
+        c.used.add(str(swapped))
+        c.used.update(str(col) for col in frame.columns if str(col).lower() == "verdict_1")
+    elif raw is not None:
+        txt = frame[raw].astype(str).str.lower()
+        c.put("order_consistent", np.where(txt.str.contains("inconsistent"), 0.0, 1.0), [raw])
+    if raw is not None:
+        c.used.add(str(raw))
+
+
+def _probability_signals(c: _Collector) -> None:
+    frame, sign = c.frame, c.sign
+    chosen, ents, src = [], [], []
+    for order, letters in sorted(_probability_columns(frame).items()):
+        names = [letters[k] for k in ("a", "b", "tie") if k in letters]
+        read = [_numeric(frame, col, lo=0.0, hi=1.0) for col in names]
+        bad = [m for m in read if isinstance(m, str)]
+        c.used.update(str(col) for col in names)
+        if bad:
+            c.ev.messages.append(f"{bad[0]}: the judge-probability signal of order {order} is "
+                                 "left out (probabilities must be numbers in [0, 1]).")
+            continue
+        pa, pb = read[0], read[1]
+        # order 2 shows the answers swapped: its "A" is the table's B
+        chosen.append(np.where(sign > 0, pa if order == 1 else pb, pb if order == 1 else pa))
+        ents.append(_entropy(np.column_stack(read)))
+        src += names
+    if chosen:
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # rows with no probability at all
+            if c.want("p_chosen"):
+                c.put("p_chosen", np.nanmean(np.column_stack(chosen), axis=1), src)
+            if c.want("p_entropy"):
+                c.put("p_entropy", np.nanmean(np.column_stack(ents), axis=1), src)
+
+
+def _perplexity_signal(c: _Collector) -> None:
+    ppl_cols = [col for col in c.frame.columns if _PPL_RE.match(str(col).strip())]
+    logs = []
+    for col in ppl_cols:
+        c.used.add(str(col))
+        v = _numeric(c.frame, col, lo=0.0, hi=math.inf, open_lo=True)
+        if isinstance(v, str):
+            c.ev.messages.append(f"{v}: the perplexity signal is left out (perplexities must be "
+                                 "positive numbers).")
+            continue
+        logs.append(np.log(v))
+    if logs:
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            c.put("log_perplexity", np.nanmean(np.column_stack(logs), axis=1), ppl_cols)
+
+
+def _other_judges(c: _Collector) -> None:
+    judge_low = c.judge_col.lower()
+    for col in c.frame.columns:
+        name = str(col)
+        low = name.lower()
+        if (name in c.used or low.startswith("puaudit_") or low.endswith("_raw")
+                or _JUDGE_WORD not in low or any(w in low for w in _NOT_JUDGE_WORDS)):
+            continue
+        v = _read_verdicts(c.table, col)
+        if isinstance(v, str):
+            c.ev.messages.append(f"{v}: this column is not read as another judge's verdicts.")
+            continue
+        if sum(x in ("A", "B") for x in v) < 2:
+            continue
+        tag = re.sub(r"[^0-9a-z]+", "_", low.removeprefix(judge_low + "_")).strip("_")
+        c.put(f"agrees_{tag}", _agreement(c.sign, v), [name])
+
+
 def verdict_evidence(table: ComparisonTable, *, signals=None, log: bool = False):
     """Every label-free signal the table carries about its judge's verdicts.
 
@@ -270,137 +427,20 @@ def verdict_evidence(table: ComparisonTable, *, signals=None, log: bool = False)
         nothing about a row and is dropped).
     log : dict, only with ``log=True``
     """
-    wanted = evidence_signal_names(signals)
-    want = (lambda s: True) if wanted is None else (lambda s: s in wanted)  # noqa: E731
-    frame = table.frame
-    sign = _strict_sign(table.judge)
-    ev = VerdictEvidence()
-    skipped: dict[str, str] = {}
-    cols = table.columns
-
-    def put(name, values, source):
-        values = np.where(np.isnan(sign), np.nan, np.asarray(values, dtype=np.float64))
-        finite = values[np.isfinite(values)]
-        if len(finite) == 0 or np.ptp(finite) == 0:
-            skipped[name] = "constant on the judge's verdicts"
-            return
-        ev.values[name] = values
-        ev.sources[name] = list(source)
-
-    if want("position_first"):
-        put("position_first", (sign > 0).astype(float), [cols["judge"]])
-    if want("log_length_ratio"):
-        c, r = _oriented(_lengths(table.response_a), _lengths(table.response_b), sign)
-        put("log_length_ratio", np.log1p(c) - np.log1p(r), [cols["response_a"], cols["response_b"]])
-    if want("structure_gap"):
-        c, r = _oriented(_structure(table.response_a), _structure(table.response_b), sign)
-        put("structure_gap", np.sign(c - r) * np.log1p(np.abs(c - r)),
-            [cols["response_a"], cols["response_b"]])
-    codes = _model_codes(table)
-    if any(want(s) for s in ("bt_gap", "bt_favourite", "bt_upset")):
-        strengths = None if codes is None else _judge_strengths(table.judge, *codes)
-        if strengths is None:
-            skipped["bt"] = "no model_a / model_b columns (or fewer than two models)"
-        else:
-            c, r = _oriented(*strengths, sign)
-            gap = c - r
-            src = [cols["model_a"], cols["model_b"], cols["judge"]]
-            if want("bt_gap"):
-                put("bt_gap", gap, src)
-            if want("bt_favourite"):
-                put("bt_favourite", np.where(np.isnan(gap), np.nan, (gap > 0).astype(float)), src)
-            if want("bt_upset"):
-                with np.errstate(invalid="ignore"):
-                    put("bt_upset", np.logaddexp(0.0, -gap), src)
-    types = np.asarray(table.question_type, dtype=object)
-    if want("bt_gap_type") and codes is not None and len(set(types.tolist())) > 1:
-        gap = np.full(len(table), np.nan)
-        for t in sorted(set(types.tolist())):
-            r = np.flatnonzero(types == t)
-            st = _judge_strengths(table.judge[r], codes[0][r], codes[1][r], codes[2])
-            if st is not None:
-                c, rej = _oriented(*st, sign[r])
-                gap[r] = c - rej
-        put("bt_gap_type", gap, [cols["model_a"], cols["model_b"], cols["judge"],
-                                 cols.get("question_type", "")])
-
-    own_judge = not str(table.judge_column).startswith("rule:")
-    if not own_judge:
-        skipped["judge columns"] = "the judge is a rule: the file's judge columns describe another judge"
-    judge_col = str(cols.get("judge", ""))
-    used = {str(v) for v in cols.values()}
-    if own_judge and want("order_consistent"):
-        swapped = _swapped_column(frame, judge_col)
-        raw = next((c for c in frame.columns if str(c).lower() == f"{judge_col.lower()}_raw"), None)
-        if swapped is not None:
-            v2 = _read_verdicts(table, swapped)
-            if isinstance(v2, str):
-                ev.messages.append(f"{v2}: the both-orders signal is left out.")
-            else:
-                back = np.where(v2 == "A", "B", np.where(v2 == "B", "A", v2)).astype(object)
-                agree = np.where(pd.isna(v2), np.nan, (back == np.asarray(table.judge)).astype(float))
-                put("order_consistent", agree, [judge_col, swapped])
-            used.add(str(swapped))
-            used.update(str(c) for c in frame.columns if str(c).lower() == "verdict_1")
-        elif raw is not None:
-            txt = frame[raw].astype(str).str.lower()
-            put("order_consistent", np.where(txt.str.contains("inconsistent"), 0.0, 1.0),
-                [raw])
-        if raw is not None:
-            used.add(str(raw))
-    if own_judge and any(want(s) for s in ("p_chosen", "p_entropy")):
-        probs = _probability_columns(frame)
-        chosen, ents, src = [], [], []
-        for order, letters in sorted(probs.items()):
-            names = [letters[k] for k in ("a", "b", "tie") if k in letters]
-            read = [_numeric(frame, c, lo=0.0, hi=1.0) for c in names]
-            bad = [m for m in read if isinstance(m, str)]
-            used.update(str(c) for c in names)
-            if bad:
-                ev.messages.append(f"{bad[0]}: the judge-probability signal of order {order} is "
-                                   "left out (probabilities must be numbers in [0, 1]).")
-                continue
-            pa, pb = read[0], read[1]
-            p = np.column_stack(read)
-            # order 2 shows the answers swapped: its "A" is the table's B
-            pc = np.where(sign > 0, pa if order == 1 else pb, pb if order == 1 else pa)
-            chosen.append(pc)
-            ents.append(_entropy(p))
-            src += names
-        if chosen:
-            with np.errstate(invalid="ignore"):
-                if want("p_chosen"):
-                    put("p_chosen", np.nanmean(np.column_stack(chosen), axis=1), src)
-                if want("p_entropy"):
-                    put("p_entropy", np.nanmean(np.column_stack(ents), axis=1), src)
-    if own_judge and want("log_perplexity"):
-        ppl_cols = [c for c in frame.columns if _PPL_RE.match(str(c).strip())]
-        logs = []
-        for c in ppl_cols:
-            used.add(str(c))
-            v = _numeric(frame, c, lo=0.0, hi=math.inf, open_lo=True)
-            if isinstance(v, str):
-                ev.messages.append(f"{v}: the perplexity signal is left out (perplexities must "
-                                   "be positive numbers).")
-                continue
-            logs.append(np.log(v))
-        if logs:
-            with np.errstate(invalid="ignore"):
-                put("log_perplexity", np.nanmean(np.column_stack(logs), axis=1), ppl_cols)
-    if own_judge and want("agrees"):
-        for c in frame.columns:
-            name = str(c)
-            low = name.lower()
-            if (name in used or low.startswith("puaudit_") or low.endswith("_raw")
-                    or _JUDGE_WORD not in low or any(w in low for w in _NOT_JUDGE_WORDS)):
-                continue
-            v = _read_verdicts(table, c)
-            if isinstance(v, str):
-                ev.messages.append(f"{v}: this column is not read as another judge's verdicts.")
-                continue
-            if sum(x in ("A", "B") for x in v) < 2:
-                continue
-            tag = re.sub(r"[^0-9a-z]+", "_", low.removeprefix(judge_col.lower() + "_")).strip("_")
-            put(f"agrees_{tag}", _agreement(sign, v), [name])
-    info = {"skipped": skipped, "signals": list(ev.values), "messages": list(ev.messages)}
-    return (ev, info) if log else ev
+    c = _Collector(table, evidence_signal_names(signals))
+    _text_signals(c)
+    _strength_signals(c)
+    if not c.own_judge:
+        c.skipped["judge columns"] = ("the judge is a rule: the file's judge columns describe "
+                                      "another judge")
+    else:
+        if c.want("order_consistent"):
+            _order_signal(c)
+        if c.want("p_chosen", "p_entropy"):
+            _probability_signals(c)
+        if c.want("log_perplexity"):
+            _perplexity_signal(c)
+        if c.want("agrees"):
+            _other_judges(c)
+    info = {"skipped": c.skipped, "signals": list(c.ev.values), "messages": list(c.ev.messages)}
+    return (c.ev, info) if log else c.ev

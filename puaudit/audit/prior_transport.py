@@ -110,6 +110,40 @@ def _scores_from_potentials(zp, zu, hp, hn, *, reg, block, device, dtype, rows=N
     return out
 
 
+def _torch_dtype(dtype: str, size: int, reg: float):
+    import torch
+
+    if dtype == "auto":
+        # float32 holds exp(-2/ε) without underflow down to ε = 0.025 and halves the memory
+        return torch.float64 if (size <= 4_000_000 or reg < 0.025) else torch.float32
+    return {"float32": torch.float32, "float64": torch.float64}[dtype]
+
+
+def _potentials(zp_t, zs_t, m: float, *, reg, reg_m, max_iter, tol):
+    """The source weights (log scalings) solved against the target sample ``zs_t``."""
+    import torch
+
+    # POT's numpy backend is faster than its torch one on CPU; on CUDA stay on the GPU
+    if zp_t.device.type == "cpu":
+        hp, hn, n_iter = _source_weights(zp_t.numpy(), zs_t.numpy(), m, reg=reg, reg_m=reg_m,
+                                         max_iter=max_iter, tol=tol)
+        return torch.from_numpy(np.asarray(hp)), torch.from_numpy(np.asarray(hn)), n_iter
+    return _source_weights(zp_t, zs_t, m, reg=reg, reg_m=reg_m, max_iter=max_iter, tol=tol)
+
+
+def _check(zp, zu, m, reg, reg_m) -> float:
+    """``m`` clipped below 1, after checking the arguments (a clear message otherwise)."""
+    if not (0 < float(m) <= 1) or math.isnan(float(m)):
+        raise PUAuditError(f"m must be in (0, 1], got {m}.")
+    if reg <= 0 or reg_m <= 0:
+        raise PUAuditError(f"reg and reg_m must be positive; got {reg} and {reg_m}.")
+    if int(zp.shape[0]) == 0:
+        raise PUAuditError("No verified positives to transport from.")
+    if int(zu.shape[0]) and zp.shape[1] != zu.shape[1]:
+        raise PUAuditError(f"Dimension mismatch: P' has {zp.shape[1]}, U has {zu.shape[1]}.")
+    return min(float(m), 1.0 - 1e-6)
+
+
 def prior_ot_scores(zp, zu, m: float, *, reg: float = PRIOR_OT_REG,
                     reg_m: float = PRIOR_OT_REG_M, max_targets: int = PRIOR_OT_MAX_TARGETS,
                     max_iter: int = 1000, tol: float = 1e-6, device=None, dtype: str = "auto",
@@ -155,25 +189,13 @@ def prior_ot_scores(zp, zu, m: float, *, reg: float = PRIOR_OT_REG,
     import torch
 
     t0 = time.perf_counter()
-    if not (0 < float(m) <= 1) or math.isnan(float(m)):
-        raise PUAuditError(f"m must be in (0, 1], got {m}.")
-    if reg <= 0 or reg_m <= 0:
-        raise PUAuditError(f"reg and reg_m must be positive; got {reg} and {reg_m}.")
-    m = min(float(m), 1.0 - 1e-6)
+    m = _check(zp, zu, m, reg, reg_m)
     n_p, n_u = int(zp.shape[0]), int(zu.shape[0])
-    if n_p == 0:
-        raise PUAuditError("No verified positives to transport from.")
     if n_u == 0:
         out = np.zeros(0)
         return (out, {"n_iter": 0}) if log else out
-    if zp.shape[1] != zu.shape[1]:
-        raise PUAuditError(f"Dimension mismatch: P' has {zp.shape[1]}, U has {zu.shape[1]}.")
     dev = _torch_device(device)
-    if dtype == "auto":
-        # float32 holds exp(-2/ε) without underflow down to ε = 0.025 and halves the memory
-        tdt = torch.float64 if (n_p * n_u <= 4_000_000 or reg < 0.025) else torch.float32
-    else:
-        tdt = {"float32": torch.float32, "float64": torch.float64}[dtype]
+    tdt = _torch_dtype(dtype, n_p * n_u, reg)
     zp_t = _as_tensor(zp, dev, tdt)
     # Enough targets that every source's sums are well estimated, few enough that POT's dense
     # (2 n_p) x n_t cost and kernel stay within a few hundred MB.
@@ -185,16 +207,8 @@ def prior_ot_scores(zp, zu, m: float, *, reg: float = PRIOR_OT_REG,
     zs = zu[:] if idx is None else (zu[torch.as_tensor(idx)] if isinstance(zu, torch.Tensor)
                                     else zu[idx])
     with torch.no_grad():
-        zs_t = _as_tensor(zs, dev, tdt)
-        # POT's numpy backend is faster than its torch one on CPU; on CUDA stay on the GPU
-        if dev.type == "cpu":
-            hp, hn, n_iter = _source_weights(zp_t.numpy(), zs_t.numpy(), m, reg=reg, reg_m=reg_m,
-                                             max_iter=max_iter, tol=tol)
-            hp, hn = torch.from_numpy(np.asarray(hp)), torch.from_numpy(np.asarray(hn))
-        else:
-            hp, hn, n_iter = _source_weights(zp_t, zs_t, m, reg=reg, reg_m=reg_m,
-                                             max_iter=max_iter, tol=tol)
-        del zs_t
+        hp, hn, n_iter = _potentials(zp_t, _as_tensor(zs, dev, tdt), m, reg=reg, reg_m=reg_m,
+                                     max_iter=max_iter, tol=tol)
         block = max(1024, _BLOCK_ENTRIES // max(n_p, 1))
         rows = None if score_rows is None else np.asarray(score_rows)
         scores = _scores_from_potentials(zp_t, zu, hp, hn, reg=reg, block=block, device=dev,

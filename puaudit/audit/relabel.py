@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from puaudit.audit.calibration import MonotoneCalibrator, prior_shift
+from puaudit.audit.config import RULES, AuditConfig
+from puaudit.audit.metrics import consistency, consistency_by_type
+from puaudit.audit.splits import SPLIT_P, SPLIT_VAL
 from puaudit.errors import PUAuditError
 
-__all__ = ["RULES", "GROUP_POS", "GROUP_NEG", "GROUP_UNCERTAIN", "relabel_paper",
-           "relabel_guarded", "adjust_verdicts", "reverse"]
+if TYPE_CHECKING:
+    from puaudit.audit.crossfit import ScoredSplit
+    from puaudit.audit.splits import PreparedSplit
 
-RULES = ("guarded", "paper")
+__all__ = ["RULES", "GROUP_POS", "GROUP_NEG", "GROUP_UNCERTAIN", "GROUP_VERIFIED",
+           "GROUP_EXCLUDED", "relabel_paper", "relabel_guarded", "adjust_verdicts", "reverse",
+           "relabel_split"]
+
 GROUP_POS = "positive"
 GROUP_NEG = "negative"
 GROUP_UNCERTAIN = "uncertain"
+#: P rows (their verdict is the human's) and rows the audit does not touch
+GROUP_VERIFIED = "verified"
+GROUP_EXCLUDED = "excluded"
 
 
 def relabel_paper(scores: np.ndarray, groups_by: np.ndarray, m: float, *,
@@ -78,3 +91,105 @@ def adjust_verdicts(judge: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """The judge's verdict, reversed on ``negative`` rows."""
     judge = np.asarray(judge, dtype=object)
     return np.where(np.asarray(groups) == GROUP_NEG, reverse(judge), judge).astype(object)
+
+
+def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCalibrator | None,
+                          scores: np.ndarray, cv_scores: np.ndarray, cv_correct: np.ndarray, *,
+                          n_boot: int = 100, random_state: int | None = 0,
+                          prior_target: float | None = None) -> dict:
+    """Expected share of audited rows whose verdict matches a person, before and after relabelling.
+
+    :math:`E_{orig} = \\mathrm{mean}_j\\, p_j`, :math:`E_{adj} = \\mathrm{mean}_j\\, (r_j(1-p_j) + (1-r_j)p_j)`
+    with ``p`` the calibrated P(judge right) and ``r`` the reversal indicator; the 95% interval of
+    the change comes from refitting the calibrator on bootstrap resamples of the cross-fitted P rows.
+    """
+    if cal is None or len(p) == 0:
+        nan = float("nan")
+        return {"expected_cons_orig": nan, "expected_cons_adj": nan, "expected_delta": nan,
+                "expected_delta_ci": (nan, nan)}
+    r = reversed_.astype(float)
+
+    def adj(pp):
+        return float(np.mean(r * (1 - pp) + (1 - r) * pp))
+
+    e_orig, e_adj = float(np.mean(p)), adj(p)
+    rng = np.random.default_rng(random_state)
+    deltas = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, len(cv_scores), len(cv_scores))
+        c = MonotoneCalibrator(cal.method, bounds=False).fit(cv_scores[idx], cv_correct[idx])
+        pb = prior_shift(c.predict(scores), base_rate=c.base_rate_, target=prior_target)
+        deltas.append(adj(pb) - float(np.mean(pb)))
+    lo, hi = (np.percentile(deltas, [2.5, 97.5]) if deltas else (np.nan, np.nan))
+    return {"expected_cons_orig": e_orig, "expected_cons_adj": e_adj,
+            "expected_delta": e_adj - e_orig, "expected_delta_ci": (float(lo), float(hi))}
+
+
+def relabel_split(prep: PreparedSplit, scored: ScoredSplit, config: AuditConfig | None = None, *,
+                  n_boot: int = 100, confidence_guard: bool = True) -> dict:
+    """Apply the relabel rule of ``config`` to the audited rows and measure on validation rows.
+
+    ``guarded`` reverses a row only when its calibrated P(judge right) is below 0.5 − ``margin``
+    and (with ``confidence_guard``) the one-sided 95% upper bound of that probability is below 0.5.
+    ``config`` gives ``rule``, ``margin``, ``review_band`` and ``per_type`` (default
+    :class:`AuditConfig`).
+
+    Returns a dict with ``group``, ``adjusted`` (arrays over all rows), ``metrics`` (overall),
+    ``per_type``, ``thresholds`` and ``expected`` (expected consistency on the audited rows).
+    """
+    config = AuditConfig() if config is None else config
+    rule, margin = config.rule, config.margin
+    if rule not in RULES:
+        raise PUAuditError(f"Unknown relabel rule '{rule}': choose one of {list(RULES)}.")
+    n = len(prep.split)
+    u = prep.u_rows
+    group = np.full(n, GROUP_EXCLUDED, dtype=object)
+    group[prep.split == SPLIT_P] = GROUP_VERIFIED
+    thresholds: dict = {}
+    if len(u):
+        if rule == "paper":
+            by = (prep.question_type[u] if config.per_type
+                  else np.full(len(u), "all", dtype=object))
+            g, thresholds = relabel_paper(scored.score[u], by, scored.m,
+                                          review_band=config.review_band, log=True)
+        else:
+            p = scored.p_judge_right[u]
+            if np.isnan(p).any():  # no calibration possible: never reverse without evidence
+                p = np.where(np.isnan(p), 1.0, p)
+            upper = None
+            if confidence_guard and scored.p_upper is not None:
+                upper = scored.p_upper[u]
+            elif confidence_guard and scored.calibrator is not None:
+                upper = scored.calibrator.predict_upper(scored.score[u])
+            g = relabel_guarded(p, margin=margin, p_upper=upper)
+            thresholds = _guarded_thresholds(scored, margin)
+        group[u] = g
+    adjusted = np.asarray(prep.judge, dtype=object).copy()
+    adjusted[u] = adjust_verdicts(prep.judge[u], group[u])
+    p_rows = prep.split == SPLIT_P
+    adjusted[p_rows] = prep.human[p_rows]
+    val = prep.split == SPLIT_VAL
+    metrics = consistency(prep.human[val], prep.judge[val], adjusted[val])
+    per_type = consistency_by_type(prep.human[val], prep.judge[val], adjusted[val],
+                                   prep.question_type[val])
+    expected = _expected_consistency(
+        scored.p_judge_right[u], group[u] == GROUP_NEG, scored.calibrator, scored.score[u],
+        scored.cv_scores, scored.cv_correct, n_boot=n_boot, random_state=prep.random_state,
+        prior_target=scored.prior_target)
+    return {"group": group, "adjusted": adjusted, "metrics": metrics, "per_type": per_type,
+            "thresholds": thresholds, "expected": expected}
+
+
+def _guarded_thresholds(scored: ScoredSplit, margin: float) -> dict:
+    """Scores where the calibrated probability crosses 0.5 − margin and 0.5 + margin."""
+    cal = scored.calibrator
+    if cal is None or not hasattr(cal, "bin_centres_"):
+        return {}
+    grid = np.linspace(np.nanmin(scored.score) if np.isfinite(scored.score).any() else 0,
+                       np.nanmax(scored.score) if np.isfinite(scored.score).any() else 1, 512)
+    pv = prior_shift(cal.predict(grid), base_rate=cal.base_rate_, target=scored.prior_target)
+    out = {}
+    for name, level in (("reverse_below", 0.5 - margin), ("keep_above", 0.5 + margin)):
+        above = np.flatnonzero(pv >= level) if name == "reverse_below" else np.flatnonzero(pv > level)
+        out[name] = float(grid[above[0]]) if len(above) else float("inf")
+    return {"all": out}

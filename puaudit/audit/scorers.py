@@ -17,139 +17,176 @@ returns one score per audited row; higher means "the judge's decision looks huma
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
-from puaudit.audit.denoise import normalize_rows
 from puaudit.errors import PUAuditError
 
-__all__ = ["SCORERS", "score_targets"]
-
-SCORERS = ("prior-ot", "pot", "full-ot", "centroid", "probe", "knn")
-
-
-#: Rows of audited difference vectors built and scored at a time (about 100 MB of float64).
-SCORE_BLOCK = 32_768
-#: Largest reference set (P rows) a scorer is fitted on; a seeded sample above. Far above what
-#: any labelled slice needs, it bounds time and memory on tables with hundreds of thousands of
-#: labelled rows.
-MAX_FIT_ROWS = {"prior-ot": 2_000, "probe": 20_000, "knn": 10_000}
+__all__ = ["ScorerSpec", "SCORER_SPECS", "SCORERS", "AUTO_CANDIDATES", "MAX_FIT_ROWS",
+           "score_targets"]
 
 
-def _blocks(zu, fn) -> np.ndarray:
-    """``fn`` applied to ``zu`` block by block (``zu`` may be a lazy row view)."""
-    out = np.empty(len(zu))
-    for s in range(0, len(zu), SCORE_BLOCK):
-        out[s:s + SCORE_BLOCK] = fn(np.asarray(zu[s:s + SCORE_BLOCK], dtype=np.float64))
-    return out
+def _prior_ot(zp, zu, *, m, reg, random_state, score_rows, log, **_):
+    from puaudit.audit.prior_transport import prior_ot_scores
+
+    kw = {} if reg is None else {"reg": reg}
+    return prior_ot_scores(zp, zu, m, random_state=random_state, score_rows=score_rows, log=log,
+                           **kw)
 
 
-def _cap(zp: np.ndarray, scorer: str, random_state) -> np.ndarray:
-    cap = MAX_FIT_ROWS.get(scorer)
+def _pot(zp, zu, *, m, ot_method, reg, log, **_):
+    from puaudit.audit.transport import partial_ot_scores
+
+    return partial_ot_scores(zp, zu, m, method=ot_method, reg=reg, log=log)
+
+
+def _full_ot(zp, zu, *, ot_method, reg, log, **_):
+    from puaudit.audit.transport import ot_scores
+
+    method = "exact" if ot_method in ("auto", "exact", "fast") else ot_method
+    return ot_scores(zp, zu, method=method, reg=reg, log=log)
+
+
+def _centroid(zp, zu, **_):
+    from puaudit.audit.baselines import centroid_scores
+
+    return centroid_scores(zp, zu)
+
+
+def _probe(zp, zu, *, probe_C, **_):
+    from puaudit.audit.baselines import probe_scores
+
+    return probe_scores(zp, zu, C=probe_C)
+
+
+def _knn(zp, zu, *, n_neighbors, **_):
+    from puaudit.audit.baselines import knn_scores
+
+    return knn_scores(zp, zu, n_neighbors=n_neighbors)
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """What the pipeline needs to know about one scorer, so no stage checks scorer names.
+
+    Attributes
+    ----------
+    name, family : str
+        ``family`` is ``"transport"`` (:mod:`puaudit.audit.transport`,
+        :mod:`puaudit.audit.prior_transport`) or ``"baseline"`` (:mod:`puaudit.audit.baselines`).
+    fit : callable
+        ``fit(zp, zu, *, m, ot_method, reg, n_neighbors, probe_C, random_state, score_rows, log)``.
+    denoise : bool
+        Fitted on the denoised P' by default (else all of P, which averages noise out itself).
+    uses_m : bool
+        Its scores depend on ``m`` (the transported mass), so a new ``m`` means scoring again.
+    whole_target : bool
+        Every audited row is part of its target measure: ``score_rows`` only restricts what is
+        returned (else the rows are scored one by one and only those asked for are built).
+    dense_target : bool
+        Reads the audited rows as one dense array (else block by block from a lazy view).
+    selects_rows : bool
+        Its ``fit`` returns only the ``score_rows`` asked for (else all, selected here).
+    logs_transport : bool
+        With ``log=True`` it returns ``(scores, transport diagnostics)``.
+    max_fit_rows : int or None
+        Largest P it is fitted on (a seeded sample above): bounds time and memory on tables
+        with hundreds of thousands of labelled rows, far above what a labelled slice needs.
+    """
+
+    name: str
+    family: str
+    fit: Callable
+    denoise: bool = False
+    uses_m: bool = False
+    whole_target: bool = False
+    dense_target: bool = False
+    selects_rows: bool = False
+    logs_transport: bool = False
+    max_fit_rows: int | None = None
+
+
+SCORER_SPECS: dict[str, ScorerSpec] = {s.name: s for s in (
+    ScorerSpec("prior-ot", "transport", _prior_ot, uses_m=True, whole_target=True,
+               selects_rows=True, logs_transport=True, max_fit_rows=2_000),
+    ScorerSpec("pot", "transport", _pot, denoise=True, uses_m=True, whole_target=True,
+               dense_target=True, logs_transport=True),
+    ScorerSpec("full-ot", "transport", _full_ot, denoise=True, whole_target=True,
+               dense_target=True, logs_transport=True),
+    ScorerSpec("centroid", "baseline", _centroid),
+    ScorerSpec("probe", "baseline", _probe, max_fit_rows=20_000),
+    ScorerSpec("knn", "baseline", _knn, max_fit_rows=10_000),
+)}
+SCORERS = tuple(SCORER_SPECS)
+#: Scorers the automatic choice compares, in this order (``pot`` is left out: its 0/1 scores
+#: give the calibrated map nothing to grade, so it cannot win on log loss and only costs time).
+AUTO_CANDIDATES = ("prior-ot", "probe", "knn", "centroid")
+MAX_FIT_ROWS = {name: s.max_fit_rows for name, s in SCORER_SPECS.items() if s.max_fit_rows}
+
+
+def _cap(zp: np.ndarray, spec: ScorerSpec, random_state) -> np.ndarray:
+    cap = spec.max_fit_rows
     if cap is None or len(zp) <= cap:
         return zp
     rng = np.random.default_rng(None if random_state is None else random_state + 104729)
     return zp[np.sort(rng.choice(len(zp), size=cap, replace=False))]
 
 
-def score_targets(scorer: str, zp: np.ndarray, zu, *, m: float = 0.8,
-                  ot_method: str = "auto", reg: float | None = None, n_neighbors: int = 15,
-                  probe_C: float = 1.0, random_state: int | None = 0,
-                  score_rows: np.ndarray | None = None, log: bool = False):
+def score_targets(scorer: str, zp: np.ndarray, zu, *, m: float, ot_method: str,
+                  reg: float | None, random_state: int | None, n_neighbors: int = 15,
+                  probe_C: float = 1.0, score_rows: np.ndarray | None = None, log: bool = False):
     """Score audited rows ``zu`` against verified positives ``zp``.
 
     Parameters
     ----------
-    scorer : {"prior-ot", "pot", "full-ot", "centroid", "probe", "knn"}
+    scorer : str
+        A name of :data:`SCORER_SPECS`.
     zp : (n_p, d) array
-        Normalised difference vectors of P' (human winner minus loser). Above
-        :data:`MAX_FIT_ROWS` rows a seeded sample is used (``prior-ot``, ``probe``, ``knn``).
-    zu : (n_u, d) array, or a lazy row view (:class:`puaudit.audit.estimator.DiffRows`)
-        Normalised difference vectors of the audited rows (judge winner minus loser). All
-        scorers but ``pot`` and ``full-ot`` read it block by block.
+        Normalised difference vectors of P' (human winner minus loser); above the scorer's
+        ``max_fit_rows`` a seeded sample is used.
+    zu : (n_u, d) array, or a lazy row view (:class:`puaudit.audit.splits.DiffRows`)
+        Normalised difference vectors of the audited rows (judge winner minus loser).
     m : float in (0, 1]
         Transported mass (``pot``) / prior share of right verdicts (``prior-ot``).
     ot_method, reg
-        Passed to :func:`puaudit.audit.transport.partial_ot_scores` / :func:`puaudit.audit.transport.ot_scores`;
-        ``reg`` also to :func:`puaudit.audit.prior_transport.prior_ot_scores`.
-    n_neighbors : int
-        ``knn`` only.
-    probe_C : float
-        Inverse L2 strength of the ``probe`` logistic regression.
+        Solver and entropic regularisation of the transport scorers.
+    n_neighbors, probe_C
+        ``knn``'s neighbours and ``probe``'s inverse L2 strength.
     score_rows : int array, optional
-        Return scores for these rows of ``zu`` only. The transport scorers still use every row
-        of ``zu`` as the target measure (their scores depend on it); the others score row by row.
+        Return scores for these rows of ``zu`` only (see :attr:`ScorerSpec.whole_target`).
 
     Returns
     -------
-    scores : (n_u,) or (len(score_rows),) float array (higher = judge more likely right)
+    scores : (n_u,) or (len(score_rows),) float array (higher = judge more likely right);
+    with ``log=True`` also a dict of diagnostics.
     """
     zp = np.asarray(zp, dtype=np.float64)
     if len(zp) == 0:
         raise PUAuditError("No verified positives to score against: the audit needs annotated rows "
                            "(human and judge both A or B) in P.")
-    if scorer not in SCORERS:
+    if scorer not in SCORER_SPECS:
         raise PUAuditError(f"Unknown scorer '{scorer}': choose one of {list(SCORERS)}.")
+    spec = SCORER_SPECS[scorer]
     n_out = len(zu) if score_rows is None else len(score_rows)
     if len(zu) == 0 or n_out == 0:
         out = np.zeros(0)
         return (out, {}) if log else out
     info: dict = {"scorer": scorer}
-    zp = _cap(zp, scorer, random_state)
-    if scorer not in ("pot", "full-ot", "prior-ot") and score_rows is not None:
+    zp = _cap(zp, spec, random_state)
+    if not spec.whole_target and score_rows is not None:
         zu = zu[np.asarray(score_rows)]  # row-wise scorers: only the rows asked for
         score_rows = None
-    if scorer in ("pot", "full-ot"):
+    if spec.dense_target:
         zu = np.asarray(zu, dtype=np.float64)
-    if scorer == "prior-ot":
-        from puaudit.audit.prior_transport import prior_ot_scores
-
-        kw = {} if reg is None else {"reg": reg}
-        res = prior_ot_scores(zp, zu, m, random_state=random_state, score_rows=score_rows,
-                              log=log, **kw)
+    res = spec.fit(zp, zu, m=m, ot_method=ot_method, reg=reg, n_neighbors=n_neighbors,
+                   probe_C=probe_C, random_state=random_state, score_rows=score_rows, log=log)
+    if spec.logs_transport:
         scores, info["transport"] = res if log else (res, None)
-        score_rows = None
-    elif scorer == "pot":
-        from puaudit.audit.transport import partial_ot_scores
-
-        res = partial_ot_scores(zp, zu, m, method=ot_method, reg=reg, log=log)
-        scores, info["transport"] = res if log else (res, None)
-    elif scorer == "full-ot":
-        from puaudit.audit.transport import ot_scores
-
-        res = ot_scores(zp, zu, method="exact" if ot_method in ("auto", "exact", "fast") else ot_method,
-                        reg=reg, log=log)
-        scores, info["transport"] = res if log else (res, None)
-    elif scorer == "centroid":
-        d = normalize_rows(zp.mean(axis=0, keepdims=True))[0]
-        scores = _blocks(zu, lambda z: normalize_rows(z) @ d)
-    elif scorer == "probe":
-        from sklearn.linear_model import LogisticRegression
-
-        x = np.vstack([zp, -zp])
-        y = np.r_[np.ones(len(zp)), np.zeros(len(zp))]
-        # no intercept: a reversed pair must get the complementary probability (Bradley–Terry)
-        clf = LogisticRegression(C=probe_C, fit_intercept=False, max_iter=1000)
-        clf.fit(x, y)
-        scores = _blocks(zu, lambda z: clf.predict_proba(z)[:, 1])
-    else:  # knn
-        from sklearn.neighbors import NearestNeighbors
-
-        x = np.vstack([zp, -zp])
-        lab = np.r_[np.ones(len(zp)), np.zeros(len(zp))]
-        k = int(min(n_neighbors, len(x)))
-        nn = NearestNeighbors(n_neighbors=k, metric="cosine").fit(x)
-
-        def knn(z):
-            # sklearn's distance chunks default to 1 GB of working memory; keep them small
-            from sklearn import config_context
-
-            with config_context(working_memory=64):
-                dist, idx = nn.kneighbors(z)
-            w = np.maximum(1.0 - dist, 1e-6)  # closer neighbours count more
-            return (w * lab[idx]).sum(axis=1) / w.sum(axis=1)
-
-        scores = _blocks(zu, knn)
+    else:
+        scores = res
     scores = np.asarray(scores, dtype=np.float64)
-    if score_rows is not None:
+    if score_rows is not None and not spec.selects_rows:
         scores = scores[np.asarray(score_rows)]
     return (scores, info) if log else scores

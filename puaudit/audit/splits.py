@@ -1,12 +1,19 @@
-"""Seeded P / validation / unlabelled splits (docs/method.md, "Splits")."""
+"""The split stage: seeded P / validation / unlabelled rows (docs/method.md, "Splits"), and the
+prepared split the later stages read (oriented difference vectors, verdict evidence)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
+from puaudit.audit.config import AuditConfig
+from puaudit.data.schema import ComparisonTable
+from puaudit.embed.pairs import PairEmbeddings
 from puaudit.errors import PUAuditError
 
-__all__ = ["SPLIT_P", "SPLIT_VAL", "SPLIT_U", "SPLIT_EXCLUDED", "split_rows", "MIN_ANNOTATED"]
+__all__ = ["SPLIT_P", "SPLIT_VAL", "SPLIT_U", "SPLIT_EXCLUDED", "split_rows", "MIN_ANNOTATED",
+           "PreparedSplit", "DiffRows", "prepare_split"]
 
 SPLIT_P = "P"
 SPLIT_VAL = "validation"
@@ -18,7 +25,7 @@ MIN_ANNOTATED = 10
 
 
 def split_rows(judge: np.ndarray, human: np.ndarray, question_type: np.ndarray,
-               item_id: np.ndarray, *, p_ratio: float = 0.3, random_state: int | None = 0,
+               item_id: np.ndarray, *, p_ratio: float, random_state: int | None,
                identical: np.ndarray | None = None, log: bool = False):
     """Assign each row to P, validation, unlabelled or excluded.
 
@@ -92,3 +99,160 @@ def split_rows(judge: np.ndarray, human: np.ndarray, question_type: np.ndarray,
     if log:
         return split, reason, {"per_type": counts}
     return split, reason
+
+
+#: rows per block when difference vectors are built for many rows at once (~100 MB of float64)
+DIFF_BLOCK = 32_768
+
+
+def _row_norms(emb: PairEmbeddings, rows: np.ndarray) -> np.ndarray:
+    out = np.empty(len(rows))
+    for s in range(0, len(rows), DIFF_BLOCK):
+        out[s:s + DIFF_BLOCK] = np.linalg.norm(emb.diff(rows[s:s + DIFF_BLOCK]), axis=1)
+    return out
+
+
+class DiffRows:
+    r"""Lazy ``(len(rows), d)`` array of normalised difference vectors oriented by ``sign``.
+
+    :math:`z_i = s_i\,(F(x,o_A) - F(x,o_B)) / \lVert F(x,o_A) - F(x,o_B) \rVert`, built only
+    for the rows a scorer asks for (slices or index arrays), so scoring a million audited rows
+    never holds a million vectors.
+    """
+
+    def __init__(self, emb: PairEmbeddings, rows: np.ndarray, sign: np.ndarray):
+        self.emb, self.rows, self.sign = emb, np.asarray(rows), np.asarray(sign, dtype=np.float64)
+        self.shape = (len(self.rows), emb.dim)
+        self.ndim = 2
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key) -> np.ndarray:
+        r = self.rows[key]
+        d = self.emb.diff(np.atleast_1d(r))
+        d /= np.maximum(np.linalg.norm(d, axis=1), 1e-12)[:, None]
+        d *= self.sign[np.atleast_1d(r)][:, None]
+        return d if np.ndim(r) else d[0]
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
+
+
+def _sign(verdicts: np.ndarray) -> np.ndarray:
+    v = np.asarray(verdicts, dtype=object)
+    return np.where(v == "A", 1.0, np.where(v == "B", -1.0, 0.0))
+
+
+@dataclass
+class PreparedSplit:
+    """One seeded split with difference vectors oriented by the human and by the judge."""
+
+    split: np.ndarray
+    reason: np.ndarray
+    emb: PairEmbeddings
+    sign_human: np.ndarray  # (n,) +1 human says A, -1 B, 0 otherwise
+    sign_judge: np.ndarray  # (n,) the same for the judge
+    judge: np.ndarray
+    human: np.ndarray
+    question_type: np.ndarray
+    item_id: np.ndarray
+    p_ratio: float
+    random_state: int | None
+    m_estimate: float
+    split_log: dict = field(default_factory=dict)
+    #: label-free signals about each verdict (:mod:`puaudit.audit.evidence`); None: not computed
+    evidence: object = None
+
+    @property
+    def p_rows(self) -> np.ndarray:
+        return np.flatnonzero(self.split == SPLIT_P)
+
+    @property
+    def u_rows(self) -> np.ndarray:
+        """Audited rows: unlabelled and validation (both ordered by the judge)."""
+        return np.flatnonzero((self.split == SPLIT_U) | (self.split == SPLIT_VAL))
+
+    def z_human(self, rows: np.ndarray) -> DiffRows:
+        """Difference vectors of ``rows`` oriented by the human (winner minus loser), lazily."""
+        return DiffRows(self.emb, rows, self.sign_human)
+
+    def z_judge(self, rows: np.ndarray) -> DiffRows:
+        """Difference vectors of ``rows`` oriented by the judge, lazily."""
+        return DiffRows(self.emb, rows, self.sign_judge)
+
+    def win_lose(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Embeddings of the human-preferred and the other response of ``rows`` (float64)."""
+        rows = np.asarray(rows)
+        a_wins = (self.sign_human[rows] >= 0)[:, None]
+        e_a = self.emb.vectors[self.emb.idx_a[rows]].astype(np.float64)
+        e_b = self.emb.vectors[self.emb.idx_b[rows]].astype(np.float64)
+        return np.where(a_wins, e_a, e_b), np.where(a_wins, e_b, e_a)
+
+
+def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConfig | None = None,
+                  *, human: np.ndarray | None = None) -> PreparedSplit:
+    """Split rows (seeded, per type, by item), build the oriented difference vectors and the
+    verdict evidence.
+
+    ``config`` gives ``p_ratio``, ``random_state`` and ``evidence`` (which signals of
+    :func:`puaudit.audit.evidence.verdict_evidence` to compute; ``"none"``: none, and the
+    ``evidence`` scorer is unavailable); default :class:`AuditConfig`. ``human`` overrides the
+    table's human verdicts (e.g. item-level consensus labels).
+    """
+    config = AuditConfig() if config is None else config
+    p_ratio, random_state = config.p_ratio, config.random_state
+    if len(emb) != len(table):
+        raise PUAuditError(f"Embeddings have {len(emb)} rows but the table has {len(table)}; "
+                           "embed this table again.")
+    human = table.human if human is None else np.asarray(human, dtype=object)
+    norms = _row_norms(emb, np.arange(len(emb)))
+    identical = norms < 1e-6
+    # Say what is wrong with the embeddings themselves, rather than "too few annotated rows".
+    if not np.isfinite(norms).all():
+        bad = np.flatnonzero(~np.isfinite(norms))
+        raise PUAuditError(
+            f"The embeddings of row {bad[0] + 1} hold NaN or infinite values ({len(bad)} such "
+            "rows): the encoder failed on them. Embed the table again (or recompute those rows of "
+            "the --embeddings file).", row=int(bad[0]) + 1)
+    if len(norms) and identical.all():
+        what = ("are all zero" if not emb.vectors.any() else
+                "of response A and response B are identical on every row")
+        raise PUAuditError(
+            f"The embeddings {what} ({len(norms)} rows), so no response can be told from the "
+            "other and nothing can be audited. Check the encoder (or the --embeddings file: e_a "
+            "must embed response A, e_b response B) and that the two response columns differ.")
+    split, reason, slog = split_rows(table.judge, human, table.question_type, table.item_id,
+                                     p_ratio=p_ratio, random_state=random_state,
+                                     identical=identical, log=True)
+    n_ann = int(((split == SPLIT_P) | (split == SPLIT_VAL)).sum())
+    if n_ann < MIN_ANNOTATED:
+        n_strict_j = int(sum(j in ("A", "B") for j in table.judge))
+        if n_strict_j == 0:
+            n_ties = int(sum(j == "tie" for j in table.judge))
+            raise PUAuditError(
+                f"Every judge verdict is a tie or empty ({n_ties} ties, {len(table) - n_ties} "
+                f"empty, in column '{table.judge_column}'): the audit needs judge verdicts A or B. "
+                "If another column holds the judge's verdicts, choose it (CLI: --judge-col NAME).",
+                column=table.judge_column)
+        n_strict_h = int(sum(h in ("A", "B") for h in human))
+        raise PUAuditError(
+            f"The audit needs at least {MIN_ANNOTATED} annotated rows (a human verdict A or B on a "
+            f"row whose judge verdict is A or B); this table has {n_ann} "
+            f"({n_strict_h} strict human verdicts in all, {len(table)} rows). Add human labels "
+            "for more rows (a few dozen per question type work best), or check that the human "
+            f"column ('{table.columns.get('human', 'none found')}') is the right one.")
+    sh, sj = _sign(human), _sign(table.judge)
+    p = split == SPLIT_P
+    m_est = float(np.mean(table.judge[p] == human[p])) if p.any() else float("nan")
+    ev = None
+    if config.evidence != "none":
+        from puaudit.audit.evidence import verdict_evidence
+
+        ev = verdict_evidence(table, signals=config.evidence)
+    return PreparedSplit(split=split, reason=reason, emb=emb, sign_human=sh, sign_judge=sj,
+                         judge=table.judge, human=human,
+                         question_type=np.asarray(table.question_type, dtype=object),
+                         item_id=table.item_id, p_ratio=p_ratio, random_state=random_state,
+                         m_estimate=m_est, split_log=slog, evidence=ev)

@@ -51,8 +51,7 @@ def simulate_review(table, embeddings, config: AuditConfig | None = None, *,
     for seed in seeds:
         cfg = config.replace(random_state=int(seed))
         human = human_labels(table, cfg, embeddings)
-        prep0 = prepare_split(table, embeddings, p_ratio=cfg.p_ratio, random_state=int(seed),
-                              human=human)
+        prep0 = prepare_split(table, embeddings, cfg, human=human)
         res0 = audit_table(table, embeddings, cfg, prep=prep0)
         hum = np.asarray(prep0.human, dtype=object)
         judge = np.asarray(prep0.judge, dtype=object)
