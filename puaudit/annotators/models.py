@@ -861,7 +861,7 @@ def _count_intervals(point: dict, confidence: float, rng: np.random.Generator,
     collapses: an annotator who never lost a disagreement has the share 1.00 in every
     replicate, while 15 such items only show that the error rate is below about 0.2.
     """
-    from scipy.stats import beta
+    from statsmodels.stats.proportion import proportion_confint
 
     a = (1 - confidence) / 2
     C, L = point["counts"], point["length_counts"]
@@ -871,9 +871,10 @@ def _count_intervals(point: dict, confidence: float, rng: np.random.Generator,
         x = np.asarray(x, float)
         n = np.asarray(n, float)
         ok = n > 0
-        lo = np.where(ok, beta.ppf(a, x + 0.5, np.maximum(n - x, 0) + 0.5), np.nan)
-        hi = np.where(ok, beta.ppf(1 - a, x + 0.5, np.maximum(n - x, 0) + 0.5), np.nan)
-        return lo, hi
+        # soft counts may pass n by a rounding error; statsmodels divides by n
+        lo, hi = proportion_confint(np.minimum(x, n), np.where(ok, n, 1.0),
+                                    alpha=1 - confidence, method="jeffreys")
+        return np.where(ok, lo, np.nan), np.where(ok, hi, np.nan)
 
     def draws(x, n):
         x = np.asarray(x, float)
