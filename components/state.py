@@ -258,10 +258,14 @@ def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings
     counts = {"done": 0, "total": 0}
     box: dict = {}
 
+    def report(d: int, t: int) -> None:
+        # the first report counts the cached texts: the rate is measured from there
+        counts.setdefault("start", (d, time.monotonic()))
+        counts.update(done=d, total=t)
+
     def work():
         try:
-            box["emb"] = _embeddings(key, encoder_label, table, encoder,
-                                     lambda d, t: counts.update(done=d, total=t))
+            box["emb"] = _embeddings(key, encoder_label, table, encoder, report)
         except BaseException as exc:  # re-raised in the script thread
             box["error"] = exc
 
@@ -274,12 +278,27 @@ def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings
         while th.is_alive():
             th.join(0.25)
             d, t = counts["done"], counts["total"]
+            d0, t0 = counts.get("start", (d, time.monotonic()))
             bar.progress(min(d / t, 1.0) if t else 0.0,
-                         text=f"Embedding with {encoder_label}: {d:,} of {t:,} distinct texts")
+                         text=f"Embedding with {encoder_label}: {d:,} of {t:,} distinct texts"
+                              f"{time_left_text(d - d0, t - d, time.monotonic() - t0)}")
         bar.empty()
     if "error" in box:
         raise box["error"]
     return box["emb"]
+
+
+def time_left_text(embedded: int, left: int, seconds: float) -> str:
+    """``", about 1 min 20 s left"`` after ``embedded`` texts took ``seconds`` (the rate so far,
+    ``left * seconds / embedded``, rounded up to 5 s); ``", estimating time left"`` before the
+    first batch is done; ``""`` when nothing is left. The encoder runs the longest texts first,
+    so the estimate errs long and shrinks as it goes."""
+    if left <= 0:
+        return ""
+    if embedded <= 0 or seconds <= 0:
+        return ", estimating time left"
+    eta = int(-(-left * seconds / embedded // 5) * 5)
+    return f", about {eta // 60} min {eta % 60} s left" if eta >= 60 else f", about {eta} s left"
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
