@@ -382,6 +382,7 @@ def test_outputs_are_written_atomically(data_dir, monkeypatch):
 
 
 def test_audit_writes_output_and_manifest(data_dir, capsys):
+    (data_dir / "new").mkdir(exist_ok=True)
     rc, err = _run(["audit", data_dir / "in.csv", "-o", data_dir / "new" / "out.jsonl",
                     "--embeddings", data_dir / "emb.npz", "--manifest", data_dir / "m.json"],
                    capsys)
@@ -390,10 +391,12 @@ def test_audit_writes_output_and_manifest(data_dir, capsys):
     assert json.loads((data_dir / "m.json").read_text())["input"]["n_rows"] == 60
 
 
-def test_check_output_path_accepts_new_files_in_new_folders(tmp_path):
-    assert check_output_path(tmp_path / "a" / "b" / "out.parquet", inputs=[None]) == \
-        tmp_path / "a" / "b" / "out.parquet"
+def test_check_output_path_refuses_missing_folders(tmp_path):
+    with pytest.raises(PUAuditError, match="does not exist. Create it first"):
+        check_output_path(tmp_path / "a" / "b" / "out.parquet", inputs=[None])
     assert not (tmp_path / "a").exists()  # nothing is created by the check
+    (tmp_path / "a").mkdir()
+    assert check_output_path(tmp_path / "a" / "out.parquet") == tmp_path / "a" / "out.parquet"
 
 
 # -- 8. embeddings files ----------------------------------------------------------------------

@@ -258,8 +258,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str,
             kind = float
         default_txt = "auto" if f.default is None else f.default
         meta.setdefault("metavar", None if "choices" in meta else f.name.upper())
-        g.add_argument(flag, dest=dest, default=f.default, type=kind,
-                       help=f"{help_} (default {default_txt})", **meta)
+        if "(default" not in help_:  # a help that explains its default says it once
+            help_ = f"{help_} (default {default_txt})"
+        g.add_argument(flag, dest=dest, default=f.default, type=kind, help=help_, **meta)
 
 
 def config_from_args(args: argparse.Namespace, **overrides) -> AuditConfig:

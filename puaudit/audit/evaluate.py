@@ -15,7 +15,8 @@ from puaudit.data.jsonsafe import to_jsonable
 from puaudit.audit.relabel import RULES
 from puaudit.data.schema import ComparisonTable
 
-__all__ = ["evaluate", "sweep", "leaderboard_from_runs", "auroc_judge_right"]
+__all__ = ["evaluate", "sweep", "delta_over_seeds", "default_spread_seeds", "spread_sentence",
+           "leaderboard_from_runs", "auroc_judge_right"]
 
 _METRICS = ("cons_orig", "cons_adj", "delta", "reversed_share", "reversal_precision")
 
@@ -162,3 +163,67 @@ def sweep(table: ComparisonTable, embeddings: PairEmbeddings, *, param: str, val
                     "delta_mean": e["delta_mean"], "delta_sd": e["delta_sd"],
                     "reversed_share": e["reversed_share"]})
     return pd.DataFrame(out)
+
+
+#: below this many rows the CLI and the dashboard measure the change over several splits
+SPREAD_ROW_LIMIT = 100_000
+
+
+def default_spread_seeds(n_rows: int) -> int:
+    """Seeded splits the headline change is reported over by default: 5 below
+    :data:`SPREAD_ROW_LIMIT` rows, 1 (no spread) from there on, where one audit is long."""
+    return 5 if n_rows < SPREAD_ROW_LIMIT else 1
+
+
+def delta_over_seeds(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
+                     n_seeds: int, first_delta: float | None = None,
+                     human: np.ndarray | None = None, progress=None) -> dict | None:
+    """The audit's change in consistency over ``n_seeds`` seeded splits.
+
+    Seeds ``s, s + 1, …, s + n_seeds - 1`` with ``s = config.random_state``, so the first is
+    the audit itself: pass its change as ``first_delta`` and it is not run again.
+
+    Returns
+    -------
+    dict or None
+        ``{"mean", "min", "max", "n", "seeds", "deltas"}`` of the change
+        Δ = Cons_adj − Cons_orig over the seeds with validation
+        rows (``n`` counts them); None when ``n_seeds`` < 2.
+    """
+    if n_seeds < 2:
+        return None
+    start = 0 if config.random_state is None else int(config.random_state)
+    seeds = list(range(start, start + int(n_seeds)))
+    deltas: dict[int, float] = {}
+    todo = seeds
+    if first_delta is not None:
+        deltas[start] = float(first_delta)
+        todo = seeds[1:]
+    if todo:
+        res = evaluate(table, embeddings, seeds=todo, config=config, human=human,
+                       progress=progress)
+        runs = res["runs"]
+        for seed, d in runs.loc[runs["question_type"] == "__all__", ["seed", "delta"]].itertuples(
+                index=False):
+            deltas[int(seed)] = float(d)
+    vals = np.array([deltas[s] for s in seeds if s in deltas and np.isfinite(deltas[s])])
+    if len(vals) == 0:
+        return {"mean": None, "min": None, "max": None, "n": 0, "seeds": seeds, "deltas": []}
+    return {"mean": float(vals.mean()), "min": float(vals.min()), "max": float(vals.max()),
+            "n": int(len(vals)), "seeds": seeds,
+            "deltas": [to_jsonable(deltas.get(s)) for s in seeds]}
+
+
+def spread_sentence(spread: dict | None) -> str | None:
+    """The change over seeds in words, saying so when its range reaches zero or below
+    (the gain is then within the noise of which items land in P)."""
+    if not spread or not spread.get("n"):
+        return None
+    lo, hi, mean = (100 * spread[k] for k in ("min", "max", "mean"))
+    text = (f"Change over {spread['n']} seeded splits: mean {mean:+.1f} pts "
+            f"(range {lo:+.1f} to {hi:+.1f}).")
+    if lo <= 0 < hi:
+        text += " The range includes zero: the gain is within the noise of one split."
+    elif hi <= 0 and lo < 0:
+        text += " No split gains: keep the judge's verdicts."
+    return text

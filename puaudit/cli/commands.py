@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_table_args(p)
     _add_audit_args(p)
     p.add_argument("--manifest", default=None, help="also write a JSON run manifest here")
+    p.add_argument("--spread-seeds", type=int, default=None, metavar="N",
+                   help="also audit N seeded splits (the first is this audit) and report the "
+                        "change's mean and range (JSON: delta_over_seeds); 1: off (default 5 "
+                        "below 100,000 rows, else 1)")
     p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
                    help="run on Ray (pip install -e .[ray]): distinct texts embedded by Ray Data, "
                         "scoring and cross-fitting folds as Ray tasks; same result as without. "
@@ -193,11 +197,16 @@ def _fmt(x, nd=3):
 
 def cmd_audit(args) -> int:
     from puaudit.audit.estimator import PUAudit
+    from puaudit.audit.evaluate import default_spread_seeds, delta_over_seeds, spread_sentence
     from puaudit.data.io import check_output_path, write_bytes_atomic, write_table
     from puaudit.audit.manifest import run_manifest
 
-    # Before any work: an output that is an input (or a folder, or unwritable) is refused now,
-    # not after a long audit, and never overwrites the data.
+    # Before any work: every option is checked (a bad --m is refused in a second, not after
+    # the embedding pass), and an output that is an input (or a folder, or in a folder that
+    # does not exist, or unwritable) is refused now, not after a long audit.
+    cfg = config_from_args(args)
+    if args.spread_seeds is not None and args.spread_seeds < 1:
+        raise PUAuditError(f"--spread-seeds must be at least 1 (1: no spread), got {args.spread_seeds}.")
     inputs = [args.input, args.embeddings]
     check_output_path(args.output, inputs=inputs, what="output (-o)")
     if args.manifest:
@@ -210,7 +219,6 @@ def cmd_audit(args) -> int:
     table = _load(args)
     _preload_scorers()
     emb = _embeddings(args, table)
-    cfg = config_from_args(args)
     est = PUAudit(cfg, backend="ray" if args.ray else "local")
     t0 = time.perf_counter()
     print(f"auditing {len(table):,} rows (scorer {cfg.scorer}, rule {cfg.rule}, "
@@ -233,6 +241,17 @@ def cmd_audit(args) -> int:
         write_table(out, args.output)
         shape = out.shape
     summary = res.summary()
+    n_spread = args.spread_seeds or default_spread_seeds(len(table))
+    if n_spread > 1:
+        print(f"auditing {n_spread - 1} more seeded splits for the spread (--spread-seeds 1: "
+              "off)...", file=sys.stderr, flush=True)
+        spread = delta_over_seeds(
+            table, emb, cfg, n_seeds=n_spread, first_delta=summary["delta"],
+            progress=lambda d, t: print(f"  split {d + 1} of {t + 1} audited", file=sys.stderr,
+                                        flush=True))
+        summary["delta_over_seeds"] = {k: spread[k] for k in ("mean", "min", "max", "n")}
+    else:
+        summary["delta_over_seeds"] = None
     if summary["delta"] is not None and summary["delta"] < 0:
         print(f"warning: on {summary['n_validation']} validation rows the relabelled verdicts agree "
               f"with people less than the judge's ({summary['cons_adj']:.3f} vs "
@@ -257,6 +276,11 @@ def cmd_audit(args) -> int:
               + (f" (largest weights: {top})" if top else ""))
     print(f"Cons_orig {_fmt(summary['cons_orig'])}  Cons_adj {_fmt(summary['cons_adj'])}  change "
           f"{_fmt(summary['delta'])}  (validation rows: {summary['n_validation']})")
+    if summary.get("verdict"):
+        print(summary["verdict"])
+    spread_line = spread_sentence(summary["delta_over_seeds"])
+    if spread_line:
+        print(spread_line)
     print(f"groups: {summary['groups']}; wrote {shape[0]} rows x {shape[1]} columns to {args.output}")
     cert = summary.get("certification")
     if cert is not None:  # --target-agreement: what is trusted, or why nothing is

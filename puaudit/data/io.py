@@ -1015,7 +1015,7 @@ def check_output_path(path: str | os.PathLike, *, inputs: Sequence[str | os.Path
 
     Refused with a :class:`PUAuditError` (CLI: exit 2): a path that names an input or another
     output of the same command (also through a symlink or a hardlink), an existing folder, a
-    path under an existing file, a folder that cannot be written to, a read-only file, and, for
+    path under an existing file, a path in a folder that does not exist (nothing is created), a folder that cannot be written to, a read-only file, and, for
     tables (``table=True``), a name whose extension names no table format.
 
     Parameters
@@ -1051,6 +1051,9 @@ def check_output_path(path: str | os.PathLike, *, inputs: Sequence[str | os.Path
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise PUAuditError(f"Cannot write the {what} {out}: {ancestor} is a file, not a folder.")
+    if ancestor != out.parent:  # a typo in a folder name should not silently make new folders
+        raise PUAuditError(f"Cannot write the {what} {out}: the folder {out.parent} does not "
+                           "exist. Create it first (mkdir -p) or choose an existing folder.")
     if out.exists() and not os.access(out, os.W_OK):
         raise PUAuditError(f"Cannot write the {what} {out}: the file is read-only. Choose "
                            "another name or make it writable.")
