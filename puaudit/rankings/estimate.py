@@ -770,8 +770,9 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
             out = {}
             for f_i, (name, est) in enumerate(ests.items()):
                 if draws[name]:
-                    lam = _power_tuning(est, y, yhat, yhat_u, n_resamples=min(100, draws[name]),
-                                        rng=rng)
+                    # 100 draws for λ (ppboot's rule), half the interval's when those are capped
+                    lam = _power_tuning(est, y, yhat, yhat_u, rng=rng,
+                                        n_resamples=min(100, max(MIN_DRAWS, draws[name] // 2)))
                 else:  # any fixed λ in [0, 1] keeps the estimate valid; only its variance moves
                     lam = diag.get("lambda_winrate", 0.0)
                 point = lam * est(yhat_u) + est(y) - lam * est(yhat)
