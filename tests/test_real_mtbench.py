@@ -53,6 +53,18 @@ def test_default_audit_gains_with_a_length_biased_judge_and_never_harms_gpt4(boa
     assert boards["longer"][("prior-ot", "guarded")]["delta_mean"] >= max(0.035, best - 0.01)
 
 
+def test_default_ranks_verdicts_with_the_judges_own_evidence(boards):
+    """P(judge right) on validation rows, 5 seeds: the evidence scorer (the judge's own
+    Bradley-Terry model, lengths, position) lifts the ranking of GPT-4's verdicts above the
+    texts' alone (0.69 before the evidence existed; the README's 10-seed numbers)."""
+    assert boards["gpt4"][("auto", "guarded")]["auroc_judge_right"] >= 0.72
+    assert boards["longer"][("auto", "guarded")]["auroc_judge_right"] >= 0.78
+    assert boards["gpt4"][("auto", "guarded")]["chosen"].get("evidence", 0) >= 3
+    # the embedding scorers alone rank GPT-4's verdicts less well
+    assert (boards["gpt4"][("auto", "guarded")]["auroc_judge_right"]
+            > boards["gpt4"][("probe", "guarded")]["auroc_judge_right"])
+
+
 def test_prior_ot_scores_are_graded_on_real_data(mt):
     from puaudit.audit.estimator import prepare_split, score_split
 

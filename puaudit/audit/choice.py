@@ -15,6 +15,7 @@ import math
 from typing import Callable
 
 import numpy as np
+from scipy.stats import norm
 
 from puaudit.audit.calibration import MonotoneCalibrator, log_loss, logit
 from puaudit.audit.config import AuditConfig
@@ -163,12 +164,38 @@ def _compare(prep: PreparedSplit, fitted: dict, usable: list, ev_scored: ScoredS
               + f"; base rate alone {base_loss:.4f})")
     if force:
         reason = f"{force} was asked for; " + reason.replace("lowest ", "its ", 1)
+    z = _gain_over_base_rate(q[chosen], y, groups)
+    # the winner of several candidates: its gain must clear a one-sided 5% test corrected for
+    # the number compared (Bonferroni), else its low probabilities may be noise
+    z_needed = float(norm.ppf(1 - 0.05 / len(q)))
+    beats = bool(losses[chosen] < base_loss and z > z_needed)
+    if not beats:
+        reason += (f"; its gain over the base rate is within noise (z = {z:.2f}, needs "
+                   f"{z_needed:.2f}), so nothing is reversed")
     info = {"chosen": chosen, "candidates": list(usable) + ([EVIDENCE] if ev_scored else []),
             "log_loss": losses, "brier": briers,
-            "base_rate_log_loss": base_loss, "n_p_rows": int(len(y)), "reason": reason}
+            "base_rate_log_loss": base_loss, "n_p_rows": int(len(y)), "reason": reason,
+            "gain_z": z, "gain_z_needed": z_needed, "beats_base_rate": beats}
     if ev_scored is not None:
         info["evidence"] = ev_scored.diagnostics["evidence"]
     return info
+
+
+def _gain_over_base_rate(q: np.ndarray, y: np.ndarray, groups: np.ndarray) -> float:
+    r"""z statistic of the log-loss gain of ``q`` over P's base rate, items as clusters.
+
+    :math:`d_i = \ell(\bar y, y_i) - \ell(q_i, y_i)` per P row, summed per item;
+    :math:`z = \bar d / (s_d / \sqrt{n_{items}})` over items (0 when it cannot be computed).
+    """
+    base = np.clip(np.full(len(y), y.mean()), 1e-4, 1 - 1e-4)
+    qc = np.clip(q, 1e-4, 1 - 1e-4)
+    d = (-(y * np.log(base) + (1 - y) * np.log1p(-base))
+         + (y * np.log(qc) + (1 - y) * np.log1p(-qc)))
+    _, inv = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
+    per_item = np.bincount(inv, weights=d)
+    if len(per_item) < 2 or per_item.std(ddof=1) == 0:
+        return 0.0
+    return float(per_item.mean() / (per_item.std(ddof=1) / np.sqrt(len(per_item))))
 
 
 def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict,

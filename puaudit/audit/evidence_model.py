@@ -39,9 +39,11 @@ class EvidenceModel(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    C : float, default 0.1
-        Inverse L2 strength. Standardised features and a few hundred P rows: 0.1 was the best
-        of {0.1, 1} on MT-Bench (both judges) and llmfao in held-out AUROC, and never worse.
+    C : float, default 0.03
+        Inverse L2 strength. Standardised features and a few hundred P rows: of {0.03, 0.1,
+        0.3}, 0.03 gave the default audit the best validation AUROC of P(judge right) on
+        MT-Bench (GPT-4 judge, 10 seeds: 0.744 / 0.738 / 0.727), and no worse on MT-Bench with
+        the "longer answer wins" judge or llmfao (6 seeds).
     feature_names : sequence of str, optional
         Names of the columns of ``X`` (for :attr:`coef_`).
 
@@ -54,7 +56,7 @@ class EvidenceModel(ClassifierMixin, BaseEstimator):
         Share of right verdicts in the fitted rows; the prediction when they are all one class.
     """
 
-    def __init__(self, *, C: float = 0.1, feature_names=None):
+    def __init__(self, *, C: float = 0.03, feature_names=None):
         self.C = C
         self.feature_names = feature_names
 

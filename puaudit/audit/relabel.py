@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RULES", "GROUP_POS", "GROUP_NEG", "GROUP_UNCERTAIN", "GROUP_VERIFIED",
            "GROUP_EXCLUDED", "relabel_paper", "relabel_guarded", "adjust_verdicts", "reverse",
-           "relabel_split"]
+           "relabel_split", "beats_base_rate"]
 
 GROUP_POS = "positive"
 GROUP_NEG = "negative"
@@ -125,6 +125,14 @@ def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCal
             "expected_delta": e_adj - e_orig, "expected_delta_ci": (float(lo), float(hi))}
 
 
+def beats_base_rate(scored: ScoredSplit) -> bool:
+    """Whether the automatic choice found a scorer whose cross-fitted log loss on P is below
+    that of P's base rate alone (True when no comparison was made: a scorer named by the user,
+    or too few items to cross-fit)."""
+    info = (scored.diagnostics or {}).get("auto") or {}
+    return bool(info.get("beats_base_rate", True))
+
+
 def relabel_split(prep: PreparedSplit, scored: ScoredSplit, config: AuditConfig | None = None, *,
                   n_boot: int = 100, confidence_guard: bool = True) -> dict:
     """Apply the relabel rule of ``config`` to the audited rows and measure on validation rows.
@@ -162,6 +170,10 @@ def relabel_split(prep: PreparedSplit, scored: ScoredSplit, config: AuditConfig 
             elif confidence_guard and scored.calibrator is not None:
                 upper = scored.calibrator.predict_upper(scored.score[u])
             g = relabel_guarded(p, margin=margin, p_upper=upper)
+            if not beats_base_rate(scored):
+                # the probabilities are no better than P's base rate: a low one is noise, so
+                # those verdicts are flagged for a person, never reversed
+                g = np.where(g == GROUP_NEG, GROUP_UNCERTAIN, g)
             thresholds = _guarded_thresholds(scored, margin)
         group[u] = g
     adjusted = np.asarray(prep.judge, dtype=object).copy()

@@ -161,12 +161,34 @@ class AuditResult:
             return None
         return {k: info[k] for k in ("signals", "messages", "coef") if k in info}
 
+    def verdict(self) -> str:
+        """The audit's outcome in plain words: whether its probabilities beat P's base rate,
+        and whether its reversals helped on validation rows."""
+        auto = (self.diagnostics or {}).get("auto") or {}
+        n_rev = int(np.sum(self.group == "negative"))
+        if auto.get("beats_base_rate") is False:
+            return ("No scorer beats the base rate on P by more than noise (cross-fitted log "
+                    f"loss {auto['log_loss'][auto['chosen']]:.4f} vs "
+                    f"{auto['base_rate_log_loss']:.4f} for P's agreement rate alone; gain "
+                    f"z = {auto.get('gain_z', float('nan')):.2f}, needs "
+                    f"{auto.get('gain_z_needed', float('nan')):.2f}): nothing is reversed.")
+        if n_rev == 0:
+            return ("No verdict is confidently wrong (calibrated P(judge right) below 0.5 with "
+                    "its upper bound too): nothing is reversed.")
+        d, n_val = self.metrics.get("delta"), self.metrics.get("n", 0)
+        if d is None or not np.isfinite(d) or not n_val:
+            return f"{n_rev} verdicts are reversed; no validation rows measure whether that helps."
+        word = "help" if d > 0 else ("do not change agreement" if d == 0 else "hurt")
+        return (f"Reversals {word} on validation ({d * 100:+.1f} points of agreement with "
+                f"people on {n_val} rows; {n_rev} verdicts reversed in all).")
+
     def summary(self) -> dict:
         """JSON-ready numbers (the CLI's ``--json`` line)."""
         counts = pd.Series(self.split).value_counts().to_dict()
         groups = pd.Series(self.group).value_counts().to_dict()
         return to_jsonable({
             "n_rows": len(self.split),
+            "verdict": self.verdict(),
             "n_p": int(counts.get(SPLIT_P, 0)),
             "n_p_prime": int(self.in_p_prime.sum()),
             "n_validation": int(counts.get(SPLIT_VAL, 0)),
