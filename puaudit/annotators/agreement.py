@@ -23,17 +23,20 @@ Conventions
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from puaudit.annotators.audit_link import annotator_score_disagreement
+from puaudit.annotators.consensus import (TIE_KEY, _item_majority, _to_keys,
+                                          _to_letters, consensus_labels,
+                                          require_annotator_column, winner_keys)
+from puaudit.annotators.intervals import (CI_METHODS, share_columns, share_interval,
+                                          wilson_interval)
 from puaudit.data.jsonsafe import to_jsonable
+from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
-from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
 
 __all__ = [
     "AnnotatorReport",
@@ -43,168 +46,10 @@ __all__ = [
     "share_interval",
     "wilson_interval",
     "winner_keys",
+    "require_annotator_column",
     "TIE_KEY",
+    "CI_METHODS",
 ]
-
-TIE_KEY = "=tie"
-CI_METHODS = ("wilson", "jeffreys")
-
-
-# --------------------------------------------------------------------------------------------
-# intervals
-# --------------------------------------------------------------------------------------------
-
-def share_interval(k, n, *, method: str = "wilson",
-                   confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    r"""Two-sided interval for a share :math:`\hat p = k / n`, elementwise (statsmodels'
-    ``proportion_confint``; ``k`` may be fractional).
-
-    ``"wilson"``, with :math:`z` the normal quantile of the confidence:
-
-    .. math:: \frac{\hat p + \frac{z^2}{2n}}{1 + \frac{z^2}{n}} \pm
-              \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1-\hat p)}{n} + \frac{z^2}{4n^2}}
-
-    clipped to [0, 1]; ``"jeffreys"``: the quantiles of Beta(:math:`k+\tfrac12, n-k+\tfrac12`),
-    with the lower bound 0 when :math:`k = 0` and the upper bound 1 when :math:`k = n` (an
-    annotator who never did something is not shown a positive lower bound). NaN where
-    ``n == 0``.
-    """
-    from statsmodels.stats.proportion import proportion_confint
-
-    if method not in CI_METHODS:
-        raise PUAuditError(f"Unknown interval method '{method}': choose one of {list(CI_METHODS)}.")
-    if not 0 < confidence < 1:
-        raise PUAuditError(f"confidence must lie strictly between 0 and 1, got {confidence}.")
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    ok = n > 0
-    # statsmodels divides by n: give it 1 where n == 0 and blank those entries afterwards
-    lo, hi = proportion_confint(np.where(ok, k, 0.0), np.where(ok, n, 1.0),
-                                alpha=1.0 - confidence, method=method)
-    if method == "jeffreys":
-        lo = np.where(k > 0, lo, 0.0)
-        hi = np.where(k < n, hi, 1.0)
-    return np.where(ok, lo, np.nan), np.where(ok, hi, np.nan)
-
-
-def wilson_interval(k, n, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """The Wilson interval of :func:`share_interval`."""
-    return share_interval(k, n, method="wilson", confidence=confidence)
-
-
-# --------------------------------------------------------------------------------------------
-# winner identities and consensus
-# --------------------------------------------------------------------------------------------
-
-def winner_keys(table: ComparisonTable) -> tuple[np.ndarray, np.ndarray]:
-    """Identity of response A and of response B on every row.
-
-    ``"m:<model name>"`` when the table maps ``model_a`` and ``model_b`` columns and the two names
-    on the row are non-empty and distinct; otherwise ``"t:<response text>"``.
-    """
-    n = len(table)
-    cols = table.columns
-    ma = mb = None
-    if "model_a" in cols and "model_b" in cols:
-        ma = table.frame[cols["model_a"]].tolist()
-        mb = table.frame[cols["model_b"]].tolist()
-    key_a = np.empty(n, dtype=object)
-    key_b = np.empty(n, dtype=object)
-    for i in range(n):
-        a = "" if ma is None or _is_missing(ma[i]) else str(ma[i]).strip()
-        b = "" if mb is None or _is_missing(mb[i]) else str(mb[i]).strip()
-        if a and b and a != b:
-            key_a[i], key_b[i] = "m:" + a, "m:" + b
-        else:
-            key_a[i], key_b[i] = "t:" + str(table.response_a[i]), "t:" + str(table.response_b[i])
-    return key_a, key_b
-
-
-def _is_missing(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
-def _to_keys(votes: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
-    out = np.empty(len(votes), dtype=object)
-    for i, v in enumerate(votes):
-        out[i] = key_a[i] if v == "A" else key_b[i] if v == "B" else TIE_KEY if v == "tie" else None
-    return out
-
-
-def _to_letters(keys: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
-    out = np.empty(len(keys), dtype=object)
-    for i, k in enumerate(keys):
-        out[i] = (None if k is None else "tie" if k == TIE_KEY else "A" if k == key_a[i]
-                  else "B" if k == key_b[i] else None)
-    return out
-
-
-def _majority(keys) -> tuple[Any, int, int]:
-    """Majority key of a list (``TIE_KEY`` when the top count is shared), its count, total."""
-    counts: dict = {}
-    for k in keys:
-        counts[k] = counts.get(k, 0) + 1
-    if not counts:
-        return None, 0, 0
-    top = max(counts.values())
-    winners = [k for k, c in counts.items() if c == top]
-    key = winners[0] if len(winners) == 1 else TIE_KEY
-    return key, counts.get(key, 0), sum(counts.values())
-
-
-def _item_majority(items: np.ndarray, keys: np.ndarray) -> dict:
-    """item -> (majority key, its count, number of votes) over the non-missing keys."""
-    by_item: dict = {}
-    for it, k in zip(items, keys):
-        if k is not None:
-            by_item.setdefault(it, []).append(k)
-    return {it: _majority(ks) for it, ks in by_item.items()}
-
-
-def consensus_labels(table: ComparisonTable, *, log: bool = False):
-    """Item-level consensus of the human votes, expressed in each row's own A/B order.
-
-    For item :math:`i` with human votes :math:`v_1..v_m` (winner identities, ``tie`` a value of
-    its own), the consensus is :math:`\\arg\\max_c \\#\\{j: v_j = c\\}`; when two or more values
-    share the top count the consensus is ``tie``. Every row of the item receives the consensus as
-    ``"A"`` (its response A won), ``"B"`` or ``"tie"``; rows of items without any human vote get
-    None. All human votes count, with or without an annotator id.
-
-    Parameters
-    ----------
-    table : ComparisonTable
-    log : bool
-        Also return a dict with ``n_items``, ``n_items_voted``, ``n_items_multi`` (≥ 2 votes) and
-        ``n_items_split`` (top count shared, so the consensus is ``tie`` by the tie-break).
-
-    Returns
-    -------
-    labels : ndarray of {"A", "B", "tie", None}, one per row
-    log : dict, only when ``log=True``
-    """
-    key_a, key_b = winner_keys(table)
-    keys = _to_keys(table.human, key_a, key_b)
-    maj = _item_majority(table.item_id, keys)
-    item_keys = np.array([maj[it][0] if it in maj else None for it in table.item_id], dtype=object)
-    labels = _to_letters(item_keys, key_a, key_b)
-    if not log:
-        return labels
-    by_item: dict = {}
-    for it, k in zip(table.item_id, keys):
-        if k is not None:
-            by_item.setdefault(it, []).append(k)
-    n_split = 0
-    for ks in by_item.values():
-        top = Counter(ks).most_common(2)
-        n_split += len(top) == 2 and top[0][1] == top[1][1]
-    return labels, {"n_items": int(len(set(table.item_id))), "n_items_voted": len(maj),
-                    "n_items_multi": int(sum(v[2] >= 2 for v in maj.values())),
-                    "n_items_split": n_split}
-
-
-# --------------------------------------------------------------------------------------------
-# the report
-# --------------------------------------------------------------------------------------------
 
 @dataclass
 class AnnotatorReport:
@@ -250,23 +95,135 @@ def _join_flags(flags) -> str:
     return "; ".join(flags) if isinstance(flags, (list, tuple)) else str(flags or "")
 
 
-def _share_block(prefix: str, k, n, method: str, confidence: float) -> dict:
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    lo, hi = share_interval(k, n, method=method, confidence=confidence)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(n > 0, k / n, np.nan)
-    return {prefix: share, f"{prefix}_lo": lo, f"{prefix}_hi": hi}
+_FLAG_PARAMS = ("min_votes_flag", "peer_margin", "judge_margin", "position_margin",
+                "length_margin")
+_COLUMNS = ["annotator", "is_judge", "n_votes", "n_strict",
+            "agree_judge", "agree_judge_lo", "agree_judge_hi", "n_agree_judge",
+            "agree_peers", "agree_peers_lo", "agree_peers_hi", "n_peer_pairs", "n_peer_votes",
+            "pick_a_share", "pick_a_share_lo", "pick_a_share_hi",
+            "tie_share", "tie_share_lo", "tie_share_hi",
+            "longer_share", "longer_share_lo", "longer_share_hi", "n_unequal_length",
+            "flag_eligible", "flags"]
 
 
-def require_annotator_column(table) -> None:
-    """Raise a clear message when ``table`` has no annotator column."""
-    if table.annotator is None:
-        names = ", ".join(COLUMN_ALIASES["annotator"])
+def _people_with_votes(table: ComparisonTable, *, ci_method: str, include_judge: bool,
+                       judge_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's annotator id and whether the row is a person's vote; clear errors first."""
+    require_annotator_column(table)
+    if ci_method not in CI_METHODS:
+        raise PUAuditError(f"Unknown interval method '{ci_method}': choose one of "
+                           f"{list(CI_METHODS)}.")
+    ann_col = table.columns.get("annotator", "annotator")
+    annot = np.array(["" if a is None else str(a).strip() for a in table.annotator], dtype=object)
+    has_vote = np.array([h is not None for h in table.human]) & (annot != "")
+    if not has_vote.any():
+        hcol = table.columns.get("human")
         raise PUAuditError(
-            f"No annotator column found (looked for: {names}). Name the column holding the "
-            "annotator ids: CLI --annotator-col COLUMN; Python columns={'annotator': 'COLUMN'}.",
-            column=None)
+            "No human votes with an annotator id: " + (
+                f"column '{hcol}' is empty on every row that has an id in '{ann_col}'."
+                if hcol else "no human verdict column was found; map it (CLI --human-col)."),
+            column=hcol or ann_col)
+    if include_judge and judge_name in set(annot[has_vote]):
+        raise PUAuditError(f"An annotator in '{ann_col}' is named '{judge_name}', the judge's "
+                           "name in the report; choose another judge_name.", column=ann_col)
+    return annot, has_vote
+
+
+def _people_votes(table: ComparisonTable, hkey: np.ndarray, longer: np.ndarray, *,
+                  ci_method: str, include_judge: bool,
+                  judge_name: str) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """One row per person's vote with its peer counts: for a strict vote with identity k by p
+    on item i, peers = strict votes on i by others, agreeing peers = those with identity k.
+    Also the strict votes per item and per (item, identity)."""
+    annot, has_vote = _people_with_votes(table, ci_method=ci_method, include_judge=include_judge,
+                                         judge_name=judge_name)
+    votes = pd.DataFrame({
+        "row": np.arange(len(table)), "item": table.item_id, "annotator": annot,
+        "vote": table.human, "key": hkey, "judge": table.judge, "longer": longer})[has_vote]
+    votes["strict"] = votes["vote"].isin(["A", "B"])
+    strict = votes[votes["strict"]]
+    tot_item = strict.groupby("item").size()
+    tot_item_key = strict.groupby(["item", "key"]).size()
+    own_item = strict.groupby(["item", "annotator"]).size()
+    own_item_key = strict.groupby(["item", "annotator", "key"]).size()
+    idx_i = pd.MultiIndex.from_arrays([strict["item"], strict["key"]])
+    idx_ia = pd.MultiIndex.from_arrays([strict["item"], strict["annotator"]])
+    idx_iak = pd.MultiIndex.from_arrays([strict["item"], strict["annotator"], strict["key"]])
+    peers = np.zeros(len(votes), dtype=int)
+    agree = np.zeros(len(votes), dtype=int)
+    sel = votes["strict"].to_numpy()
+    peers[sel] = tot_item.reindex(strict["item"]).to_numpy() - own_item.reindex(idx_ia).to_numpy()
+    agree[sel] = (tot_item_key.reindex(idx_i).to_numpy()
+                  - own_item_key.reindex(idx_iak).to_numpy())
+    votes["peers"], votes["peer_agree"] = peers, agree
+    votes["judge_strict"] = votes["judge"].isin(["A", "B"])
+    return votes, tot_item, tot_item_key
+
+
+def _judge_counts(table: ComparisonTable, jkey: np.ndarray, judge_item: dict, key_a, key_b,
+                  longer: np.ndarray, tot_item: pd.Series, tot_item_key: pd.Series,
+                  judge_name: str) -> pd.DataFrame:
+    """The judge's counts, from its one vote per item on the item's first row with a verdict."""
+    first_row: dict = {}
+    for i, (it, k) in enumerate(zip(table.item_id, jkey)):
+        if k is not None and it not in first_row:
+            first_row[it] = i
+    jrows = np.array(sorted(first_row.values()), dtype=int)
+    jk = np.array([judge_item[table.item_id[i]] for i in jrows], dtype=object)
+    jv = pd.DataFrame({"annotator": judge_name, "item": table.item_id[jrows],
+                       "vote": _to_letters(jk, key_a[jrows], key_b[jrows]),
+                       "longer": longer[jrows]})
+    jv["strict"] = jv["vote"].isin(["A", "B"])
+    # Its peers: every strict human vote on the item; none of them is the judge's own.
+    jv["peers"] = np.where(jv["strict"], tot_item.reindex(jv["item"], fill_value=0), 0)
+    jv["peer_agree"] = np.where(jv["strict"], tot_item_key.reindex(
+        pd.MultiIndex.from_arrays([jv["item"], jk]), fill_value=0), 0)
+    jv["judge"], jv["judge_strict"] = None, False  # no agreement with itself
+    return _counts(jv, "annotator").assign(is_judge=True)
+
+
+def _add_shares(df: pd.DataFrame, ci_method: str, confidence: float) -> None:
+    """Every share of the report with its interval, as columns of ``df``."""
+    blocks = {}
+    for prefix, k, m in (("agree_judge", "k_jd", "n_agree_judge"),
+                         ("agree_peers", "k_pairs", "n_peer_pairs"),
+                         ("pick_a_share", "k_a", "n_strict"),
+                         ("tie_share", "k_tie", "n_votes"),
+                         ("longer_share", "k_longer", "n_unequal_length")):
+        if prefix == "agree_peers":
+            # Point estimate over pairs, interval on the number of votes with peers (see above).
+            share = np.where(df[m] > 0, df[k] / df[m].where(df[m] > 0, 1), np.nan)
+            lo, hi = share_interval(np.nan_to_num(share) * df["n_peer_votes"], df["n_peer_votes"],
+                                    method=ci_method, confidence=confidence)
+            lo = np.where(np.isnan(share), np.nan, lo)
+            hi = np.where(np.isnan(share), np.nan, hi)
+            blocks.update({prefix: share, f"{prefix}_lo": lo, f"{prefix}_hi": hi})
+        else:
+            blocks.update(share_columns(prefix, df[k], df[m], ci_method, confidence))
+    for key, val in blocks.items():
+        df[key] = val
+    judge_mask = df["is_judge"].to_numpy()
+    for c in ("agree_judge", "agree_judge_lo", "agree_judge_hi"):
+        df.loc[judge_mask, c] = np.nan  # the judge's agreement with itself is not a statistic
+
+
+def _flagged(df: pd.DataFrame, *, min_votes_flag: int, peer_margin: float, judge_margin: float,
+             position_margin: float, length_margin: float) -> tuple[pd.DataFrame, dict, int]:
+    """``df`` with ``flag_eligible`` and ``flags`` against the eligible people's medians,
+    ordered (the judge first, then by votes) and cut to the report's columns; the medians and
+    the number of eligible people."""
+    df["flag_eligible"] = df["n_strict"] >= min_votes_flag
+    people = df[~df["is_judge"] & df["flag_eligible"]]
+    med = {c: (float(people[c].median()) if people[c].notna().any() else float("nan"))
+           for c in ("agree_peers", "agree_judge", "longer_share", "pick_a_share")}
+    df["flags"] = [
+        _flags(r, med, peer_margin=peer_margin, judge_margin=judge_margin,
+               position_margin=position_margin, length_margin=length_margin)
+        if r["flag_eligible"] else [] for r in df.to_dict(orient="records")]
+    df = pd.concat([df[df["is_judge"]],
+                    df[~df["is_judge"]].sort_values(["n_votes", "annotator"],
+                                                    ascending=[False, True])])
+    return df[_COLUMNS].reset_index(drop=True), med, len(people)
 
 
 def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
@@ -325,141 +282,60 @@ def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
     PUAuditError
         No annotator column, no human votes, or a person named like ``judge_name``.
     """
-    require_annotator_column(table)
-    if ci_method not in CI_METHODS:
-        raise PUAuditError(f"Unknown interval method '{ci_method}': choose one of "
-                           f"{list(CI_METHODS)}.")
-    ann_col = table.columns.get("annotator", "annotator")
-    human = table.human
-    annot = np.array(["" if a is None else str(a).strip() for a in table.annotator], dtype=object)
-    has_vote = np.array([h is not None for h in human]) & (annot != "")
-    if not has_vote.any():
-        hcol = table.columns.get("human")
-        raise PUAuditError(
-            "No human votes with an annotator id: " + (
-                f"column '{hcol}' is empty on every row that has an id in '{ann_col}'."
-                if hcol else "no human verdict column was found; map it (CLI --human-col)."),
-            column=hcol or ann_col)
-    if include_judge and judge_name in set(annot[has_vote]):
-        raise PUAuditError(f"An annotator in '{ann_col}' is named '{judge_name}', the judge's "
-                           "name in the report; choose another judge_name.", column=ann_col)
-
-    n = len(table)
-    key_a, key_b = winner_keys(table)
-    hkey = _to_keys(human, key_a, key_b)
-    len_a = np.array([len(t) for t in table.response_a])
-    len_b = np.array([len(t) for t in table.response_b])
-    longer = np.where(len_a > len_b, "A", np.where(len_b > len_a, "B", ""))
-
-    votes = pd.DataFrame({
-        "row": np.arange(n), "item": table.item_id, "annotator": annot, "vote": human,
-        "key": hkey, "judge": table.judge, "longer": longer})[has_vote]
-    votes["strict"] = votes["vote"].isin(["A", "B"])
-
-    # Peer counts: for a strict vote with identity k by p on item i, peers = strict votes on i
-    # by others, agreeing peers = those with identity k.
-    strict = votes[votes["strict"]]
-    tot_item = strict.groupby("item").size()
-    tot_item_key = strict.groupby(["item", "key"]).size()
-    own_item = strict.groupby(["item", "annotator"]).size()
-    own_item_key = strict.groupby(["item", "annotator", "key"]).size()
-    idx_i = pd.MultiIndex.from_arrays([strict["item"], strict["key"]])
-    idx_ia = pd.MultiIndex.from_arrays([strict["item"], strict["annotator"]])
-    idx_iak = pd.MultiIndex.from_arrays([strict["item"], strict["annotator"], strict["key"]])
-    peers = np.zeros(len(votes), dtype=int)
-    agree = np.zeros(len(votes), dtype=int)
-    sel = votes["strict"].to_numpy()
-    peers[sel] = tot_item.reindex(strict["item"]).to_numpy() - own_item.reindex(idx_ia).to_numpy()
-    agree[sel] = (tot_item_key.reindex(idx_i).to_numpy()
-                  - own_item_key.reindex(idx_iak).to_numpy())
-    votes["peers"], votes["peer_agree"] = peers, agree
-    votes["judge_strict"] = votes["judge"].isin(["A", "B"])
-    parts = [_counts(votes, "annotator")]
-
-    # The judge, once per item.
-    jkey = _to_keys(table.judge, key_a, key_b)
-    jmaj = _item_majority(table.item_id, jkey)
-    judge_item = {it: v[0] for it, v in jmaj.items()}
-    if include_judge and judge_item:
-        first_row: dict = {}
-        for i, (it, k) in enumerate(zip(table.item_id, jkey)):
-            if k is not None and it not in first_row:
-                first_row[it] = i
-        jrows = np.array(sorted(first_row.values()), dtype=int)
-        jk = np.array([judge_item[table.item_id[i]] for i in jrows], dtype=object)
-        jv = pd.DataFrame({"annotator": judge_name, "item": table.item_id[jrows],
-                           "vote": _to_letters(jk, key_a[jrows], key_b[jrows]),
-                           "longer": longer[jrows]})
-        jv["strict"] = jv["vote"].isin(["A", "B"])
-        # Its peers: every strict human vote on the item; none of them is the judge's own.
-        jv["peers"] = np.where(jv["strict"], tot_item.reindex(jv["item"], fill_value=0), 0)
-        jv["peer_agree"] = np.where(jv["strict"], tot_item_key.reindex(
-            pd.MultiIndex.from_arrays([jv["item"], jk]), fill_value=0), 0)
-        jv["judge"], jv["judge_strict"] = None, False  # no agreement with itself
-        parts.insert(0, _counts(jv, "annotator").assign(is_judge=True))
-
-    df = pd.concat(parts, ignore_index=True)
-    blocks = {}
-    for prefix, k, m in (("agree_judge", "k_jd", "n_agree_judge"),
-                         ("agree_peers", "k_pairs", "n_peer_pairs"),
-                         ("pick_a_share", "k_a", "n_strict"),
-                         ("tie_share", "k_tie", "n_votes"),
-                         ("longer_share", "k_longer", "n_unequal_length")):
-        if prefix == "agree_peers":
-            # Point estimate over pairs, interval on the number of votes with peers (see above).
-            share = np.where(df[m] > 0, df[k] / df[m].where(df[m] > 0, 1), np.nan)
-            lo, hi = share_interval(np.nan_to_num(share) * df["n_peer_votes"], df["n_peer_votes"],
-                                    method=ci_method, confidence=confidence)
-            lo = np.where(np.isnan(share), np.nan, lo)
-            hi = np.where(np.isnan(share), np.nan, hi)
-            blocks.update({prefix: share, f"{prefix}_lo": lo, f"{prefix}_hi": hi})
-        else:
-            blocks.update(_share_block(prefix, df[k], df[m], ci_method, confidence))
-    for key, val in blocks.items():
-        df[key] = val
-    judge_mask = df["is_judge"].to_numpy()
-    for c in ("agree_judge", "agree_judge_lo", "agree_judge_hi"):
-        df.loc[judge_mask, c] = np.nan  # the judge's agreement with itself is not a statistic
-
-    df["flag_eligible"] = df["n_strict"] >= min_votes_flag
-    people = df[~df["is_judge"] & df["flag_eligible"]]
-    med = {c: (float(people[c].median()) if people[c].notna().any() else float("nan"))
-           for c in ("agree_peers", "agree_judge", "longer_share", "pick_a_share")}
-    df["flags"] = [
-        _flags(r, med, peer_margin=peer_margin, judge_margin=judge_margin,
-               position_margin=position_margin, length_margin=length_margin)
-        if r["flag_eligible"] else [] for r in df.to_dict(orient="records")]
-
-    df = pd.concat([df[df["is_judge"]],
-                    df[~df["is_judge"]].sort_values(["n_votes", "annotator"],
-                                                    ascending=[False, True])])
-    cols = ["annotator", "is_judge", "n_votes", "n_strict",
-            "agree_judge", "agree_judge_lo", "agree_judge_hi", "n_agree_judge",
-            "agree_peers", "agree_peers_lo", "agree_peers_hi", "n_peer_pairs", "n_peer_votes",
-            "pick_a_share", "pick_a_share_lo", "pick_a_share_hi",
-            "tie_share", "tie_share_lo", "tie_share_hi",
-            "longer_share", "longer_share_lo", "longer_share_hi", "n_unequal_length",
-            "flag_eligible", "flags"]
-    df = df[cols].reset_index(drop=True)
-
-    item_pair = {}
-    for it, a, b in zip(table.item_id, key_a, key_b):
-        item_pair.setdefault(it, min(a, b))
-    alpha, n_units = _alpha(votes, judge_item if judge_in_alpha else None, item_pair)
-    consensus = _consensus_frame(table, key_a, key_b, hkey, judge_item)
-    n_multi = int((consensus["n_votes"] >= 2).sum())
     params = {"include_judge": include_judge, "judge_name": judge_name,
               "judge_in_alpha": judge_in_alpha, "min_votes_flag": min_votes_flag,
               "ci_method": ci_method, "confidence": confidence, "peer_margin": peer_margin,
               "judge_margin": judge_margin, "position_margin": position_margin,
               "length_margin": length_margin}
+    key_a, key_b = winner_keys(table)
+    hkey, longer = _to_keys(table.human, key_a, key_b), _longer_letter(table)
+    votes, by_item, by_item_key = _people_votes(table, hkey, longer, ci_method=ci_method,
+                                                include_judge=include_judge, judge_name=judge_name)
+    jkey, judge_item = _judge_items(table, key_a, key_b)
+    parts = [_counts(votes, "annotator")]
+    if include_judge and judge_item:
+        parts.insert(0, _judge_counts(table, jkey, judge_item, key_a, key_b, longer, by_item,
+                                      by_item_key, judge_name))
+    df = pd.concat(parts, ignore_index=True)
+    _add_shares(df, ci_method, confidence)
+    df, med, n_eligible = _flagged(df, **{k: params[k] for k in _FLAG_PARAMS})
+    alpha, n_units = _alpha(votes, judge_item if judge_in_alpha else None,
+                            _item_first(table, key_a, key_b))
+    consensus = _consensus_frame(table, key_a, key_b, hkey, judge_item)
     overall = {"krippendorff_alpha": alpha, "alpha_includes_judge": judge_in_alpha,
-               "n_items_alpha": n_units, "n_items": int(len(set(table.item_id))),
-               "n_items_multi": n_multi, "n_annotators": int((~df["is_judge"]).sum()),
-               "n_votes": int(len(votes)), "n_flag_eligible": int(len(people)),
-               **{f"median_{c}": v for c, v in med.items()},
-               "n_flagged": int(sum(bool(f) for f in df["flags"]))}
+               "n_items_alpha": n_units, **_counts_overall(table, votes, df, consensus, med,
+                                                           n_eligible)}
     return AnnotatorReport(annotators=df, overall=overall, consensus=consensus, params=params)
+
+
+def _judge_items(table: ComparisonTable, key_a, key_b) -> tuple[np.ndarray, dict]:
+    """The judge's verdict identities per row, and its one vote per item (their majority)."""
+    jkey = _to_keys(table.judge, key_a, key_b)
+    return jkey, {it: v[0] for it, v in _item_majority(table.item_id, jkey).items()}
+
+
+def _longer_letter(table: ComparisonTable) -> np.ndarray:
+    """Per row, the letter of the longer response ("" for equal lengths)."""
+    len_a = np.array([len(t) for t in table.response_a])
+    len_b = np.array([len(t) for t in table.response_b])
+    return np.where(len_a > len_b, "A", np.where(len_b > len_a, "B", ""))
+
+
+def _item_first(table: ComparisonTable, key_a, key_b) -> dict:
+    """Per item, the first of its pair in sorted identity order (from its first row)."""
+    item_pair: dict = {}
+    for it, a, b in zip(table.item_id, key_a, key_b):
+        item_pair.setdefault(it, min(a, b))
+    return item_pair
+
+
+def _counts_overall(table: ComparisonTable, votes: pd.DataFrame, df: pd.DataFrame,
+                    consensus: pd.DataFrame, med: dict, n_eligible: int) -> dict:
+    return {"n_items": int(len(set(table.item_id))),
+            "n_items_multi": int((consensus["n_votes"] >= 2).sum()),
+            "n_annotators": int((~df["is_judge"]).sum()), "n_votes": int(len(votes)),
+            "n_flag_eligible": n_eligible, **{f"median_{c}": v for c, v in med.items()},
+            "n_flagged": int(sum(bool(f) for f in df["flags"]))}
 
 
 def _counts(v: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -555,63 +431,3 @@ def _consensus_frame(table: ComparisonTable, key_a, key_b, hkey, judge_item: dic
         "consensus": _to_letters(cons, key_a[rows], key_b[rows]),
         "consensus_share": np.array([maj[it][1] / maj[it][2] for it in items], dtype=float),
         "judge": _to_letters(judge, key_a[rows], key_b[rows])})
-
-
-# --------------------------------------------------------------------------------------------
-# audit link
-# --------------------------------------------------------------------------------------------
-
-def annotator_score_disagreement(table: ComparisonTable, score: np.ndarray,
-                                 adjusted: np.ndarray, *, ci_method: str = "wilson",
-                                 confidence: float = 0.95) -> pd.DataFrame:
-    r"""How often the audit's adjusted verdict disagrees with each person's votes.
-
-    For person :math:`p`, over their strict votes on the rows the audit scored (``score`` not NaN
-    and ``adjusted`` in {A, B}): ``n_scored`` rows; ``audit_disagree`` the share with
-    ``adjusted != vote`` (with interval); and, among those rows where the judge's verdict is
-    strict, the mean score where their vote differs from the judge's
-    (``mean_score_disagree_judge``, over ``n_disagree_judge`` rows) and where it equals it
-    (``mean_score_agree_judge``, over ``n_agree_judge`` rows). People without such rows are left
-    out.
-
-    Parameters
-    ----------
-    table : ComparisonTable
-    score : ndarray of float, one per row (NaN where not scored)
-    adjusted : ndarray of {"A", "B", None}, one per row
-    """
-    if table.annotator is None:
-        raise PUAuditError("No annotator column: pass --annotator-col (CLI) or "
-                           "columns={'annotator': 'COLUMN'} (Python).")
-    score = np.asarray(score, dtype=float)
-    adjusted = np.asarray(adjusted, dtype=object)
-    if len(score) != len(table) or len(adjusted) != len(table):
-        raise PUAuditError(f"score and adjusted need one value per row ({len(table)}); got "
-                           f"{len(score)} and {len(adjusted)}.")
-    d = pd.DataFrame({"annotator": [("" if a is None else str(a).strip()) for a in table.annotator],
-                      "vote": table.human, "judge": table.judge, "score": score,
-                      "adjusted": adjusted})
-    d = d[(d["annotator"] != "") & d["vote"].isin(["A", "B"]) & d["score"].notna()
-          & d["adjusted"].isin(["A", "B"])]
-    recs = []
-    for name, g in d.groupby("annotator", sort=True):
-        scored = g
-        jj = g["judge"].isin(["A", "B"])
-        dis = g[jj & (g["vote"] != g["judge"])]
-        agr = g[jj & (g["vote"] == g["judge"])]
-        recs.append({"annotator": name, "n_scored": len(scored),
-                     "n_audit_disagree": int((scored["adjusted"] != scored["vote"]).sum()),
-                     "n_disagree_judge": len(dis), "n_agree_judge": len(agr),
-                     "mean_score_disagree_judge": (float(dis["score"].mean()) if len(dis)
-                                                   else np.nan),
-                     "mean_score_agree_judge": float(agr["score"].mean()) if len(agr) else np.nan})
-    out = pd.DataFrame(recs, columns=["annotator", "n_scored", "n_audit_disagree",
-                                      "n_disagree_judge", "n_agree_judge",
-                                      "mean_score_disagree_judge", "mean_score_agree_judge"])
-    blk = _share_block("audit_disagree", out["n_audit_disagree"], out["n_scored"], ci_method,
-                       confidence)
-    for k, v in blk.items():
-        out[k] = v
-    return out[["annotator", "n_scored", "audit_disagree", "audit_disagree_lo", "audit_disagree_hi",
-                "n_audit_disagree", "n_disagree_judge", "mean_score_disagree_judge",
-                "n_agree_judge", "mean_score_agree_judge"]]
