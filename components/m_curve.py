@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
+import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["m_curve_figure"]
+__all__ = ["M_RANGE", "M_STEP", "m_grid", "m_curve_figure"]
+
+#: the Audit page's m slider: (lowest, highest); the curve spans exactly this range
+M_RANGE = (0.05, 1.0)
+M_STEP = 0.01
+
+
+def m_grid(current_m: float | None = None) -> tuple[float, ...]:
+    """The m values the curve is drawn at: both ends of the slider, every 0.1 between, and the
+    current m (so the curve's point there is the audit the page reports)."""
+    lo, hi = M_RANGE
+    grid = {lo, hi, *np.round(np.arange(0.1, hi, 0.1), 2).tolist()}
+    if current_m is not None:
+        grid = {v for v in grid if abs(v - current_m) > 1e-9} | {float(current_m)}
+    return tuple(sorted(float(v) for v in grid if lo <= v <= hi))
 
 
 def m_curve_figure(curve: list[dict], *, current_m: float | None = None) -> go.Figure:
     """Audited rows the guarded rule would reverse at each ``m`` (from
-    :func:`puaudit.audit.estimator.reversals_vs_m`), with the slider's current value marked."""
+    :func:`puaudit.audit.estimator.reversals_vs_m`) over the slider's whole range
+    (:data:`M_RANGE`), with the current value marked and its count labelled."""
     ms = [c["m"] for c in curve]
     n = [c["n_reversed"] for c in curve]
     fig = go.Figure(go.Scatter(x=ms, y=n, mode="lines+markers", name="reversed",
                                hovertemplate="m %{x:.2f}: %{y:,} rows reversed<extra></extra>",
-                               line={"color": "#E45756"}))
+                               line={"color": "#E45756"}, marker={"size": 5}))
     if current_m is not None:
-        fig.add_vline(x=float(current_m), line_dash="dot", line_color="#4C78A8",
-                      annotation_text="current m", annotation_position="top")
-    fig.update_layout(height=220, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        here = [c["n_reversed"] for c in curve if abs(c["m"] - current_m) < 1e-9]
+        fig.add_vline(x=float(current_m), line_dash="dot", line_color="#4C78A8")
+        if here:
+            fig.add_trace(go.Scatter(
+                x=[float(current_m)], y=[here[0]], mode="markers+text", name="current m",
+                marker={"size": 10, "color": "#4C78A8"},
+                text=[f"m {current_m:.2f}: {here[0]:,}"], textposition="top right",
+                hovertemplate="current m %{x:.3f}: %{y:,} rows reversed<extra></extra>"))
+    fig.update_layout(height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       xaxis_title="m (share of audited verdicts believed right)",
                       yaxis_title="rows reversed", showlegend=False)
+    fig.update_xaxes(range=list(M_RANGE))  # the slider's range, not Plotly's guess from the data
     fig.update_yaxes(rangemode="tozero")
     return fig

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
-           "auto_comparison_table",
+           "auto_comparison_table", "verdict_text", "spread_text", "with_current_point",
+           "MIN_TYPE_ROWS",
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
@@ -40,16 +41,27 @@ def headline_metrics(result) -> list[dict]:
     ]
 
 
-def per_type_table(result) -> pd.DataFrame:
-    """Per question type: validation rows, Cons_orig, Cons_adj, change (points), reversals."""
+#: a question type with fewer validation rows shows its n and no percentage
+MIN_TYPE_ROWS = 20
+
+
+def per_type_table(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
+    """Per question type: validation rows, Cons_orig, Cons_adj, change (points), reversals,
+    and a note. A type with fewer than ``min_rows`` validation rows keeps its counts but no
+    percentage (one row more or less would move it by several points); a type where the
+    reversals lowered agreement is said so."""
+    cols = ["question_type", "n_validation", "cons_orig", "cons_adj", "delta_pts", "n_reversed",
+            "reversal_precision", "note"]
     df = result.per_type_frame()
     if df.empty:
-        return pd.DataFrame(columns=["question_type", "n_validation", "cons_orig", "cons_adj",
-                                     "delta_pts", "n_reversed", "reversal_precision"])
+        return pd.DataFrame(columns=cols)
     df = df.copy()
     df["delta_pts"] = 100 * df.pop("delta")
-    cols = ["question_type", "n_validation", "cons_orig", "cons_adj", "delta_pts", "n_reversed",
-            "reversal_precision"]
+    small = df["n_validation"] < min_rows
+    df.loc[small, ["cons_orig", "cons_adj", "delta_pts", "reversal_precision"]] = np.nan
+    df["note"] = ""
+    df.loc[small, "note"] = f"too few validation rows (under {min_rows}) for a percentage"
+    df.loc[~small & (df["delta_pts"] < 0), "note"] = "reversals lowered agreement here"
     return df[cols].reset_index(drop=True)
 
 
@@ -75,15 +87,61 @@ def audit_note(result) -> str | None:
 
 
 def expected_text(result) -> str:
-    """The expected consistency on all audited rows, with the 95% interval of the change."""
-    e = result.expected
-    orig, adj = e.get("expected_cons_orig"), e.get("expected_cons_adj")
-    if orig is None or (isinstance(orig, float) and math.isnan(orig)):
-        return "Expected consistency: not available (too few verified positives to calibrate)."
-    lo, hi = e.get("expected_delta_ci", (float("nan"), float("nan")))
-    return (f"Expected consistency on all audited rows: {_pct(orig)} → {_pct(adj)} "
-            f"(change {100 * e['expected_delta']:+.1f} pts, 95% CI {100 * lo:+.1f} to "
-            f"{100 * hi:+.1f}).")
+    """What the audit *predicts* for the rows no person labelled, kept apart from what it
+    *measured* on validation rows.
+
+    On the unlabelled audited rows :math:`j` with calibrated :math:`p_j` = P(judge right) and
+    reversal indicator :math:`r_j`: predicted agreement before :math:`\\mathrm{mean}_j\\, p_j`,
+    after :math:`\\mathrm{mean}_j\\, (r_j(1-p_j) + (1-r_j)p_j)`. Rows with a human label are
+    left out: their agreement is measured, not predicted.
+    """
+    rows = np.asarray(result.split) == "unlabelled"
+    if not rows.any():
+        return ("Every audited row has a human label, so nothing is predicted: the measured "
+                "numbers above are the audit's result.")
+    p = np.asarray(result.p_judge_right, dtype=float)[rows]
+    ok = np.isfinite(p)
+    if not ok.any():
+        return ("Predicted agreement on the rows without human labels: not available (too few "
+                "verified positives to calibrate).")
+    r = (np.asarray(result.group)[rows] == "negative")[ok]
+    p = p[ok]
+    orig, adj = float(p.mean()), float(np.mean(np.where(r, 1 - p, p)))
+    return (f"Predicted, not measured — on the {int(ok.sum()):,} rows without human labels, "
+            f"from calibrated P(judge right): agreement with people {_pct(orig)} → {_pct(adj)} "
+            f"({100 * (adj - orig):+.1f} pts) after {int(r.sum()):,} reversals there.")
+
+
+def verdict_text(result) -> str | None:
+    """The audit's outcome in one plain sentence (``summary()["verdict"]``), or — for a result
+    without one — whether the chosen scorer beat P's base rate, from the automatic choice's
+    cross-fitted log losses."""
+    verdict = getattr(result, "verdict", None)
+    if callable(verdict):
+        return verdict()
+    info = (result.diagnostics or {}).get("auto") or {}
+    losses, base = info.get("log_loss") or {}, info.get("base_rate_log_loss")
+    chosen = info.get("chosen")
+    if chosen in losses and base is not None and losses[chosen] >= base:
+        return (f"No scorer beats the base rate on P (cross-fitted log loss {losses[chosen]:.4f} "
+                f"vs {base:.4f} for P's agreement rate alone).")
+    return None
+
+
+def spread_text(spread: dict | None) -> str | None:
+    """The change over seeded splits in words (see
+    :func:`puaudit.audit.evaluate.spread_sentence`)."""
+    from puaudit.audit.evaluate import spread_sentence
+
+    return spread_sentence(spread)
+
+
+def with_current_point(curve: list[dict], m: float, n_reversed: int) -> list[dict]:
+    """The m curve with its point at the current ``m`` taken from the audit the page reports,
+    so the chart and the headline can never disagree there."""
+    out = [dict(c) for c in curve if abs(c["m"] - m) > 1e-9]
+    out.append({"m": float(m), "n_reversed": int(n_reversed)})
+    return sorted(out, key=lambda c: c["m"])
 
 
 def auto_choice_text(result) -> str | None:

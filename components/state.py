@@ -38,7 +38,8 @@ import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from puaudit.audit.estimator import PairEmbeddings, audit_table, embed_table, prepare_split
+from puaudit.audit.estimator import (PairEmbeddings, audit_table, embed_table, human_labels,
+                                     prepare_split)
 from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
 from puaudit.embed.settings import encoder_choices
@@ -50,7 +51,7 @@ __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "SCORER_CHOICES", "RULE_CHOICES",
            "start_encoder_warmup",
            "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
            "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit", "audit_config",
-           "m_curve", "compare_scorers",
+           "m_curve", "compare_scorers", "spread_job", "with_progress",
            "export_bytes", "umap_job", "show_error", "sha256_bytes", "favicon"]
 
 TEST_ENCODER_ENV = "PUAUDIT_TEST_ENCODER"
@@ -321,11 +322,19 @@ def audit_config(params: dict) -> AuditConfig:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,
-             _emb):
+             _emb, _progress=None):
     from puaudit.audit.evaluate import evaluate
 
+    n = len(SCORER_CHOICES)
+
+    def step(done: int, total: int) -> None:  # evaluate reports after each scorer x seed
+        if _progress is not None and done < total:
+            _progress(done, total, f"Comparing scorers: {SCORER_CHOICES[done % n]}, split "
+                                   f"{done // n + 1} of {seeds}")
+
+    step(0, seeds * n)
     res = evaluate(_table, _emb, seeds=seeds, scorers=SCORER_CHOICES, rules=RULE_CHOICES,
-                   config=config)
+                   config=config, progress=step)
     return res["leaderboard"]
 
 
@@ -334,12 +343,58 @@ def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *
     """Leaderboard of every scorer × rule over ``seeds`` splits (cached like the audit)."""
     cfg = audit_config(params).replace(scorer=AuditConfig.scorer, rule=AuditConfig.rule,
                                        random_state=AuditConfig.random_state)
-    return _compare(table_hash(table), params["encoder"], cfg, int(seeds), table, emb)
+    key = table_hash(table)
+    return with_progress(lambda report: _compare(key, params["encoder"], cfg, int(seeds), table,
+                                                 emb, report), "Comparing scorers")
+
+
+def with_progress(work, label: str):
+    """``work(report)`` run in a worker thread while this script thread draws a progress bar
+    (from 0.3 s on) saying what is being done, how far it is and for how long;
+    ``report(done, total, text=None)`` updates it. Errors are raised here. Like
+    :func:`get_embeddings`, the bar lives outside the cached function (Streamlit replays what a
+    cached function draws)."""
+    now = {"done": 0, "total": 0, "text": label}
+    box: dict = {}
+
+    def report(done: int, total: int, text: str | None = None) -> None:
+        now.update(done=done, total=total, **({"text": text} if text else {}))
+
+    def run():
+        try:
+            box["value"] = work(report)
+        except BaseException as exc:  # re-raised in the script thread
+            box["error"] = exc
+
+    th = threading.Thread(target=run, name="puaudit-work", daemon=True)
+    add_script_run_ctx(th, get_script_run_ctx())
+    th.start()
+    th.join(0.3)
+    if th.is_alive():
+        t0 = time.monotonic()
+        bar = st.progress(0.0, text=label)
+        while th.is_alive():
+            th.join(0.25)
+            d, t = now["done"], now["total"]
+            bar.progress(min(d / t, 1.0) if t else 0.0,
+                         text=f"{now['text']} (step {min(d + 1, t)} of {t}, "
+                              f"{time.monotonic() - t0:.0f} s)" if t else now["text"])
+        bar.empty()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _audit(content_hash: str, encoder_label: str, config: AuditConfig, _table, _emb):
-    return audit_table(_table, _emb, config)
+def _audit(content_hash: str, encoder_label: str, config: AuditConfig, _table, _emb,
+           _progress=None):
+    report = _progress or (lambda *a, **k: None)
+    report(0, 2, "Splitting the rows into P, validation and audited rows")
+    prep = prepare_split(_table, _emb, config, human=human_labels(_table, config, _emb))
+    report(1, 2, "Scoring " + ("every candidate scorer, cross-fitted on P, and choosing one"
+                               if config.scorer == "auto" else f"with {config.scorer}, "
+                               "cross-fitted on P") + "; then relabelling and measuring")
+    return audit_table(_table, _emb, config, prep=prep)
 
 
 def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
@@ -349,12 +404,15 @@ def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
     certified again at the session's target and risk, so moving the target slider does not
     score the rows again."""
     cfg = audit_config(params)
+    key = table_hash(table)
     if cfg.target_agreement is None:
-        return _audit(table_hash(table), params["encoder"], cfg, table, emb)
+        return with_progress(lambda report: _audit(key, params["encoder"], cfg, table, emb,
+                                                   report), "Auditing")
     from puaudit.audit.certify import with_target
 
-    base = _audit(table_hash(table), params["encoder"],
-                  cfg.replace(target_agreement=CERTIFY_TARGET, risk=_CFG.risk), table, emb)
+    cert = cfg.replace(target_agreement=CERTIFY_TARGET, risk=_CFG.risk)
+    base = with_progress(lambda report: _audit(key, params["encoder"], cert, table, emb, report),
+                         "Auditing")
     return with_target(base, cfg.target_agreement, cfg.risk)
 
 
@@ -366,17 +424,30 @@ def set_certify() -> None:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _m_curve(content_hash: str, encoder_label: str, config: AuditConfig, m_values: tuple,
-             _table, _emb) -> list[dict]:
-    from puaudit.audit.estimator import reversals_vs_m
+             _table, _emb, _progress=None) -> list[dict]:
+    from puaudit.audit.estimator import reversals_vs_m, score_split
 
-    return reversals_vs_m(prepare_split(_table, _emb, config), config, m_values)
+    report = _progress or (lambda *a, **k: None)
+    total = len(m_values) + 1
+    report(0, total, "Reversals vs m: scoring the audited rows")
+    # the same split (and human labels) as the audit, scored once; each m shifts its prior
+    prep = prepare_split(_table, _emb, config, human=human_labels(_table, config, _emb))
+    scored = score_split(prep, config)
+    out = []
+    for i, mv in enumerate(m_values):
+        report(i + 1, total, f"Reversals vs m: m = {mv:.2f}")
+        out += reversals_vs_m(prep, config, [mv], scored=scored)
+    return out
 
 
 def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
-            m_values: tuple = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)) -> list[dict]:
-    """Guarded reversals and expected consistency over a grid of ``m`` (cached)."""
-    cfg = audit_config(params).replace(m=None)
-    return _m_curve(table_hash(table), params["encoder"], cfg, tuple(m_values), table, emb)
+            m_values: tuple) -> list[dict]:
+    """Reversals and expected consistency over ``m_values`` (cached; a progress bar while it
+    runs), on the audit's split and scores (``m`` left to the estimate)."""
+    cfg = audit_config(params).replace(m=None, target_agreement=None)
+    key = table_hash(table)
+    return with_progress(lambda report: _m_curve(key, params["encoder"], cfg, tuple(m_values),
+                                                 table, emb, report), "Reversals vs m")
 
 
 def show_error(exc: BaseException) -> None:
@@ -427,6 +498,42 @@ def export_bytes(result, table, params: dict, fmt: str, *, safe: bool = False) -
     format)."""
     return _export_bytes(table_hash(table), repr(sorted(params.items())), fmt, safe, result,
                          table)
+
+
+# --- the change over seeded splits, in the background -------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _spread_pool() -> tuple[ThreadPoolExecutor, dict, threading.Lock]:
+    return (ThreadPoolExecutor(max_workers=1, thread_name_prefix="puaudit-spread"), {},
+            threading.Lock())
+
+
+def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result, *,
+               n_seeds: int) -> tuple[Future, dict]:
+    """The audit's change over ``n_seeds`` seeded splits (:func:`puaudit.audit.evaluate.
+    delta_over_seeds`; the first split is ``result`` itself), computed in a background thread
+    once per data + settings per server process.
+
+    Returns the future and its progress, ``{"done", "total"}`` further splits audited.
+    """
+    from puaudit.audit.evaluate import delta_over_seeds
+
+    cfg = audit_config(params).replace(target_agreement=None)  # certifying moves no verdict
+    key = f"{table_hash(table)}|{params['encoder']}|{cfg!r}|{int(n_seeds)}"
+    pool, jobs, lock = _spread_pool()
+    with lock:
+        job = jobs.get(key)
+        if job is None or (job[0].done() and job[0].exception() is not None):
+            prog = {"done": 0, "total": int(n_seeds) - 1}
+            fut = pool.submit(delta_over_seeds, table, emb, cfg, n_seeds=int(n_seeds),
+                              first_delta=result.metrics.get("delta"),
+                              progress=lambda d, t: prog.update(done=d, total=t))
+            jobs[key] = job = (fut, prog)
+            while len(jobs) > 16:  # bounded memory: forget the oldest finished spreads
+                old = next(iter(jobs))
+                if not jobs[old][0].done():
+                    break
+                jobs.pop(old)
+    return job
 
 
 # --- UMAP in the background -------------------------------------------------------------------

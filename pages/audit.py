@@ -9,13 +9,15 @@ import streamlit as st
 from components import state
 from components.certify import (CURVE_TARGETS, RISK_CHOICES, certification_text,
                                 coverage_curve_figure)
-from components.m_curve import m_curve_figure
+from components.m_curve import M_RANGE, M_STEP, m_curve_figure, m_grid
 from components.safe_text import md
 from components.evidence import (evidence_info, evidence_note, evidence_weights_figure,
                                  evidence_weights_frame)
 from components.metrics import (audit_note, auto_choice_text,
                                 auto_comparison_table, expected_text, headline_metrics,
-                                leaderboard_table, per_type_table)
+                                leaderboard_table, per_type_table, spread_text, verdict_text,
+                                with_current_point)
+from puaudit.audit.evaluate import default_spread_seeds
 from puaudit.errors import PUAuditError
 
 state.through_navigation()
@@ -76,22 +78,14 @@ except PUAuditError as exc:
 left, right = st.columns(2)
 with left:
     m_value = params["m"] if params["m"] is not None else round(est, 2)
-    st.slider("m — share of audited verdicts believed right", 0.05, 1.0, step=0.01,
-              **state.bind("m", min(max(m_value, 0.05), 1.0)))
+    st.slider("m — share of audited verdicts believed right", *M_RANGE, step=M_STEP,
+              **state.bind("m", min(max(m_value, M_RANGE[0]), M_RANGE[1])))
     st.caption(f"Estimate from P (judge–human agreement): **{est:.3f}**"
                + (" (in use)" if params["m"] is None else ""))
     if params["m"] is not None and st.button("Use the estimate"):
         ss["audit"]["m"] = None
         st.rerun()
-    try:
-        curve = state.m_curve(table, emb, params)
-    except PUAuditError:
-        curve = None
-    if curve:
-        st.plotly_chart(m_curve_figure(curve, current_m=params["m"] if params["m"] is not None
-                                       else est), width="stretch", key="m_curve")
-        st.caption("Rows the guarded rule would reverse at each m (higher m: more trust in "
-                   "the judge, fewer reversals).")
+    curve_slot = st.container()
 with right:
     st.slider("p_ratio — share of annotated items used as P", 0.05, 0.95, step=0.05,
               **state.bind("p_ratio"))
@@ -102,12 +96,55 @@ try:
 except PUAuditError as exc:
     state.show_error(exc)
     st.stop()
+n_reversed = int((result.group == "negative").sum())
+
+with curve_slot:  # drawn after the audit: its point at the current m is the audit shown below
+    current_m = float(result.m)
+    try:
+        curve = state.m_curve(table, emb, params, m_grid(current_m))
+    except PUAuditError:
+        curve = None
+    if curve:
+        st.plotly_chart(m_curve_figure(with_current_point(curve, current_m, n_reversed),
+                                       current_m=current_m), width="stretch", key="m_curve")
+        st.caption(f"Rows the {result.params.get('rule', 'guarded')} rule would reverse at each "
+                   "m over the slider's range (higher m: more trust in the judge, fewer "
+                   "reversals); the marked point is the audit below.")
 
 cols = st.columns(4)
 for col, m in zip(cols, headline_metrics(result)):
     col.metric(m["label"], m["value"], delta=m["delta"], help=m["help"])
-st.caption(f"Measured on {result.metrics['n']:,} validation rows · m = {result.m:.3f} · "
-           f"{int((result.group == 'negative').sum()):,} audited rows reversed in all.")
+st.caption(f"Measured on {result.metrics['n']:,} validation rows (annotated, held out) · "
+           f"m = {result.m:.3f} · {n_reversed:,} audited rows reversed in all.")
+verdict = verdict_text(result)
+if verdict:
+    st.markdown(f"**Verdict:** {md(verdict)}")
+
+
+def _spread():
+    """The change over seeded splits, measured in the background after the first result."""
+    n_seeds = default_spread_seeds(len(table))
+    if n_seeds < 2 or not result.metrics["n"]:
+        return
+    fut, prog = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
+    if not fut.done():
+        st.caption(f"Measuring the change over {n_seeds} seeded splits in the background: "
+                   f"{prog['done']} of {prog['total']} further splits audited…")
+    elif fut.exception() is not None:
+        st.caption(f"The spread over seeds could not be measured ({md(fut.exception())}).")
+    else:
+        spread = fut.result()
+        text = spread_text(spread)
+        if text:
+            (st.warning if spread["min"] <= 0 else st.success)(text)
+        if pending:
+            st.rerun()  # arrived during a timed fragment run: redraw once, stop polling
+
+
+pending = (default_spread_seeds(len(table)) > 1 and bool(result.metrics["n"])
+           and not state.spread_job(table, emb, params, result,
+                                    n_seeds=default_spread_seeds(len(table)))[0].done())
+st.fragment(_spread, run_every=1.0 if pending else None)()
 st.info(expected_text(result))
 choice = auto_choice_text(result)
 if choice:
@@ -159,6 +196,7 @@ st.dataframe(per_type_table(result), hide_index=True, width="stretch",
                  "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
                  "reversal_precision": st.column_config.NumberColumn("reversal precision",
                                                                      format="percent"),
+                 "note": st.column_config.TextColumn("note"),
              })
 
 st.subheader("Compare scorers")
@@ -166,12 +204,11 @@ st.caption("Every scorer and relabel rule on the same data and settings, average
            "seeded splits and measured on validation rows only — so you can see when PUAudit's "
            "transport scorer does not beat simpler baselines, or the judge itself.")
 if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
-    with st.spinner("Auditing with every scorer…"):
-        try:
-            board = state.compare_scorers(table, emb, state.audit_params())
-        except PUAuditError as exc:
-            state.show_error(exc)
-            st.stop()
+    try:  # a progress bar names each scorer and split as it runs
+        board = state.compare_scorers(table, emb, state.audit_params())
+    except PUAuditError as exc:
+        state.show_error(exc)
+        st.stop()
     st.dataframe(leaderboard_table(board), hide_index=True, width="stretch",
                  column_config={
                      "cons_orig": st.column_config.NumberColumn("Cons_orig", format="percent"),
