@@ -285,35 +285,8 @@ def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: floa
         raise PUAuditError(f"delta must be ≥ 0 (got {delta}).")
     v2 = pairs["verdict_2"] if "verdict_2" in pairs else [None] * len(pairs)
     base = relation_baseline(pairs["verdict_1"], v2)
-    weighted = None
-    if method == "baseline":
-        rel = base
-    elif method == "bidirectional":
-        p1, p2 = _prob_arrays(pairs)
-        if np.all(np.isnan(p1)) and np.all(np.isnan(p2)):
-            raise PUAuditError("Method 'bidirectional' needs the judge's probabilities (columns "
-                               "p1_A, p1_B, p1_tie, p2_A, p2_B, p2_tie); this table has none. Use "
-                               "--method baseline, or add the probabilities.", column="p1_A")
-        rel = relation_bidirectional(p1, p2, delta=delta)
-    elif method == "weighted":
-        q1 = pairs["ppl_1"].to_numpy(dtype=float) if "ppl_1" in pairs else np.full(len(pairs), np.nan)
-        q2 = pairs["ppl_2"].to_numpy(dtype=float) if "ppl_2" in pairs else np.full(len(pairs), np.nan)
-        if np.all(np.isnan(q1)) and np.all(np.isnan(q2)):
-            raise PUAuditError("Method 'weighted' weighs each answer order by exp(−γ·PPL) and "
-                               "needs the perplexity of the judgments (columns ppl_1, ppl_2, or "
-                               "token_logprobs_1, token_logprobs_2); this table has none. Use "
-                               "--method baseline or bidirectional.", column="ppl_1")
-        p1, p2 = _prob_arrays(pairs)
-        weighted = weighted_distribution(pairs["verdict_1"], v2, p1, p2, q1, q2, gamma=gamma)
-        rel = relation_weighted(pairs["verdict_1"], v2, p1, p2, q1, q2, gamma=gamma, delta=delta)
-    else:
-        q1 = pairs["ppl_1"].to_numpy(dtype=float) if "ppl_1" in pairs else np.full(len(pairs), np.nan)
-        q2 = pairs["ppl_2"].to_numpy(dtype=float) if "ppl_2" in pairs else np.full(len(pairs), np.nan)
-        if np.all(np.isnan(q1)) or np.all(np.isnan(q2)):
-            raise PUAuditError("Method 'ppl' needs the perplexity of the judgment in both orders "
-                               "(columns ppl_1, ppl_2); this table lacks them. Use --method "
-                               "baseline, or add the perplexities.", column="ppl_1")
-        rel = relation_ppl(pairs["verdict_1"], v2, q1, q2, delta=delta)
+    rel, weighted = (base, None) if method == "baseline" else _method_relations(
+        pairs, v2, method=method, delta=delta, gamma=gamma)
     fallback = np.array([r is None for r in rel])
     rel = np.where(fallback, base, rel)
     dist = pair_distribution(pairs)
@@ -334,3 +307,40 @@ def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: floa
                  **({"gamma": float(gamma)} if method == "weighted" else {}),
                  "n_fallback": int(fallback.sum()),
                  "counts": {r: int((rel == r).sum()) for r in (">", "<", "=")}}
+
+
+def _ppl_arrays(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Perplexities of the two orders' judgments (NaN where absent)."""
+    nan = np.full(len(pairs), np.nan)
+    q1 = pairs["ppl_1"].to_numpy(dtype=float) if "ppl_1" in pairs else nan
+    q2 = pairs["ppl_2"].to_numpy(dtype=float) if "ppl_2" in pairs else nan
+    return q1, q2
+
+
+def _method_relations(pairs: pd.DataFrame, v2, *, method: str, delta: float,
+                      gamma: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """Relations by ``method`` (None where it cannot decide) and, for ``weighted``, its
+    distribution; a clear error when the table lacks what the method reads."""
+    if method == "bidirectional":
+        p1, p2 = _prob_arrays(pairs)
+        if np.all(np.isnan(p1)) and np.all(np.isnan(p2)):
+            raise PUAuditError("Method 'bidirectional' needs the judge's probabilities (columns "
+                               "p1_A, p1_B, p1_tie, p2_A, p2_B, p2_tie); this table has none. Use "
+                               "--method baseline, or add the probabilities.", column="p1_A")
+        return relation_bidirectional(p1, p2, delta=delta), None
+    q1, q2 = _ppl_arrays(pairs)
+    if method == "weighted":
+        if np.all(np.isnan(q1)) and np.all(np.isnan(q2)):
+            raise PUAuditError("Method 'weighted' weighs each answer order by exp(−γ·PPL) and "
+                               "needs the perplexity of the judgments (columns ppl_1, ppl_2, or "
+                               "token_logprobs_1, token_logprobs_2); this table has none. Use "
+                               "--method baseline or bidirectional.", column="ppl_1")
+        p1, p2 = _prob_arrays(pairs)
+        weighted = weighted_distribution(pairs["verdict_1"], v2, p1, p2, q1, q2, gamma=gamma)
+        return relation_weighted(pairs["verdict_1"], v2, p1, p2, q1, q2, gamma=gamma,
+                                 delta=delta), weighted
+    if np.all(np.isnan(q1)) or np.all(np.isnan(q2)):
+        raise PUAuditError("Method 'ppl' needs the perplexity of the judgment in both orders "
+                           "(columns ppl_1, ppl_2); this table lacks them. Use --method "
+                           "baseline, or add the perplexities.", column="ppl_1")
+    return relation_ppl(pairs["verdict_1"], v2, q1, q2, delta=delta), None

@@ -150,27 +150,73 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
         raise PUAuditError(f"k must be a list of subset sizes of at least 3 (got {list(k)}).")
     pairs = read_pairwise(pairwise_df)
     rel, rel_log = pair_relations(pairs, method=method, delta=delta, gamma=gamma, log=True)
-
     if scores_df is not None:
-        scores = read_scores(scores_df)
-        if score_method is None:
-            score_method = ("distribution" if method != "baseline" and scores.attrs["has_distribution"]
-                            else "baseline")
-        if score_method not in SCORE_METHODS:
-            raise PUAuditError(f"Unknown score method '{score_method}'. Use one of: "
-                               f"{', '.join(SCORE_METHODS)}.")
-        rel = attach_scores(rel, scores, score_table(scores, method=score_method,
-                                                     rescale_to=rescale_to, scale=score_scale))
-        _, cr_log = conflict_ratio(rel["relation"].to_numpy(), rel["score_i"].to_numpy(),
-                                   rel["score_j"].to_numpy(), tol=tol, log=True)
-        rel["scored"] = rel["score_i"].notna() & rel["score_j"].notna()
-        rel["conflict"] = cr_log["conflict"]
+        rel, score_method = _with_scores(rel, read_scores(scores_df), method=method,
+                                         score_method=score_method, tol=tol,
+                                         rescale_to=rescale_to, score_scale=score_scale)
     else:
         score_method = None
         rescale_to = None
         rel["scored"] = False
         rel["conflict"] = False
+    per_question, counts, violations = _per_question(
+        rel, ks, random_state=random_state, max_exact_subsets=max_exact_subsets,
+        n_samples=n_samples)
 
+    def summarise(mask_col: str | None, value: Any) -> dict:
+        return _summarise(per_question, counts, ks, mask_col, value,
+                          has_scores=scores_df is not None)
+
+    overall = summarise(None, None)
+    per_type = {t: summarise("category", t) for t in sorted(per_question["category"].unique())}
+    per_judge = {j: summarise("judge", j) for j in sorted(per_question["judge"].unique())}
+    return TrustJudgeReport(
+        method=method, delta=float(delta), k=ks, score_method=score_method, cr=overall["cr"],
+        ntr=overall["ntr"], ntr_ci=overall["ntr_ci"], ntr_exact=overall["ntr_exact"],
+        per_type=per_type, per_judge=per_judge, triples=overall["triples"], relations=rel,
+        violations=violations, rankings=rank_candidates(rel, prior=prior),
+        per_question=per_question,
+        log={**rel_log, "n_units": len(per_question),
+             "rescale_to": list(rescale_to) if rescale_to is not None else None,
+             "ppl_from_logprobs": list(pairs.attrs.get("ppl_from_logprobs", []))})
+
+
+def _with_scores(rel: pd.DataFrame, scores: pd.DataFrame, *, method: str,
+                 score_method: str | None, tol: float, rescale_to, score_scale
+                 ) -> tuple[pd.DataFrame, str]:
+    """The relations with both candidates' scores, ``scored`` and ``conflict``; the score
+    method used (``distribution`` by default for the likelihood-aware relations when the
+    scores have distributions)."""
+    if score_method is None:
+        score_method = ("distribution" if method != "baseline" and scores.attrs["has_distribution"]
+                        else "baseline")
+    if score_method not in SCORE_METHODS:
+        raise PUAuditError(f"Unknown score method '{score_method}'. Use one of: "
+                           f"{', '.join(SCORE_METHODS)}.")
+    rel = attach_scores(rel, scores, score_table(scores, method=score_method,
+                                                 rescale_to=rescale_to, scale=score_scale))
+    _, cr_log = conflict_ratio(rel["relation"].to_numpy(), rel["score_i"].to_numpy(),
+                               rel["score_j"].to_numpy(), tol=tol, log=True)
+    rel["scored"] = rel["score_i"].notna() & rel["score_j"].notna()
+    rel["conflict"] = cr_log["conflict"]
+    return rel, score_method
+
+
+def _ntr_counts(bad: np.ndarray, known: np.ndarray, kk: int, n_names: int, *, seed,
+                max_exact_subsets: int, n_samples: int) -> dict:
+    """Non-transitive and eligible k-subsets of one question (k = 3 from the triple tensor)."""
+    if kk == 3:
+        complete = known[:, :, None] & known[None, :, :] & known[:, None, :]
+        return {"nontransitive": float(bad.sum() // 6), "eligible": float(complete.sum() // 6),
+                "exact": True, "total": math.comb(n_names, 3)}
+    return count_nontransitive(bad, known, kk, max_exact_subsets=max_exact_subsets,
+                               n_samples=n_samples, random_state=np.random.default_rng(seed))
+
+
+def _per_question(rel: pd.DataFrame, ks: tuple[int, ...], *, random_state: int | None,
+                  max_exact_subsets: int, n_samples: int
+                  ) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """Counts per judge and question, the NTR counts per k, and the violating triples."""
     ci = rel["candidate_i"].to_numpy(dtype=object)
     cj = rel["candidate_j"].to_numpy(dtype=object)
     relation = rel["relation"].to_numpy(dtype=object)
@@ -198,15 +244,9 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
             # the tensor holds each triple in its 6 orderings
             row[kind] = int((kinds == i + 1).sum() // 6)
         for kk in ks:
-            if kk == 3:
-                complete = known[:, :, None] & known[None, :, :] & known[:, None, :]
-                c = {"nontransitive": float(bad.sum() // 6), "eligible": float(complete.sum() // 6),
-                     "exact": True, "total": math.comb(len(names), 3)}
-            else:
-                seed = None if random_state is None else [int(random_state), u, kk]
-                c = count_nontransitive(bad, known, kk, max_exact_subsets=max_exact_subsets,
-                                        n_samples=n_samples,
-                                        random_state=np.random.default_rng(seed))
+            c = _ntr_counts(bad, known, kk, len(names),
+                            seed=None if random_state is None else [int(random_state), u, kk],
+                            max_exact_subsets=max_exact_subsets, n_samples=n_samples)
             c.update(judge=judge, category=category)
             counts[kk].append(c)
             row[f"nontransitive_{kk}"] = c["nontransitive"]
@@ -219,37 +259,30 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
             for key, val in (("judge", [judge] * m), ("question_id", [qid] * m),
                              ("category", [category] * m), *arrays.items()):
                 viol.setdefault(key, []).extend(val)
+    return pd.DataFrame(unit_rows), counts, _violations_frame(viol)
 
-    per_question = pd.DataFrame(unit_rows)
+
+def _violations_frame(viol: dict) -> pd.DataFrame:
     violations = pd.DataFrame({c: viol.get(c, []) for c in VIOLATION_COLUMNS[:-2]})
     violations["candidates"] = [", ".join(t) for t in zip(violations["cand_1"], violations["cand_2"],
                                                            violations["cand_3"])]
     violations["relations"] = [f"{x} {r1} {y} {r2} {z} {r3} {x}" for x, y, z, r1, r2, r3 in zip(
         violations["cand_1"], violations["cand_2"], violations["cand_3"], violations["rel_12"],
         violations["rel_23"], violations["rel_31"])]
+    return violations
 
-    def summarise(mask_col: str | None, value: Any) -> dict:
-        sel = per_question if mask_col is None else per_question[per_question[mask_col] == value]
-        n_pairs = int(sel["n_pairs"].sum())
-        n_conf = int(sel["n_conflicts"].sum())
-        pooled = {kk: pool_counts([c for c in counts[kk]
-                                   if mask_col is None or c[mask_col] == value]) for kk in ks}
-        return {"cr": (n_conf / n_pairs if n_pairs else None) if scores_df is not None else None,
-                "ntr": {kk: pooled[kk]["ntr"] for kk in ks},
-                "ntr_ci": {kk: pooled[kk]["ci"] for kk in ks},
-                "ntr_exact": {kk: pooled[kk]["exact"] for kk in ks},
-                "n_pairs": n_pairs, "n_conflicts": n_conf,
-                "triples": {kind: int(sel[kind].sum()) for kind in KINDS}}
 
-    overall = summarise(None, None)
-    per_type = {t: summarise("category", t) for t in sorted(per_question["category"].unique())}
-    per_judge = {j: summarise("judge", j) for j in sorted(per_question["judge"].unique())}
-    return TrustJudgeReport(
-        method=method, delta=float(delta), k=ks, score_method=score_method, cr=overall["cr"],
-        ntr=overall["ntr"], ntr_ci=overall["ntr_ci"], ntr_exact=overall["ntr_exact"],
-        per_type=per_type, per_judge=per_judge, triples=overall["triples"], relations=rel,
-        violations=violations, rankings=rank_candidates(rel, prior=prior),
-        per_question=per_question,
-        log={**rel_log, "n_units": len(per_question),
-             "rescale_to": list(rescale_to) if rescale_to is not None else None,
-             "ppl_from_logprobs": list(pairs.attrs.get("ppl_from_logprobs", []))})
+def _summarise(per_question: pd.DataFrame, counts: dict, ks: tuple[int, ...],
+               mask_col: str | None, value: Any, *, has_scores: bool) -> dict:
+    """CR, NTR_k and triple counts over the questions where ``mask_col == value`` (all: None)."""
+    sel = per_question if mask_col is None else per_question[per_question[mask_col] == value]
+    n_pairs = int(sel["n_pairs"].sum())
+    n_conf = int(sel["n_conflicts"].sum())
+    pooled = {kk: pool_counts([c for c in counts[kk]
+                               if mask_col is None or c[mask_col] == value]) for kk in ks}
+    return {"cr": (n_conf / n_pairs if n_pairs else None) if has_scores else None,
+            "ntr": {kk: pooled[kk]["ntr"] for kk in ks},
+            "ntr_ci": {kk: pooled[kk]["ci"] for kk in ks},
+            "ntr_exact": {kk: pooled[kk]["exact"] for kk in ks},
+            "n_pairs": n_pairs, "n_conflicts": n_conf,
+            "triples": {kind: int(sel[kind].sum()) for kind in KINDS}}
