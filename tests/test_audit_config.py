@@ -72,3 +72,22 @@ def test_config_is_frozen_hashable_and_validated_once():
             AuditConfig(**bad)
     with pytest.raises(PUAuditError, match="Unknown audit parameter"):
         cfg.replace(colour="red")
+
+
+@pytest.mark.parametrize("cfg", [
+    AuditConfig(),
+    AuditConfig(m=0.7, per_type=False, review_band=(0.2, 0.4), rule="paper", reg=0.2,
+                evidence=("bt_gap", "position_first"), target_agreement=0.9, risk=0.05,
+                cv_repeats=2, calibration_bags=0, human_source="consensus", random_state=7),
+    AuditConfig(evidence="none", scorer="evidence", calibration="platt", n_folds=3),
+])
+def test_the_manifests_reproduce_command_carries_every_field(cfg):
+    import shlex
+
+    from puaudit.audit.config import config_from_args
+    from puaudit.audit.manifest import reproduce_command
+
+    cmd = reproduce_command({**cfg.to_dict(), "m_used": 0.5, "encoder": "x"})
+    argv = shlex.split(cmd)
+    assert argv[:5] == ["puaudit", "audit", "INPUT", "-o", "OUTPUT"]
+    assert config_from_args(build_parser().parse_args(argv[1:])) == cfg

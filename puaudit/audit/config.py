@@ -228,6 +228,25 @@ class AuditConfig:
             raise PUAuditError(f"Unknown audit parameter(s) {unknown}.")
         return dataclasses.replace(self, **changes)
 
+    def to_cli(self) -> list[str]:
+        """The command-line options that give exactly this configuration (every field whose
+        value is not ``None``; ``None`` is the option's own default, "auto")."""
+        out: list[str] = []
+        for f in dataclasses.fields(self):
+            value, flag = getattr(self, f.name), f.metadata["flag"]
+            if f.metadata.get("invert"):
+                if not value:
+                    out.append(flag)
+            elif value is None:
+                continue
+            elif isinstance(value, tuple) and f.name == "review_band":
+                out += [flag, *(repr(float(v)) for v in value)]
+            elif isinstance(value, tuple):
+                out += [flag, ",".join(value)]
+            else:
+                out += [flag, str(value)]
+        return out
+
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import platform
 
-__all__ = ["run_manifest"]
+__all__ = ["run_manifest", "reproduce_command"]
 
 
 def run_manifest(result, *, input_name: str = "", input_sha256: str | None = None) -> dict:
@@ -35,13 +36,17 @@ def run_manifest(result, *, input_name: str = "", input_sha256: str | None = Non
         "certification": s.get("certification"),
         "environment": {"python": platform.python_version(), "numpy": numpy.__version__,
                         "pandas": pandas.__version__},
-        "reproduce": ("puaudit audit INPUT -o OUTPUT --seed {seed} --p-ratio {p} --alpha1 {a1} "
-                      "--alpha2 {a2} --scorer {sc} --rule {r}{m}{cert}").format(
-            seed=result.params.get("random_state"), p=result.params.get("p_ratio"),
-            a1=result.params.get("alpha1"), a2=result.params.get("alpha2"),
-            sc=result.params.get("scorer"), r=result.params.get("rule"),
-            m="" if result.params.get("m") is None else f" --m {result.params.get('m')}",
-            cert="" if result.params.get("target_agreement") is None else
-            f" --target-agreement {result.params['target_agreement']} "
-            f"--risk {result.params.get('risk')}"),
+        "reproduce": reproduce_command(result.params),
     }
+
+
+def reproduce_command(params: dict) -> str:
+    """``puaudit audit INPUT -o OUTPUT`` with every :class:`AuditConfig` field of ``params``."""
+    import shlex
+
+    from puaudit.audit.config import AuditConfig
+
+    fields = {f.name for f in dataclasses.fields(AuditConfig)}
+    cfg = AuditConfig(**{k: v for k, v in params.items() if k in fields})
+    return " ".join(["puaudit", "audit", "INPUT", "-o", "OUTPUT",
+                     *(shlex.quote(a) for a in cfg.to_cli())])
