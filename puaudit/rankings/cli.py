@@ -3,12 +3,12 @@
 Prints one line per model (ranks, win rates with 95% intervals, Bradley–Terry strengths) and the
 models whose judge win rate lies outside the prediction-powered interval. With ``--json`` the last
 line of stdout is one JSON object: ``models`` (one object per model, the first ``--top`` of the
-leaderboard, with ``model``, ``n``,
-``n_human`` and, for each source s in judge, audited, human, ppi: ``bt_s``, ``bt_s_lo``,
-``bt_s_hi``, ``winrate_s``, ``winrate_s_lo``, ``winrate_s_hi``, ``rank_s``), ``n_models`` (all
-of them), ``params``, ``diagnostics`` and ``notes``; ``-o`` writes every model. The audited verdicts come from ``puaudit_adjusted``: INPUT may be
-a ``puaudit audit`` export, or name the export with ``--audit-export``. Bad input prints the
-message on stderr and returns 2.
+leaderboard, with ``model``, ``n``, ``n_human`` and, for each source s in judge, audited, human,
+ppi: ``bt_s``, ``bt_s_lo``, ``bt_s_hi``, ``winrate_s``, ``winrate_s_lo``, ``winrate_s_hi``,
+``rank_s``), ``n_models`` (all of them), ``params``, ``diagnostics`` and ``notes``; ``-o`` writes
+every model. The audited verdicts come from ``puaudit_adjusted``: INPUT may be a ``puaudit audit``
+export, or name the export with ``--audit-export``. Bad input prints the message on stderr and
+returns 2.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ from scipy.special import expit
 from puaudit.errors import PUAuditError
 from puaudit.rankings.limits import BOOTSTRAP_WORK, MIN_DRAWS, TOP_MODELS, WINRATE_WORK
 
-__all__ = ["SOURCES", "SOURCE_LABELS", "TIES", "TOP_MODELS", "BOOTSTRAP_WORK", "ModelRankings", "verdict_scores",
-           "win_rates", "bradley_terry", "model_rankings", "table_models", "table_rankings",
+__all__ = ["SOURCES", "SOURCE_LABELS", "TIES", "TOP_MODELS", "BOOTSTRAP_WORK", "ModelRankings",
+           "verdict_scores", "win_rates", "bradley_terry", "model_rankings", "table_models", "table_rankings",
            "length_covariate", "simulate_comparisons"]
 
 SOURCES = ("judge", "audited", "human", "ppi")
@@ -225,8 +225,9 @@ def bradley_terry(i, j, wins, n, *, n_models: int, covariate=None, prior: float 
     init : array, optional
         Starting point (strengths, then γ): warm starts for bootstrap refits.
     direct_max : int, optional
-        Default :data:`DIRECT_MAX`. Up to this many parameters (models, + 1 with a covariate) each Newton step is solved
-        exactly; beyond, by conjugate gradients. Both stop at the same gradient norm.
+        Default :data:`DIRECT_MAX`. Up to this many parameters (models, + 1 with a covariate)
+        each Newton step is solved exactly; beyond, by conjugate gradients. Both stop at the same
+        gradient norm.
 
     Returns
     -------
