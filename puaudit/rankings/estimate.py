@@ -45,8 +45,8 @@ from puaudit.errors import PUAuditError
 from puaudit.rankings.limits import BOOTSTRAP_WORK, MIN_DRAWS, TOP_MODELS, WINRATE_WORK
 
 __all__ = ["SOURCES", "SOURCE_LABELS", "TIES", "TOP_MODELS", "BOOTSTRAP_WORK", "ModelRankings",
-           "verdict_scores", "win_rates", "bradley_terry", "model_rankings", "table_models", "table_rankings",
-           "length_covariate", "simulate_comparisons"]
+           "verdict_scores", "win_rates", "bradley_terry", "model_rankings", "table_models",
+           "table_rankings", "length_covariate", "simulate_comparisons"]
 
 SOURCES = ("judge", "audited", "human", "ppi")
 SOURCE_LABELS = {"judge": "Judge (all rows)", "audited": "Audited verdicts",
