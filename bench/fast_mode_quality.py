@@ -172,8 +172,7 @@ def audits(table, emb, seeds: int) -> list[dict]:
     out = []
     for seed in range(seeds):
         cfg = AuditConfig(random_state=seed)
-        prep = prepare_split(table, emb, p_ratio=cfg.p_ratio, random_state=seed,
-                             human=human_labels(table, cfg, emb), evidence=cfg.evidence)
+        prep = prepare_split(table, emb, cfg, human=human_labels(table, cfg, emb))
         res = audit_table(table, emb, cfg, prep=prep)
         out.append({"reversed": set(np.flatnonzero(np.asarray(res.group) == GROUP_NEG).tolist()),
                     "gain": float(res.metrics["delta"]), "auroc": auroc_judge_right(prep, res),
