@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import ROLES, guess_columns, normalize_verdicts
 
 __all__ = ["ROLE_LABELS", "mapping_defaults", "judge_candidates", "summary_metrics",
-           "question_type_frame"]
+           "question_type_frame", "mapping_warnings", "excluded_rows", "excluded_text"]
 
 ROLE_LABELS = {
     "prompt": "Prompt", "response_a": "Response A", "response_b": "Response B",
@@ -76,3 +77,52 @@ def question_type_frame(summary: dict) -> pd.DataFrame:
     """Rows per question type, largest first."""
     items = sorted(summary["question_types"].items(), key=lambda kv: (-kv[1], kv[0]))
     return pd.DataFrame(items, columns=["question_type", "rows"])
+
+
+def mapping_warnings(mapping: dict[str, str | None]) -> list[str]:
+    """What the audit cannot do with this column mapping, pointing at the mapping control.
+
+    A missing judge column stops the audit; a missing human column leaves nothing to verify or
+    measure (every row would count as unlabelled).
+    """
+    out = []
+    if not mapping.get("judge"):
+        out.append("No judge verdict column was detected. Open **Column mapping** below and "
+                   "choose the column holding the LLM judge's verdicts (A, B or tie) as "
+                   "*Judge verdict*.")
+    if not mapping.get("human"):
+        out.append("No human verdict column was detected, so no row counts as annotated and "
+                   "the audit has nothing to learn from or measure against. Open **Column "
+                   "mapping** below and choose the column holding people's verdicts (A, B or "
+                   "tie; empty where nobody looked) as *Human verdict*.")
+    return out
+
+
+def excluded_rows(table, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows the audit leaves out, as uploaded, with the reason first
+    (``excluded_because``: no judge verdict, judge tie, human tie, identical responses).
+
+    Identical responses are found here by their text; the audit also leaves out the (rare)
+    different texts that the encoder maps to the same vector.
+    """
+    from puaudit.audit.splits import SPLIT_EXCLUDED, split_rows
+
+    identical = np.array([a == b for a, b in zip(table.response_a, table.response_b)],
+                         dtype=bool)
+    split, reason = split_rows(table.judge, table.human, table.question_type, table.item_id,
+                               p_ratio=0.5, random_state=0, identical=identical)
+    rows = np.flatnonzero(split == SPLIT_EXCLUDED)
+    out = frame.iloc[rows].copy()
+    out.insert(0, "excluded_because", reason[rows])
+    out.insert(0, "row", rows + 1)
+    return out.reset_index(drop=True)
+
+
+def excluded_text(excluded: pd.DataFrame, n_rows: int) -> str | None:
+    """"N of M rows are left out of the audit: k because …" (None when none are)."""
+    if excluded.empty:
+        return None
+    counts = excluded["excluded_because"].value_counts()
+    why = ", ".join(f"{n:,} {reason}" for reason, n in counts.items())
+    return (f"{len(excluded):,} of {n_rows:,} rows are left out of the audit ({why}): a tie or a "
+            "missing verdict cannot be reversed, and identical responses cannot be told apart.")

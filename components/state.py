@@ -180,7 +180,9 @@ def build_table() -> ComparisonTable | None:
     try:
         table = load_comparisons(ss["raw_frame"], columns=explicit, name=ss.get("source_name", ""))
     except PUAuditError as exc:
-        ss["table_error"] = str(exc)
+        from components.messages import for_dashboard
+
+        ss["table_error"] = for_dashboard(exc)
         return None
     ss["table"] = table
     return table
@@ -453,9 +455,10 @@ def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
 def show_error(exc: BaseException) -> None:
     """An error box whose text is shown literally: messages quote cells, labels and column
     names from the data, which must never render as Markdown (images would be fetched)."""
+    from components.messages import for_dashboard
     from components.safe_text import md
 
-    st.error(md(exc))
+    st.error(md(for_dashboard(exc)))
 
 
 def current_audit():

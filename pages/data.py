@@ -7,8 +7,10 @@ import streamlit as st
 
 
 from components import state
-from components.data_summary import (ROLE_LABELS, judge_candidates,
-                                     question_type_frame, summary_metrics)
+from components.data_summary import (ROLE_LABELS, excluded_rows, excluded_text,
+                                     judge_candidates, mapping_warnings, question_type_frame,
+                                     summary_metrics)
+from components.metrics import spreadsheet_safe_copy
 from components.safe_text import md
 from components.uploads import limits_text, read_upload
 from puaudit.embed.settings import upload_limits
@@ -64,7 +66,10 @@ if ss.get("upload_error"):
 frame = ss["raw_frame"]
 st.subheader(f"{md(ss['source_name'])} · {len(frame):,} rows × {len(frame.columns)} columns")
 
-with st.expander("Column mapping", expanded="table_error" in ss):
+for warning in mapping_warnings(ss["columns"]):
+    st.warning(warning)  # our own text: it names controls, never data
+
+with st.expander("Column mapping", expanded="table_error" in ss or bool(mapping_warnings(ss["columns"]))):
     cols = [str(c) for c in frame.columns]
     mapping = dict(ss["columns"])
     candidates = judge_candidates(frame, mapping)
@@ -96,6 +101,15 @@ summary = table.summary()
 metric_cols = st.columns(6)
 for col, (label, value) in zip(metric_cols, summary_metrics(summary)):
     col.metric(label, value)
+
+excluded = excluded_rows(table, frame)
+note = excluded_text(excluded, len(frame))
+if note:
+    ex_text, ex_button = st.columns([4, 1])
+    ex_text.info(note)
+    ex_button.download_button("Download them", spreadsheet_safe_copy(excluded).to_csv(index=False).encode("utf-8"),
+                              file_name="excluded_rows.csv", mime="text/csv",
+                              help="The rows left out, as uploaded, with the reason first.")
 
 left, right = st.columns([1, 2])
 with left:

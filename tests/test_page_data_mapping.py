@@ -1,0 +1,104 @@
+"""The Data page says when no human (or judge) column is detected, pointing at the mapping
+control; it counts the rows the audit leaves out, says why and offers them for download; the
+dashboard's messages name its own controls, not command-line flags."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from components.data_summary import excluded_rows, excluded_text, mapping_warnings
+from components.messages import COLUMN_MAPPING, for_dashboard
+from puaudit.data.demo import generate_demo
+from puaudit.data.schema import load_comparisons
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.usefixtures("app_env")
+
+
+def _data_page(frame: pd.DataFrame) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/data.py").run()
+    from components import state  # noqa: F401  (the page's own module, for set_source)
+
+    at.session_state["raw_frame"] = frame
+    at.session_state["source_name"] = "upload.csv"
+    from components.data_summary import mapping_defaults
+
+    at.session_state["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
+    at.session_state["data_version"] = 7
+    at.session_state["table"] = load_comparisons(frame, columns={
+        r: at.session_state["columns"].get(r) for r in ("prompt", "response_a", "response_b",
+                                                        "judge", "human")})
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_undetected_human_column_is_warned_with_the_mapping_control():
+    frame = generate_demo(n_rows=120, random_state=0).rename(columns={"human_winner": "people_pick"})
+    at = _data_page(frame)
+    warnings = [w.value for w in at.warning]
+    assert any("No human verdict column was detected" in w and "Column mapping" in w
+               for w in warnings), warnings
+    assert not any("judge verdict column" in w for w in warnings)
+    assert mapping_warnings({"judge": "j", "human": "h"}) == []
+    assert len(mapping_warnings({})) == 2
+
+
+def test_excluded_rows_are_counted_explained_and_downloadable():
+    frame = generate_demo(n_rows=120, random_state=0)
+    frame["judge_winner"] = frame["judge_winner"].where(frame["judge_winner"] != "tie", "A")
+    frame["human_winner"] = frame["human_winner"].where(frame["human_winner"] != "tie", "B")
+    frame.loc[[0, 1, 2], "judge_winner"] = "tie"
+    frame.loc[[3], "human_winner"] = "tie"
+    frame.loc[4, "response_b"] = frame.loc[4, "response_a"]
+    at = _data_page(frame)
+    infos = [i.value for i in at.info]
+    assert any(v.startswith("5 of 120 rows are left out of the audit (3 judge tie, 1 human tie, "
+                            "1 identical responses)") for v in infos), infos
+    table = load_comparisons(frame)
+    ex = excluded_rows(table, frame)
+    assert ex["row"].tolist() == [1, 2, 3, 4, 5]
+    assert list(ex.columns[2:]) == list(frame.columns)
+    assert ex.loc[4, "response_a"] == frame.loc[4, "response_a"]
+    button = at.get("download_button")
+    assert len(button) == 1
+    assert excluded_text(ex.iloc[:0], 120) is None
+
+
+def test_messages_point_to_dashboard_controls():
+    cli = ("Required column(s) not found: judge (looked for: judge, ...). Rename the column or "
+           "map it explicitly (CLI: --prompt-col/--judge-col; Python: columns={'judge': 'x'}).")
+    text = for_dashboard(cli)
+    assert "--" not in text and "Python" not in text and "CLI" not in text
+    assert text.endswith(f"map it explicitly (in {COLUMN_MAPPING}).")
+    assert "(looked for: judge, ...)" in text  # the data's own hint stays
+    few = ("Add human labels for more rows, or check that the human column ('none found') is "
+           "the right one.")
+    assert for_dashboard(few).endswith(f"The columns are chosen in {COLUMN_MAPPING}.")
+    assert for_dashboard("use e.g. --target-agreement 0.9.") == (
+        "use e.g. the Target agreement slider on the Audit page at 0.9.")
+
+
+def test_library_errors_read_as_dashboard_advice():
+    """Real messages of the library, reworded: no flag and no Python is left in them."""
+    from puaudit.audit.estimator import embed_table, prepare_split
+    from puaudit.errors import PUAuditError
+    from tests.doubles import HashingEncoder
+
+    frame = generate_demo(n_rows=120, random_state=0)
+    with pytest.raises(PUAuditError) as missing:
+        load_comparisons(frame.drop(columns=["judge_winner", "judge_winner_padded"]))
+    frame["judge_winner"] = "tie"
+    table = load_comparisons(frame)
+    with pytest.raises(PUAuditError) as ties:
+        prepare_split(table, embed_table(table, HashingEncoder()))
+    for exc in (missing.value, ties.value):
+        assert "--" in str(exc)  # the library's own advice names a flag...
+        text = for_dashboard(exc)
+        assert "--" not in text and "CLI" not in text and COLUMN_MAPPING in text  # ...ours not
