@@ -307,6 +307,7 @@ def echo_key_reply(body):
 def test_echoed_api_key_is_never_written(answers, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MY_JUDGE_KEY", SECRET)
     out_dir = tmp_path / "out"
+    out_dir.mkdir()  # an output in a missing folder is refused
     with StubJudgeServer(reply=echo_key_reply, api_key=SECRET) as stub:
         rc, out, err = judge(capsys, answers, "--endpoint", stub.url, "--model", "m",
                              "--both-orders", "--scores", "-o", out_dir / "pairs.csv",
