@@ -13,7 +13,8 @@ from puaudit.review.keys import row_keys
 
 __all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
            "progress_counts", "disagreements_frame", "decision_log", "export_frame",
-           "audited_frame", "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS"]
+           "audited_frame", "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS",
+           "empty_queue_text"]
 
 #: (verdict, button label) in the order shown
 VERDICT_BUTTONS = (("A", "A is better"), ("B", "B is better"), ("tie", "Tie"), ("skip", "Skip"))
@@ -178,3 +179,21 @@ def review_export(result, table) -> pd.DataFrame | None:
     if (decisions is None or len(decisions) == 0) and base is table:
         return None
     return export_frame(result, table, decisions)
+
+
+def empty_queue_text(result, queue: pd.DataFrame, *, filtered: bool) -> str:
+    """Why the reviewer's queue is empty: no row lacks a human label, the filters leave none,
+    or this reviewer has decided every row in it."""
+    split = np.asarray(result.split, dtype=object)
+    n_unlabelled = int((split == "unlabelled").sum())
+    if n_unlabelled == 0:
+        n_ann = int(((split == "P") | (split == "validation")).sum())
+        return (f"Nothing to review: every row the judge decided already has a human verdict "
+                f"({n_ann:,} annotated rows; {int((split == 'excluded').sum()):,} left out as "
+                "ties or without a judge verdict). The queue holds rows without one — the Audit "
+                "page shows how the judge did on these.")
+    if queue.empty and filtered:
+        return (f"None of the {n_unlabelled:,} rows without a human verdict matches these "
+                "filters: widen the question types or models under Queue order and filters.")
+    return (f"You have decided every row in your queue ({len(queue):,} rows"
+            + (" with these filters" if filtered else "") + "). Thank you.")

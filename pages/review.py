@@ -11,8 +11,8 @@ import streamlit as st
 
 from components import state
 from components.review import (VERDICT_BUTTONS, VERDICT_SHORTCUTS, decision_log, decision_record,
-                               disagreements_frame, export_frame, pending_queue, progress_counts,
-                               reviewer_identity, row_view)
+                               disagreements_frame, empty_queue_text, export_frame, pending_queue,
+                               progress_counts, reviewer_identity, row_view)
 from components.safe_text import md
 from puaudit.data.io import table_to_bytes
 from puaudit.errors import PUAuditError
@@ -133,7 +133,7 @@ def _decide(verdict: str, view: dict, who: str) -> None:
 
 
 if todo.empty:
-    st.success("Nothing left in your queue with these filters.")
+    st.success(empty_queue_text(result, queue, filtered=bool(pick_types or pick_models)))
 else:
     labels = {int(r.row): f"#{r.rank} · row {r.row} · {r.tier} · P(judge right) "
                           f"{r.p_judge_right:.2f} · {r.question_type}"
