@@ -200,6 +200,48 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
     for canon in ("question_id", "candidate_i", "candidate_j", "verdict_1"):
         _require(found[canon], canon, PAIRWISE_ALIASES[canon], columns, label)
 
+    prob_cols, ppl_cols, logprob_cols = _order_columns(columns, mapping)
+    rows = np.arange(1, len(raw) + 1)
+    out = pd.DataFrame({"row": rows})
+    out["judge"] = [_text(v) or "judge" for v in raw[found["judge"]]] if found["judge"] else "judge"
+    out["category"] = ([_text(v) or "all" for v in raw[found["category"]]]
+                       if found["category"] else "all")
+    for canon in ("question_id", "candidate_i", "candidate_j"):
+        out[canon] = _filled_texts(raw, found[canon], label, what=f" ({canon})",
+                                   hint=" Fill it in or delete the row.")
+    same = np.flatnonzero(out["candidate_i"].to_numpy() == out["candidate_j"].to_numpy())
+    if len(same):
+        r = int(same[0]) + 1
+        raise PUAuditError(f"{label}: row {r} compares '{out['candidate_i'].iloc[r - 1]}' with "
+                           "itself. Each row must compare two different candidates.", row=r)
+    for canon in ("verdict_1", "verdict_2"):
+        col = found[canon]
+        if col is None:
+            out[canon] = None
+            continue
+        out[canon] = [normalise_verdict(v, column=col, row=r) for v, r in zip(raw[col], rows)]
+    for canon in ("rationale_1", "rationale_2"):
+        col = found[canon]
+        out[canon] = [_text(v) for v in raw[col]] if col else ""
+
+    for canon in PROB_COLUMNS:
+        out[canon] = _probabilities(raw, prob_cols.get(canon), rows, label)
+    from_logprobs = [c for c in ("ppl_1", "ppl_2") if ppl_cols.get(c) is None and c in logprob_cols]
+    for canon in ("ppl_1", "ppl_2"):
+        out[canon] = (_ppl_from_logprobs(raw, logprob_cols[canon], rows, label)
+                      if canon in from_logprobs
+                      else _perplexities(raw, ppl_cols.get(canon), rows, label))
+    _check_pairs(out, found, label)
+    out.attrs["has_probabilities"] = bool(prob_cols)
+    out.attrs["has_perplexity"] = bool(ppl_cols) or bool(from_logprobs)
+    out.attrs["ppl_from_logprobs"] = from_logprobs
+    out.attrs["name"] = label
+    return out
+
+
+def _order_columns(columns: list[str], mapping: dict[str, str] | None
+                   ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The columns of each order's probabilities, perplexity and token log-probabilities."""
     prob_cols: dict[str, str] = {}
     ppl_cols: dict[str, str] = {}
     logprob_cols: dict[str, str] = {}
@@ -219,73 +261,62 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
     if mapping:
         prob_cols.update({k: v for k, v in mapping.items() if k in PROB_COLUMNS})
         ppl_cols.update({k: v for k, v in mapping.items() if k in ("ppl_1", "ppl_2")})
+    return prob_cols, ppl_cols, logprob_cols
 
-    n = len(raw)
-    rows = np.arange(1, n + 1)
-    out = pd.DataFrame({"row": rows})
-    out["judge"] = [_text(v) or "judge" for v in raw[found["judge"]]] if found["judge"] else "judge"
-    out["category"] = ([_text(v) or "all" for v in raw[found["category"]]]
-                       if found["category"] else "all")
-    for canon in ("question_id", "candidate_i", "candidate_j"):
-        col = found[canon]
-        values = [_text(v) for v in raw[col]]
-        empty = next((i for i, v in enumerate(values) if v == ""), None)
-        if empty is not None:
-            raise PUAuditError(f"{label}: column '{col}' ({canon}) is empty at row {empty + 1}. "
-                               "Fill it in or delete the row.", column=col, row=empty + 1)
-        out[canon] = values
-    same = np.flatnonzero(out["candidate_i"].to_numpy() == out["candidate_j"].to_numpy())
-    if len(same):
-        r = int(same[0]) + 1
-        raise PUAuditError(f"{label}: row {r} compares '{out['candidate_i'].iloc[r - 1]}' with "
-                           "itself. Each row must compare two different candidates.", row=r)
-    for canon in ("verdict_1", "verdict_2"):
-        col = found[canon]
-        if col is None:
-            out[canon] = None
-            continue
-        out[canon] = [normalise_verdict(v, column=col, row=r) for v, r in zip(raw[col], rows)]
-    for canon in ("rationale_1", "rationale_2"):
-        col = found[canon]
-        out[canon] = [_text(v) for v in raw[col]] if col else ""
 
-    for canon in PROB_COLUMNS:
-        col = prob_cols.get(canon)
-        vals = (np.array([_number(v, column=col, row=r, label=label) for v, r in zip(raw[col], rows)])
-                if col else np.full(n, np.nan))
-        bad = np.flatnonzero((vals < 0) | (vals > 1 + 1e-6))
-        if len(bad):
-            r = int(bad[0]) + 1
-            raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[bad[0]]}, outside "
-                               "[0, 1]. Give probabilities, not logits or percentages.",
-                               column=col, row=r)
-        out[canon] = vals
-    from_logprobs = []
-    for canon in ("ppl_1", "ppl_2"):
-        col = ppl_cols.get(canon)
-        if col is None and canon in logprob_cols:
-            col = logprob_cols[canon]
-            vals = np.array([_ppl_cell(v, column=col, row=r, label=label)
-                             for v, r in zip(raw[col], rows)], dtype=float)
-            from_logprobs.append(canon)
-            out[canon] = vals
-            continue
-        vals = (np.array([_number(v, column=col, row=r, label=label) for v, r in zip(raw[col], rows)])
-                if col else np.full(n, np.nan))
-        bad = np.flatnonzero(vals <= 0)
-        if len(bad):
-            r = int(bad[0]) + 1
-            raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[bad[0]]}; a perplexity "
-                               "must be positive.", column=col, row=r)
-        out[canon] = vals
+def _filled_texts(raw: pd.DataFrame, col: str, label: str, *, what: str = "",
+                  hint: str = "") -> list[str]:
+    """The column's cells as text; a clear error at the first empty one."""
+    values = [_text(v) for v in raw[col]]
+    empty = next((i for i, v in enumerate(values) if v == ""), None)
+    if empty is not None:
+        raise PUAuditError(f"{label}: column '{col}'{what} is empty at row {empty + 1}.{hint}",
+                           column=col, row=empty + 1)
+    return values
 
+
+def _numbers(raw: pd.DataFrame, col: str | None, rows: np.ndarray, label: str) -> np.ndarray:
+    if col is None:
+        return np.full(len(rows), np.nan)
+    return np.array([_number(v, column=col, row=r, label=label) for v, r in zip(raw[col], rows)])
+
+
+def _probabilities(raw: pd.DataFrame, col: str | None, rows: np.ndarray,
+                   label: str) -> np.ndarray:
+    vals = _numbers(raw, col, rows, label)
+    bad = np.flatnonzero((vals < 0) | (vals > 1 + 1e-6))
+    if len(bad):
+        r = int(bad[0]) + 1
+        raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[bad[0]]}, outside "
+                           "[0, 1]. Give probabilities, not logits or percentages.",
+                           column=col, row=r)
+    return vals
+
+
+def _perplexities(raw: pd.DataFrame, col: str | None, rows: np.ndarray,
+                  label: str) -> np.ndarray:
+    vals = _numbers(raw, col, rows, label)
+    bad = np.flatnonzero(vals <= 0)
+    if len(bad):
+        r = int(bad[0]) + 1
+        raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[bad[0]]}; a perplexity "
+                           "must be positive.", column=col, row=r)
+    return vals
+
+
+def _ppl_from_logprobs(raw: pd.DataFrame, col: str, rows: np.ndarray, label: str) -> np.ndarray:
+    return np.array([_ppl_cell(v, column=col, row=r, label=label)
+                     for v, r in zip(raw[col], rows)], dtype=float)
+
+
+def _check_pairs(out: pd.DataFrame, found: dict, label: str) -> None:
+    """Every row has a verdict, and each pair is listed once per judge and question."""
     no_verdict = np.flatnonzero(out["verdict_1"].isna().to_numpy() & out["verdict_2"].isna().to_numpy())
     if len(no_verdict):
         r = int(no_verdict[0]) + 1
         raise PUAuditError(f"{label}: row {r} has no verdict in either order. Give verdict_1 (and "
                            "verdict_2 if the judge also saw the swapped order), or delete the row.",
                            column=found["verdict_1"], row=r)
-
     lo = np.minimum(out["candidate_i"].to_numpy(dtype=object), out["candidate_j"].to_numpy(dtype=object))
     hi = np.maximum(out["candidate_i"].to_numpy(dtype=object), out["candidate_j"].to_numpy(dtype=object))
     key = pd.DataFrame({"j": out["judge"], "q": out["question_id"], "lo": lo, "hi": hi})
@@ -297,11 +328,6 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
             f"'{out['judge'].iloc[r - 1]}' and question '{out['question_id'].iloc[r - 1]}'. Put both "
             "answer orders of a pair in one row (verdict_1, verdict_2), and list each pair once.",
             row=r)
-    out.attrs["has_probabilities"] = bool(prob_cols)
-    out.attrs["has_perplexity"] = bool(ppl_cols) or bool(from_logprobs)
-    out.attrs["ppl_from_logprobs"] = from_logprobs
-    out.attrs["name"] = label
-    return out
 
 
 def _ppl_cell(value: Any, *, column: str, row: int, label: str) -> float:
@@ -350,40 +376,11 @@ def read_scores(source: Any, *, mapping: dict[str, str] | None = None,
     out = pd.DataFrame({"row": rows})
     out["judge"] = [_text(v) or None for v in raw[found["judge"]]] if found["judge"] else None
     for canon in ("question_id", "candidate"):
-        col = found[canon]
-        values = [_text(v) for v in raw[col]]
-        empty = next((i for i, v in enumerate(values) if v == ""), None)
-        if empty is not None:
-            raise PUAuditError(f"{label}: column '{col}' is empty at row {empty + 1}.",
-                               column=col, row=empty + 1)
-        out[canon] = values
+        out[canon] = _filled_texts(raw, found[canon], label)
     scol = found["score"]
     out["score"] = ([_number(v, column=scol, row=r, label=label) for v, r in zip(raw[scol], rows)]
                     if scol else np.nan)
-    tokens = [tok for tok, _ in dist_cols]
-    probs = np.column_stack([[_number(v, column=c, row=int(r), label=label) for v, r in zip(raw[c], rows)]
-                             for _, c in dist_cols]) if dist_cols else None
-    json_col = raw[found["distribution"]].tolist() if found["distribution"] else None
-    dists: list[dict[float, float] | None] = []
-    for i, r in enumerate(rows):
-        dist: dict[float, float] | None = None
-        if probs is not None:
-            # all cells empty = no distribution for this row; a single empty cell = probability 0
-            if not np.isnan(probs[i]).all():
-                dist = dict(zip(tokens, np.nan_to_num(probs[i]).tolist()))
-        elif json_col is not None:
-            dist = _parse_json_dist(json_col[i], column=found["distribution"], row=int(r), label=label)
-        if dist is not None:
-            neg = [tok for tok, p in dist.items() if p < 0]
-            if neg:
-                raise PUAuditError(f"{label}: row {r} gives a negative probability for score "
-                                   f"{neg[0]:g}. Probabilities must be ≥ 0.", row=int(r))
-            if sum(dist.values()) <= 0:
-                raise PUAuditError(f"{label}: row {r} has a score distribution with no mass "
-                                   "(all probabilities 0). Give at least one positive probability "
-                                   "or leave the row's cells empty.", row=int(r))
-        dists.append(dist)
-    out["distribution"] = dists
+    out["distribution"] = _distributions(raw, dist_cols, found["distribution"], rows, label)
     missing = np.flatnonzero(out["score"].isna().to_numpy() & out["distribution"].isna().to_numpy())
     if len(missing):
         r = int(missing[0]) + 1
@@ -423,3 +420,33 @@ def _parse_json_dist(value: Any, *, column: str, row: int, label: str) -> dict[f
             raise PUAuditError(f"{label}: column '{column}' at row {row}: '{tok}': '{p}' is not "
                                "a numeric score token and probability.", column=column, row=row) from None
     return dist
+
+
+def _distributions(raw: pd.DataFrame, dist_cols: list[tuple[float, str]], json_name: str | None,
+                   rows: np.ndarray, label: str) -> list[dict[float, float] | None]:
+    """Each row's score distribution ``{token: probability}`` (None when it has none), from the
+    ``p_<token>`` columns or a JSON column; negative or massless distributions refused."""
+    tokens = [tok for tok, _ in dist_cols]
+    probs = np.column_stack([[_number(v, column=c, row=int(r), label=label) for v, r in zip(raw[c], rows)]
+                             for _, c in dist_cols]) if dist_cols else None
+    json_col = raw[json_name].tolist() if json_name else None
+    dists: list[dict[float, float] | None] = []
+    for i, r in enumerate(rows):
+        dist: dict[float, float] | None = None
+        if probs is not None:
+            # all cells empty = no distribution for this row; a single empty cell = probability 0
+            if not np.isnan(probs[i]).all():
+                dist = dict(zip(tokens, np.nan_to_num(probs[i]).tolist()))
+        elif json_col is not None:
+            dist = _parse_json_dist(json_col[i], column=json_name, row=int(r), label=label)
+        if dist is not None:
+            neg = [tok for tok, p in dist.items() if p < 0]
+            if neg:
+                raise PUAuditError(f"{label}: row {r} gives a negative probability for score "
+                                   f"{neg[0]:g}. Probabilities must be ≥ 0.", row=int(r))
+            if sum(dist.values()) <= 0:
+                raise PUAuditError(f"{label}: row {r} has a score distribution with no mass "
+                                   "(all probabilities 0). Give at least one positive probability "
+                                   "or leave the row's cells empty.", row=int(r))
+        dists.append(dist)
+    return dists
