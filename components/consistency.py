@@ -256,11 +256,19 @@ def cycle_graph(relations: pd.DataFrame, violations: pd.DataFrame, *, judge: str
         x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text",
         marker=dict(size=34, color="#eef3f8", line=dict(color="#1f77b4", width=2)),
         text=[plotly_text(n) + (f" (#{ranks[n]})" if n in ranks else "") for n in names],
-        textposition="top center", hovertext=plotly_texts(names), hoverinfo="text",
-        showlegend=False))
-    fig.update_layout(annotations=annotations, xaxis=dict(visible=False, range=[-1.5, 1.5]),
-                      yaxis=dict(visible=False, range=[-1.4, 1.5], scaleanchor="x"),
+        # outward from the circle: the arrows run inside it, and are drawn above the labels
+        textposition=[_outward(*pos[n]) for n in names], hovertext=plotly_texts(names),
+        hoverinfo="text", showlegend=False, cliponaxis=False))
+    fig.update_layout(annotations=annotations, xaxis=dict(visible=False, range=[-1.9, 1.9]),
+                      yaxis=dict(visible=False, range=[-1.6, 1.6], scaleanchor="x"),
                       margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                       title=f"{plotly_text(judge)} · question {plotly_text(question_id)}: "
                             f"{len(viol)} violating triple(s)")
     return fig
+
+
+def _outward(x: float, y: float) -> str:
+    """The Plotly text position pointing away from the layout's centre from node (x, y)."""
+    if abs(y) >= abs(x) * 0.6:
+        return "top center" if y >= 0 else "bottom center"
+    return "middle right" if x > 0 else "middle left"

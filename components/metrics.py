@@ -9,7 +9,7 @@ import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
            "auto_comparison_table", "verdict_text", "spread_text", "with_current_point",
-           "MIN_TYPE_ROWS",
+           "MIN_TYPE_ROWS", "points_delta",
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
@@ -19,6 +19,14 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
 
 
+def points_delta(x: float | None) -> str | None:
+    """A change as ``"+1.2 pts"`` for a metric's delta; None (no arrow, no colour) when it is
+    unknown or rounds to zero — an unchanged number is not an improvement."""
+    if x is None or (isinstance(x, float) and math.isnan(x)) or round(100 * x, 1) == 0:
+        return None
+    return f"{100 * x:+.1f} pts"
+
+
 def headline_metrics(result) -> list[dict]:
     """Cons_orig, Cons_adj (with the change as delta), reversals and validation size.
 
@@ -26,7 +34,7 @@ def headline_metrics(result) -> list[dict]:
     """
     m = result.metrics
     delta = m["delta"]
-    delta_txt = None if delta is None or math.isnan(delta) else f"{100 * delta:+.1f} pts"
+    delta_txt = points_delta(delta)
     lo, hi = m["cons_orig_ci"]
     lo2, hi2 = m["cons_adj_ci"]
     return [

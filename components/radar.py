@@ -15,16 +15,23 @@ __all__ = ["radar_frame", "consistency_radar"]
 
 
 def radar_frame(per_type_by_judge: dict[str, dict]) -> pd.DataFrame:
-    """Long table: ``judge_column``, ``question_type``, ``n``, ``cons_orig``, ``cons_adj``,
-    ``delta`` from ``{judge column: AuditResult.per_type}``."""
+    """Long table: ``judge_column``, ``question_type``, ``n``, ``cons_orig_pct``,
+    ``cons_adj_pct`` (percent) and ``delta_pts`` (points, as on the Audit page) from
+    ``{judge column: AuditResult.per_type}``; a value that cannot be measured is NaN (shown
+    empty), never ``None``."""
     rows = []
     for judge, per_type in per_type_by_judge.items():
         for t, m in per_type.items():
             rows.append({"judge_column": judge, "question_type": str(t), "n": m["n"],
-                         "cons_orig": m["cons_orig"], "cons_adj": m["cons_adj"],
-                         "delta": m["delta"]})
-    return pd.DataFrame(rows, columns=["judge_column", "question_type", "n", "cons_orig",
-                                       "cons_adj", "delta"])
+                         **{f"{k}_pct": _points(m.get(k)) for k in ("cons_orig", "cons_adj")},
+                         "delta_pts": _points(m.get("delta"))})
+    return pd.DataFrame(rows, columns=["judge_column", "question_type", "n", "cons_orig_pct",
+                                       "cons_adj_pct", "delta_pts"]).astype(
+        {"cons_orig_pct": float, "cons_adj_pct": float, "delta_pts": float})
+
+
+def _points(x) -> float:
+    return float("nan") if x is None or (isinstance(x, float) and math.isnan(x)) else 100 * float(x)
 
 
 def consistency_radar(per_type_by_judge: dict[str, dict]) -> go.Figure:
@@ -33,7 +40,9 @@ def consistency_radar(per_type_by_judge: dict[str, dict]) -> go.Figure:
     judges = list(per_type_by_judge)
     k = max(len(judges), 1)
     # judge column names and question types are data: escaped so Plotly builds no link from them
+    # wide gaps: each panel's angular labels (question types) sit outside its circle
     fig = make_subplots(rows=1, cols=k, specs=[[{"type": "polar"}] * k],
+                        horizontal_spacing=0.3 if k > 1 else 0.2,
                         subplot_titles=plotly_texts(judges) or [""])
     for j, judge in enumerate(judges, start=1):
         per_type = per_type_by_judge[judge]
@@ -50,7 +59,8 @@ def consistency_radar(per_type_by_judge: dict[str, dict]) -> go.Figure:
                 line_color=colour, legendgroup=name, showlegend=(j == 1),
                 hovertemplate="%{theta}: %{r:.1%}<extra>" + name + "</extra>"), row=1, col=j)
         fig.update_polars(radialaxis=dict(range=[0, 1], tickformat=".0%"),
-                          selector=dict(), row=1, col=j)
+                          angularaxis=dict(tickfont=dict(size=11)), selector=dict(),
+                          row=1, col=j)
     fig.update_annotations(yshift=28)  # panel titles above the top axis label
     fig.update_layout(height=460, margin=dict(l=70, r=70, t=90, b=30))
     return fig

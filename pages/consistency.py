@@ -11,6 +11,7 @@ from components.consistency import (candidate_scores, cycle_graph,
                                     default_score_method, method_options, metrics_bar_chart,
                                     metrics_table, pairwise_fit, question_violations,
                                     score_options, weakest_edges)
+from components.metrics import points_delta
 from components.safe_text import md, md_label
 from components.state import DEMO_NAME
 from components.uploads import read_upload
@@ -193,12 +194,12 @@ def _pct(x):
 
 cols = st.columns(1 + len(K))
 cols[0].metric("Conflict Ratio", _pct(after.cr),
-               None if after.cr is None or before.cr is None else f"{100 * (after.cr - before.cr):+.1f} pts",
+               None if after.cr is None or before.cr is None else points_delta(after.cr - before.cr),
                delta_color="inverse", help="Before: baseline relation and scores; after: the "
                                            "chosen aggregation and score rule.")
 for col, k in zip(cols[1:], K):
     a, b = after.ntr[k], before.ntr[k]
-    col.metric(f"NTR_{k}", _pct(a), None if a is None or b is None else f"{100 * (a - b):+.1f} pts",
+    col.metric(f"NTR_{k}", _pct(a), None if a is None or b is None else points_delta(a - b),
                delta_color="inverse")
 st.caption("Violating triples after aggregation: "
            + ", ".join(f"{KIND_LABELS[kind]} {n}" for kind, n in after.triples.items())

@@ -55,7 +55,7 @@ if per_type:
     st.plotly_chart(consistency_radar(per_type), width="stretch")
     st.dataframe(radar_frame(per_type), hide_index=True, width="stretch",
                  column_config={
-                     "cons_orig": st.column_config.NumberColumn("Cons_orig", format="percent"),
-                     "cons_adj": st.column_config.NumberColumn("Cons_adj", format="percent"),
-                     "delta": st.column_config.NumberColumn("change", format="percent"),
+                     "cons_orig_pct": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
+                     "cons_adj_pct": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
+                     "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
                  })
