@@ -182,14 +182,53 @@ class _Redacting:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from puaudit.data.io import check_output_path, write_table
-    from puaudit.trustjudge.collect import assemble, plan_judging
-    from puaudit.trustjudge.prompts import get_template
-    from puaudit.trustjudge.runner import JudgeClient, ResponseCache, run_requests
+    from puaudit.trustjudge.collect import assemble
+    from puaudit.trustjudge.runner import JudgeClient
 
     scores = args.scores or args.scores_only
     if args.scores_only and args.both_orders:
         raise PUAuditError("--both-orders asks pairs; it cannot go with --scores-only.")
+    paths = _checked_paths(args, scores=scores)
+    frame = _input_frame(args)
+    client = JudgeClient(endpoint=args.endpoint, model=args.model, api_key_env=args.api_key_env,
+                         timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
+                         max_backoff=args.max_backoff, temperature=args.temperature,
+                         max_tokens=args.max_tokens, top_logprobs=args.top_logprobs, seed=args.seed)
+    plan = _plan(frame, args, client, scores=scores)
+    collected = _collect(plan, args, client, paths)
+    if collected is None:
+        return 130
+    stats, responses, echoed = collected
+    if stats.n_failed and not args.allow_partial:
+        first = next(iter(stats.failures.values()))
+        print(f"error: {stats.n_failed} of {stats.n_total} requests failed for good (first: "
+              f"{first}). The other responses are cached in {paths['cache']}: rerun the same "
+              "command to retry the failed ones, or add --allow-partial to write the tables "
+              "without them.", file=sys.stderr)
+        return 1
+    tables = assemble(plan, responses, judge_name=args.judge_name or args.model,
+                      failures=stats.failures, notes=echoed, winner_column=args.winner_column,
+                      winner_rule=args.winner_rule)
+    secret = _secret(args)
+    for name in ("pairs", "scores", "problems"):
+        table = getattr(tables, name)
+        if table is not None:
+            setattr(tables, name, _redact_table(table, secret))
+    written = _write_tables(tables, plan, paths, args)
+    _print_next(written, plan, paths, args)
+    if args.json:
+        print(dumps({"kind": plan.kind, "model": args.model, "endpoint": client.base_url,
+                     "n_pairs": len(plan.pair_tasks), "n_scores": len(plan.score_tasks),
+                     "both_orders": args.both_orders, "written": written,
+                     "cache": str(paths["cache"]), "n_problems": len(tables.problems),
+                     "counts": tables.counts, "stats": stats.to_dict()}))
+    return 0
+
+
+def _checked_paths(args: argparse.Namespace, *, scores: bool) -> dict:
+    """The output paths, each checked before anything is read or asked."""
+    from puaudit.data.io import check_output_path
+
     paths = default_paths(args.output, scores_only=args.scores_only, scores_out=args.scores_out,
                           cache=args.cache)
     outputs = []
@@ -200,7 +239,11 @@ def _run(args: argparse.Namespace) -> int:
         if path is not None:
             check_output_path(path, inputs=[args.input], outputs=outputs, what=what, table=table)
             outputs.append(path)
+    return paths
 
+
+def _input_frame(args: argparse.Namespace) -> pd.DataFrame:
+    """The input table (only the rows the audit escalated, with ``--only-escalated``)."""
     frame = read_input(args.input, args)
     if args.only_escalated:
         from puaudit.audit.certify import escalated_rows
@@ -209,17 +252,20 @@ def _run(args: argparse.Namespace) -> int:
         frame = escalated_rows(frame)
         print(f"{Path(args.input).name}: {len(frame)} of {n_in} rows escalated by the audit",
               file=sys.stderr)
-    client = JudgeClient(endpoint=args.endpoint, model=args.model, api_key_env=args.api_key_env,
-                         timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
-                         max_backoff=args.max_backoff, temperature=args.temperature,
-                         max_tokens=args.max_tokens, top_logprobs=args.top_logprobs, seed=args.seed)
+    return frame
+
+
+def _plan(frame: pd.DataFrame, args: argparse.Namespace, client, *, scores: bool):
+    """The requests to send, announced on stderr."""
+    from puaudit.trustjudge.collect import plan_judging
+    from puaudit.trustjudge.prompts import get_template
+
     pair_t = None if args.scores_only else get_template(args.pair_template, kind="pair")
     score_t = get_template(args.score_template, kind="score") if scores else None
     plan = plan_judging(frame, key=client.key, pair_template=pair_t, score_template=score_t,
                         both_orders=args.both_orders, name=Path(args.input).name)
     if plan.kind == "comparisons" and pair_t is not None:
         _check_comparison_columns(plan, args)
-    judge_name = args.judge_name or args.model
     n_pairs, n_scores = len(plan.pair_tasks), len(plan.score_tasks)
     print(f"{Path(args.input).name}: {plan.kind} input; {n_pairs} pairs"
           + (" × 2 orders" if args.both_orders and n_pairs else "")
@@ -227,6 +273,13 @@ def _run(args: argparse.Namespace) -> int:
           f"{client.base_url} (model {args.model}); "
           + (f"API key from ${args.api_key_env}" if client.has_key
              else f"no API key (${args.api_key_env} is not set)"), file=sys.stderr)
+    return plan
+
+
+def _collect(plan, args: argparse.Namespace, client, paths: dict):
+    """Send the requests not cached yet; ``(stats, responses, notes)``, or None when
+    interrupted (what was received stays cached)."""
+    from puaudit.trustjudge.runner import ResponseCache, run_requests
 
     with ResponseCache(paths["cache"]) as cache:
         if cache.n_dropped:
@@ -240,7 +293,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"interrupted: {sum(k in cache for k in plan.requests)} of {len(plan.requests)} "
                   f"responses are cached in {paths['cache']}; rerun the same command to continue.",
                   file=sys.stderr)
-            return 130
+            return None
         except PUAuditError as exc:
             raise PUAuditError(f"{exc} The {sum(k in cache for k in plan.requests)} responses "
                                f"received so far are cached in {paths['cache']}.") from None
@@ -248,27 +301,17 @@ def _run(args: argparse.Namespace) -> int:
         echoed = {k: "the response held the API key (replaced by *** before anything was "
                      "written): the endpoint echoes credentials"
                   for k in plan.requests if k in cache and cache.get(k).get("redacted")}
-
     print(f"requests: {stats.n_total} ({stats.n_cached} cached, {stats.n_new} new, "
           f"{stats.n_failed} failed, {stats.n_retries} retries); tokens this run: "
           f"{stats.prompt_tokens} prompt, {stats.completion_tokens} completion; "
           f"{stats.elapsed_s:.1f}s", file=sys.stderr)
-    if stats.n_failed and not args.allow_partial:
-        first = next(iter(stats.failures.values()))
-        print(f"error: {stats.n_failed} of {stats.n_total} requests failed for good (first: "
-              f"{first}). The other responses are cached in {paths['cache']}: rerun the same "
-              "command to retry the failed ones, or add --allow-partial to write the tables "
-              "without them.", file=sys.stderr)
-        return 1
+    return stats, responses, echoed
 
-    tables = assemble(plan, responses, judge_name=judge_name, failures=stats.failures,
-                      notes=echoed, winner_column=args.winner_column,
-                      winner_rule=args.winner_rule)
-    secret = _secret(args)
-    for name in ("pairs", "scores", "problems"):
-        table = getattr(tables, name)
-        if table is not None:
-            setattr(tables, name, _redact_table(table, secret))
+
+def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
+    """Write the pairs, scores and problems tables; what was written where."""
+    from puaudit.data.io import write_table
+
     written = {}
     if tables.pairs is not None:
         write_table(tables.pairs, paths["pairs"])
@@ -293,19 +336,14 @@ def _run(args: argparse.Namespace) -> int:
               f"listed in {paths['problems']}")
     elif paths["problems"].exists():
         paths["problems"].unlink()  # a list from an earlier run of this command
-    nxt = []
+    return written
+
+
+def _print_next(written: dict, plan, paths: dict, args: argparse.Namespace) -> None:
+    """The command that reads what was written."""
     if "pairs" in written and plan.kind == "answers":
-        nxt.append(f"puaudit trustjudge {paths['pairs']}"
-                   + (f" --scores {paths['scores']}" if "scores" in written else "")
-                   + (" --method bidirectional" if args.both_orders else ""))
+        print("next: " + f"puaudit trustjudge {paths['pairs']}"
+              + (f" --scores {paths['scores']}" if "scores" in written else "")
+              + (" --method bidirectional" if args.both_orders else ""))
     elif "pairs" in written:
-        nxt.append(f"puaudit audit {paths['pairs']} -o audited.csv")
-    if nxt:
-        print("next: " + nxt[0])
-    if args.json:
-        print(dumps({"kind": plan.kind, "model": args.model, "endpoint": client.base_url,
-                     "n_pairs": n_pairs, "n_scores": n_scores, "both_orders": args.both_orders,
-                     "written": written, "cache": str(paths["cache"]),
-                     "n_problems": len(tables.problems), "counts": tables.counts,
-                     "stats": stats.to_dict()}))
-    return 0
+        print("next: " + f"puaudit audit {paths['pairs']} -o audited.csv")

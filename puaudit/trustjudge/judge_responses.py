@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from puaudit.trustjudge.likelihood import (perplexity, score_distribution_from_logprobs,
                                            verdict_probabilities)
-from puaudit.trustjudge.runner import response_text, response_usage
+from puaudit.trustjudge.completion import response_text, response_usage
 
 __all__ = ["usable_tokens", "parse_pair", "parse_score"]
 
