@@ -8,16 +8,25 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.completion import RequestFailed, response_usage
-
-if TYPE_CHECKING:  # the client and the cache are passed in; no import at run time
-    from puaudit.trustjudge.response_cache import ResponseCache
-    from puaudit.trustjudge.runner import JudgeClient
+from puaudit.trustjudge.response_cache import ResponseCache
 
 __all__ = ["RunStats", "run_requests"]
+
+
+class JudgeClient(Protocol):
+    """What the pool needs of :class:`puaudit.trustjudge.runner.JudgeClient` (which imports
+    this module, so the pool names the methods it calls instead of importing the class)."""
+
+    def complete(self, messages: list[dict], *, stop: Any = None,
+                 on_retry: Callable[[str], None] | None = None) -> tuple[dict, int, float, int]:
+        ...
+
+    def redact_json(self, value: Any) -> tuple[Any, int]:
+        ...
 
 
 @dataclass
