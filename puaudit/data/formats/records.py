@@ -1,0 +1,68 @@
+"""Where a record sits in its file, and the message for a field it lacks.
+
+Readers see a table (one row per record, as :func:`puaudit.data.io.read_table` builds it); a
+message must name the line of the file, which differs from the row when the file has blank
+lines, and a JSON array has records, not lines.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pandas as pd
+
+from puaudit.errors import PUAuditError
+
+__all__ = ["locate", "is_empty", "require_fields", "missing_field_error"]
+
+
+def locate(path: str | os.PathLike | None, row: int) -> str:
+    """``"line N"`` (JSON Lines: blank lines counted) or ``"record N"`` for 1-based ``row``."""
+    if path is None:
+        return f"record {row}"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+            if head[:1] != b"{":  # a JSON array, gzip or anything else: records, not lines
+                return f"record {row}"
+            fh.seek(0)
+            seen = 0
+            for lineno, line in enumerate(fh, start=1):
+                if line.strip():
+                    seen += 1
+                    if seen == row:
+                        return f"line {lineno}"
+    except OSError:
+        pass
+    return f"record {row}"
+
+
+def is_empty(value) -> bool:
+    """Missing in the file: absent, ``null``, NaN or blank text."""
+    if value is None or value is pd.NA:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def missing_field_error(*, name: str, fmt: str, field: str, where: str, fix: str = ""
+                        ) -> PUAuditError:
+    """The one message for a record of format ``fmt`` without ``field``."""
+    return PUAuditError(f"{name}: looks like {fmt}, but {where} has no '{field}' field. "
+                        + (fix or f"Every record of {fmt} needs '{field}'; fill it in or drop "
+                                  "the record."), column=field)
+
+
+def require_fields(frame: pd.DataFrame, fields: tuple[str, ...], *, name: str, fmt: str,
+                   path: str | os.PathLike | None) -> None:
+    """Refuse ``frame`` at the first record lacking one of ``fields`` (file order, then field
+    order), naming the field and the record's line."""
+    for field in fields:
+        if field not in frame.columns:
+            raise missing_field_error(name=name, fmt=fmt, field=field, where=locate(path, 1))
+    for i, values in enumerate(zip(*(frame[f].tolist() for f in fields)), start=1):
+        for field, v in zip(fields, values):
+            if is_empty(v):
+                raise missing_field_error(name=name, fmt=fmt, field=field, where=locate(path, i))
