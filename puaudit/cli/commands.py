@@ -32,6 +32,12 @@ def _add_table_args(p: argparse.ArgumentParser) -> None:
                        help=f"column holding the {role.replace('_', ' ')}")
     p.add_argument("--judge-rule", choices=["longer", "shorter", "position-a"], default=None,
                    help="replace the judge's verdicts by a deterministic rule (a reproducible weak judge)")
+    p.add_argument("--human", default=None, metavar="FILE",
+                   help="human votes to join to a judgment file (MT-Bench human judgments); "
+                        "see docs/data_formats.md")
+    p.add_argument("--answers", default=None, metavar="DIR",
+                   help="benchmark folder with question.jsonl and model_answer/: the texts a "
+                        "judgment file (MT-Bench, FastChat) names")
     add_max_rows_argument(p)
 
 
@@ -131,14 +137,17 @@ def _load(args):
     from puaudit.data.schema import apply_judge_rule, load_comparisons
 
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
-    if _streams(args):
+    if _streams(args) and not (args.human or args.answers):
         from puaudit.cli.limits import limits_from
         from puaudit.data.parquet_stream import read_comparisons_parquet
 
         table = read_comparisons_parquet(args.input, columns=cols, **limits_from(args),
                                          progress=_progress("read"))
     else:
-        df = read_input(args.input, args)
+        from puaudit.data.formats import read_comparison_input
+
+        df = read_comparison_input(args.input, human=args.human, answers=args.answers,
+                                   read=lambda path: read_input(path, args))
         table = load_comparisons(df, columns=cols, name=Path(args.input).name)
     if getattr(args, "judge_rule", None):
         table = apply_judge_rule(table, args.judge_rule)
@@ -207,7 +216,7 @@ def cmd_audit(args) -> int:
     cfg = config_from_args(args)
     if args.spread_seeds is not None and args.spread_seeds < 1:
         raise PUAuditError(f"--spread-seeds must be at least 1 (1: no spread), got {args.spread_seeds}.")
-    inputs = [args.input, args.embeddings]
+    inputs = [args.input, args.embeddings, args.human]
     check_output_path(args.output, inputs=inputs, what="output (-o)")
     if args.manifest:
         check_output_path(args.manifest, inputs=inputs, outputs=[args.output],
