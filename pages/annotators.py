@@ -143,7 +143,9 @@ judge_in_model = m2.checkbox("The judge votes in the model", value=False,
 n_boot = int(m3.number_input("Bootstrap refits", min_value=0, max_value=1000, value=100,
                              step=50))
 with st.sidebar.expander("Latent-truth model flags"):
-    skill_bar = st.number_input("Spammer: skill interval below", 0.5, 1.0, 0.8, 0.05)
+    skill_bar = st.number_input("Low skill: skill interval below", 0.5, 1.0, 0.8, 0.05,
+                                help="Flagged 'spammer' when the interval also holds chance "
+                                     "(0.5), 'low skill' otherwise.")
     model_pos_margin = st.number_input("Position bias margin around 0.5", 0.0, 0.5, 0.1, 0.01)
     model_len_margin = st.number_input("Length bias margin above 0.5", 0.0, 0.5, 0.1, 0.01)
 p_right = None

@@ -80,6 +80,10 @@ class ModelReport:
                             "annotators": recs, "overall": self.overall})
 
 
+#: a flagged skill interval within this of chance (0.5) reads "spammer", else "low skill"
+NEAR_RANDOM = 0.1
+
+
 def _fmt(v: float) -> str:
     return "n/a" if v is None or v != v else f"{v:.2f}"
 
@@ -89,8 +93,14 @@ def _model_flags(r: dict, model_name: str, *, skill_bar: float, position_margin:
     out = []
     ci = lambda c: f"{_fmt(r[c])} [{_fmt(r[c + '_lo'])}, {_fmt(r[c + '_hi'])}]"  # noqa: E731
     if np.isfinite(r["skill_hi"]) and r["skill_hi"] < skill_bar:
-        out.append(f"spammer: skill ({model_name}) {ci('skill')} stays below {skill_bar:.2f} "
-                   f"(chance is 0.50; n={r['n_strict']} strict votes)")
+        # "spammer" means near-random: the interval comes within NEAR_RANDOM of chance; a
+        # voter clearly better (GPT-4 at 0.73) or clearly worse than that is "low skill"
+        near_random = (np.isfinite(r["skill_lo"]) and r["skill_lo"] <= 0.5 + NEAR_RANDOM
+                       and r["skill_hi"] >= 0.5 - NEAR_RANDOM)
+        out.append(f"{'spammer' if near_random else 'low skill'}: skill ({model_name}) "
+                   f"{ci('skill')} stays below {skill_bar:.2f} (chance is 0.50"
+                   + ("" if near_random else f", more than {NEAR_RANDOM:.2f} away")
+                   + f"; n={r['n_strict']} strict votes)")
     lo, hi = r["position_bias_lo"], r["position_bias_hi"]
     if np.isfinite(lo) and (lo > 0.5 + position_margin or hi < 0.5 - position_margin):
         side = "first" if lo > 0.5 else "second"
@@ -194,9 +204,10 @@ def _annotator_frame(votes: VoteData, fit: TruthFit, cols: dict, *, model: str,
         _model_flags(r, name, skill_bar=skill_bar, position_margin=position_margin,
                      length_margin=length_margin) if r["flag_eligible"] else []
         for r in df.to_dict(orient="records")]
-    for kind in ("spammer", "position", "length"):
+    for kind, prefix in (("spammer", "spammer"), ("low_skill", "low skill"),
+                         ("position", "position"), ("length", "length")):
         df.insert(len(df.columns) - 1, f"flag_{kind}",
-                  [any(f.startswith(kind) for f in fl) for fl in df["model_flags"]])
+                  [any(f.startswith(prefix) for f in fl) for fl in df["model_flags"]])
     return df
 
 
@@ -253,7 +264,8 @@ def annotator_model_report(table: ComparisonTable, *, model: str = "ds",
     min_votes_flag : int
         Strict votes an annotator needs to be flagged.
     skill_bar : float
-        Flag *spammer* when the whole interval of ``skill`` lies below this bar (chance is 0.5).
+        Flag when the whole interval of ``skill`` lies below this bar: *spammer* when the
+        interval comes within :data:`NEAR_RANDOM` of chance (0.5), *low skill* otherwise.
         A bar above chance is needed: a random voter's sample skill can be lucky (0.62 over 107
         strict votes in a planted test, interval [0.54, 0.76]).
     position_margin, length_margin : float
