@@ -210,6 +210,119 @@ def test_cli_reads_judgment_files_and_refuses_a_missing_answers_folder(release, 
     assert rc == 2 and str(human) in capsys.readouterr().err  # an input is never overwritten
 
 
+
+def _annotation(i, pref, **extra):
+    return {"instruction": f"Task number {i}", "output_1": f"first answer {i}",
+            "output_2": f"second answer {i}", "generator_1": "ref-model",
+            "generator_2": "new-model", "annotator": "judge-config", "dataset": "setA",
+            "preference": pref, **extra}
+
+
+def test_alpaca_eval_preferences_become_verdicts_and_judge_probabilities(tmp_path):
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps([_annotation(0, 1), _annotation(1, 2), _annotation(2, 1.5),
+                                _annotation(3, 1.8), _annotation(4, None), _annotation(5, 0),
+                                _annotation(6, 1.25, dataset="setB")]), encoding="utf-8")
+    df = read_comparison_input(path)
+    assert df["judge_winner"].tolist() == ["A", "B", "tie", "B", "", "tie", "A"]
+    assert df["p_B"].tolist() == pytest.approx([0, 1, 0.5, 0.8, np.nan, 0.5, 0.25],
+                                               nan_ok=True)
+    assert (df["p_A"] + df["p_B"]).dropna().tolist() == pytest.approx([1.0] * 6)
+    assert df["model_a"].tolist()[0] == "ref-model" and df["model_b"].tolist()[0] == "new-model"
+    assert df["verdict_source"].tolist()[0] == "judge-config" and "annotator" not in df.columns
+    assert df["preference"].tolist()[3] == 1.8  # the original field rides along
+    table = load_comparisons(df)
+    assert table.columns["prompt"] == "instruction" and table.columns["response_b"] == "output_2"
+    assert table.judge.tolist() == ["A", "B", "tie", "B", None, "tie", "A"]
+    assert sorted(set(table.question_type)) == ["setA", "setB"]
+    assert "annotator" not in table.columns  # the judge's configuration is not a person
+
+
+def test_alpaca_eval_hard_preferences_give_no_probability_columns(tmp_path):
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps([_annotation(0, 1), _annotation(1, 2.0)]), encoding="utf-8")
+    df = read_comparison_input(path)
+    assert "p_A" not in df.columns and df["judge_winner"].tolist() == ["A", "B"]
+
+
+@pytest.mark.parametrize("records, needle", [
+    ([_annotation(0, 1), _annotation(1, 3)], "record 2: 'preference' is '3'"),
+    ([_annotation(0, 1), {k: v for k, v in _annotation(1, 2).items() if k != "output_2"}],
+     "record 2 has no 'output_2' field"),
+])
+def test_alpaca_eval_malformed_names_the_field_and_record(tmp_path, records, needle):
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(PUAuditError) as err:
+        read_comparison_input(path)
+    assert needle in str(err.value) and "AlpacaEval" in str(err.value)
+
+
+@pytest.fixture
+def arena_bench(tmp_path) -> Path:
+    """arena-hard-auto's layout: turns as {"content": ...}; the baseline is gpt-4-0314."""
+    root = tmp_path / "arena"
+    (root / "model_answer").mkdir(parents=True)
+    _jsonl(root / "question.jsonl", [
+        {"question_id": "qa", "category": "hard", "cluster": "c1",
+         "turns": [{"content": "Explain sorting."}]},
+        {"question_id": "qb", "category": "hard", "cluster": "c2",
+         "turns": [{"content": "Name a prime."}]},
+    ])
+    for m in ("gpt-4-0314", "cand"):
+        _jsonl(root / "model_answer" / f"{m}.jsonl", [
+            {"question_id": q, "answer_id": f"{m}{q}", "model_id": m,
+             "choices": [{"index": 0, "turns": [{"content": f"{m} on {q}", "token_len": 3}]}]}
+            for q in ("qa", "qb")])
+    return root
+
+
+def _arena(qid, s1, s2, model="cand"):
+    return {"question_id": qid, "model": model, "judge": "judge-x",
+            "games": [{"user_prompt": "shown", "judgment": "think", "score": s1},
+                      {"user_prompt": "swapped", "judgment": "think", "score": s2}]}
+
+
+def test_arena_hard_games_give_both_orders_and_strength(tmp_path, arena_bench):
+    path = _jsonl(tmp_path / "cand.jsonl", [
+        _arena("qa", "B>>A", "A>B"),   # both games: cand better
+        _arena("qb", "A>B", "A>B"),    # each game prefers the first shown: inconsistent
+    ])
+    df = read_comparison_input(path, answers=arena_bench)
+    assert df["model_a"].tolist() == ["gpt-4-0314"] * 2 and df["model_b"].tolist() == ["cand"] * 2
+    assert df["judge_winner"].tolist() == ["model_b", "tie"]
+    assert df["judge_winner_raw"].tolist() == ["model_b", "tie (inconsistent)"]
+    assert df["verdict_1"].tolist() == ["B", "A"] and df["verdict_2"].tolist() == ["A", "A"]
+    assert df["strength_1"].tolist() == [2, 1] and df["score_2"].tolist() == ["A>B", "A>B"]
+    assert df.loc[0, "response_b"] == "cand on qa" and df.loc[0, "prompt"] == "Explain sorting."
+    assert df["verdict_source"].tolist() == ["judge-x"] * 2
+    assert json.loads(df.loc[0, "games"])[0]["score"] == "B>>A"
+    assert _swapped_column(df, "judge_winner") == "verdict_2"
+    assert load_comparisons(df).judge.tolist() == ["B", "tie"]
+
+
+def test_arena_hard_scores_read_either_way_round():
+    from puaudit.data.formats.arena_hard import parse_score
+
+    assert [parse_score(s) for s in ("A>>B", "A>B", "A=B", "B>A", "B>>A", "A<<B", "B<A")] == [
+        ("A", 2), ("A", 1), ("tie", 0), ("B", 1), ("B", 2), ("B", 2), ("A", 1)]
+    assert parse_score(None) is None
+    with pytest.raises(KeyError):
+        parse_score("A>A")
+
+
+@pytest.mark.parametrize("record, needle", [
+    (_arena("qb", "A>B", "A?B"), "game 2 has score 'A?B'"),
+    ({"question_id": "qb", "judge": "judge-x", "games": []}, "no 'model' field"),
+    (_arena("qb", "A>B", "A>B") | {"games": [{"score": "A>B"}]}, "'games' must hold two games"),
+])
+def test_arena_hard_malformed_names_the_problem_and_line(tmp_path, arena_bench, record, needle):
+    path = _jsonl(tmp_path / "cand.jsonl", [_arena("qa", "A>B", "B>A"), record])
+    with pytest.raises(PUAuditError) as err:
+        read_comparison_input(path, answers=arena_bench)
+    assert needle in str(err.value) and "line 2" in str(err.value)
+
+
 MT = SHARED / "data" / "mtbench"
 
 

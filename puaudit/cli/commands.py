@@ -37,7 +37,7 @@ def _add_table_args(p: argparse.ArgumentParser) -> None:
                         "see docs/data_formats.md")
     p.add_argument("--answers", default=None, metavar="DIR",
                    help="benchmark folder with question.jsonl and model_answer/: the texts a "
-                        "judgment file (MT-Bench, FastChat) names")
+                        "judgment file (MT-Bench, FastChat, arena-hard-auto) names")
     add_max_rows_argument(p)
 
 

@@ -3,8 +3,9 @@
 :func:`read_comparison_input` reads a file, tells from its fields which tool wrote it
 (:mod:`.detect`) and converts it; a comparison table of our own comes back as read. One module
 per format: :mod:`.mtbench` (the MT-Bench human-judgments release), :mod:`.fastchat_pair`
-(FastChat's pairwise judgments); :mod:`.answers` reads the benchmark folder that supplies the
-texts a judgment file names. See docs/data_formats.md.
+(FastChat's pairwise judgments), :mod:`.alpaca_eval` (AlpacaEval annotations),
+:mod:`.arena_hard` (arena-hard-auto judgments); :mod:`.answers` reads the benchmark folder
+that supplies the texts a judgment file names. See docs/data_formats.md.
 """
 
 from puaudit.data.formats.detect import FORMATS, detect, read_comparison_input

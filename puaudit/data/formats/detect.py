@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.formats import fastchat_pair, mtbench
+from puaudit.data.formats import alpaca_eval, arena_hard, fastchat_pair, mtbench
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError
 
 __all__ = ["FORMATS", "detect", "read_comparison_input"]
 
 #: Reader modules, most specific first.
-FORMATS = (fastchat_pair, mtbench)
+FORMATS = (alpaca_eval, arena_hard, fastchat_pair, mtbench)
 
 
 def _has_texts(frame: pd.DataFrame) -> bool:

@@ -1,0 +1,80 @@
+"""AlpacaEval annotations (``annotations.json`` written beside a leaderboard run, or
+``annotate_pairs`` output).
+
+A JSON array of records: ``instruction``, ``output_1``, ``output_2``, ``generator_1``,
+``generator_2``, ``preference``, and what the run adds (``annotator``, ``raw_completion``,
+``dataset``, ``price_per_example``, ...). ``preference`` is 1 when the annotator preferred
+``output_1``, 2 for ``output_2``; a weighted annotator writes a float in [1, 2], the
+probability that ``output_2`` is better plus one; 1.5 and 0 are draws (as AlpacaEval's win rate
+counts them); empty means the annotation failed.
+
+The table keeps every field and adds ``model_a`` / ``model_b`` (the generators),
+``judge_winner`` (``A`` when :math:`p_B = \\text{preference} - 1 < 0.5`, ``B`` above, ``tie``
+at 0.5 or 0), the judge probabilities ``p_A = 1 - p_B`` and ``p_B`` when any preference is soft
+(the audit's verdict evidence reads them), and ``category`` from ``dataset`` (the question type).
+The run's ``annotator`` (the judge's configuration, not a person) moves to ``verdict_source``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from puaudit.data.formats.records import is_empty, locate, require_fields
+from puaudit.errors import PUAuditError
+
+__all__ = ["NAME", "FIELDS", "CARRIES_TEXTS", "looks_like", "to_table"]
+
+NAME = "AlpacaEval annotations"
+FIELDS = ("instruction", "output_1", "output_2", "generator_1", "generator_2")
+CARRIES_TEXTS = True
+
+
+def looks_like(columns) -> bool:
+    cols = set(columns)
+    return "preference" in cols and bool({"output_1", "output_2", "generator_1",
+                                          "generator_2"} & cols)
+
+
+def _p_b(value, *, name: str, where: str) -> float:
+    """P(output_2 better) of a preference, NaN for none."""
+    if is_empty(value):
+        return math.nan
+    try:
+        pref = float(value)
+    except (TypeError, ValueError):
+        pref = math.nan
+    if pref == 0:
+        return 0.5
+    if not 1.0 <= pref <= 2.0:  # NaN fails too
+        raise PUAuditError(f"{name}: {where}: 'preference' is {str(value)[:40]!r}; AlpacaEval "
+                           "writes 1 (output_1 better), 2 (output_2 better), a number between "
+                           "(weighted annotators) or 0 (a draw).", column="preference")
+    return pref - 1.0
+
+
+def to_table(frame: pd.DataFrame, *, name: str, path, human, answers, read) -> pd.DataFrame:
+    """The comparison table of AlpacaEval annotations (see the module docstring)."""
+    if human is not None or answers is not None:
+        raise PUAuditError(f"{name}: AlpacaEval annotations carry their own texts and verdicts; "
+                           "leave out --human and --answers.")
+    require_fields(frame, FIELDS, name=name, fmt=NAME, path=path)
+    # an empty preference is a failed annotation (no verdict), not a malformed record
+    p_b = np.array([_p_b(v, name=name, where=locate(path, i + 1))
+                    for i, v in enumerate(frame["preference"].tolist())])
+    verdict = np.where(np.isnan(p_b), "", np.where(p_b < 0.5, "A",
+                                                   np.where(p_b > 0.5, "B", "tie")))
+    out = frame.copy()
+    if "annotator" in out.columns:
+        out = out.rename(columns={"annotator": "verdict_source"})
+    out.insert(0, "model_a", frame["generator_1"].astype(str))
+    out.insert(1, "model_b", frame["generator_2"].astype(str))
+    out["judge_winner"] = verdict
+    soft = ~np.isnan(p_b) & (p_b != 0.0) & (p_b != 1.0) & (p_b != 0.5)
+    if soft.any():
+        out["p_A"], out["p_B"] = 1.0 - p_b, p_b
+    if "dataset" in out.columns and "category" not in out.columns:
+        out["category"] = out["dataset"]
+    return out
