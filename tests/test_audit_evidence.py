@@ -184,3 +184,13 @@ def test_audit_exports_evidence_columns_and_none_switches_them_off():
     assert off.summary()["scorer_used"] != "evidence"
     with pytest.raises(PUAuditError, match="no signal to learn from"):
         audit_table(table, emb, AuditConfig(scorer="evidence", evidence="none"))
+
+
+def test_a_judges_text_column_is_not_taken_for_verdicts():
+    t = _table(judge_winner=["A", "B", "A", "B"],
+               g1_judgment=["Assistant A explains more.", "B is better [[B]]", "tie?", "long"],
+               judge_winner_gpt35=["A", "A", "B", "maybe"])
+    ev = verdict_evidence(t)
+    assert not any("g1_judgment" in m for m in ev.messages)
+    # a verdict column with one unreadable value is named, not silently dropped
+    assert any("'judge_winner_gpt35'" in m and "'maybe'" in m for m in ev.messages)

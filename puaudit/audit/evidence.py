@@ -239,6 +239,21 @@ def _read_verdicts(table: ComparisonTable, col: str) -> np.ndarray | str:
         return str(e).split(". Accepted labels")[0]
 
 
+def _mostly_verdicts(values: pd.Series) -> bool:
+    """Whether most distinct non-empty values of a column read as verdicts (A / B / tie, ...)."""
+    from puaudit.data.vocabulary import parse_verdict
+
+    distinct = pd.unique(values.dropna().astype(str).str.strip())
+    distinct = [v for v in distinct if v][:200]
+    ok = 0
+    for v in distinct:
+        try:
+            ok += parse_verdict(v) is not None
+        except KeyError:
+            pass
+    return bool(distinct) and ok >= 0.5 * len(distinct)
+
+
 def _agreement(sign: np.ndarray, other: np.ndarray) -> np.ndarray:
     """+1 same strict verdict, −1 the other answer, 0 a tie, NaN no verdict (either side)."""
     o = np.asarray(other, dtype=object)
@@ -398,6 +413,8 @@ def _other_judges(c: _Collector) -> None:
         if (name in c.used or low.startswith("puaudit_") or low.endswith("_raw")
                 or _JUDGE_WORD not in low or any(w in low for w in _NOT_JUDGE_WORDS)):
             continue
+        if not _mostly_verdicts(c.frame[col]):
+            continue  # a judge's text (its rationale, its name), not its verdicts
         v = _read_verdicts(c.table, col)
         if isinstance(v, str):
             c.ev.messages.append(f"{v}: this column is not read as another judge's verdicts.")
