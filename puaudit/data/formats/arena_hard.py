@@ -21,7 +21,7 @@ import os
 
 import pandas as pd
 
-from puaudit.data.formats import mtbench
+import puaudit.data.formats.mtbench as mtbench
 from puaudit.data.formats.mtbench import Judged
 from puaudit.data.formats.records import is_empty, locate, require_fields
 from puaudit.errors import PUAuditError

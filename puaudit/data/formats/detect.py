@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.formats import alpaca_eval, arena_hard, fastchat_pair, mtbench
+import puaudit.data.formats.alpaca_eval as alpaca_eval
+import puaudit.data.formats.arena_hard as arena_hard
+import puaudit.data.formats.fastchat_pair as fastchat_pair
+import puaudit.data.formats.mtbench as mtbench
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError
 
