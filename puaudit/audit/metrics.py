@@ -16,17 +16,20 @@ def wilson_bounds(k, n, *, z: float = 1.959963984540054) -> tuple[np.ndarray, np
         \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1-\hat p)}{n} + \frac{z^2}{4n^2}}
 
     ``k`` may be fractional (a share times ``n``). Returns ``(lo, hi)`` clipped to [0, 1];
-    NaN where ``n <= 0``.
+    NaN where ``n <= 0``. Computed by statsmodels' ``proportion_confint(method="wilson")``.
     """
+    from scipy.stats import norm
+    from statsmodels.stats.proportion import proportion_confint
+
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
+    ok = n > 0
+    safe_n = np.where(ok, n, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = k / n
-        denom = 1.0 + z * z / n
-        centre = (p + z * z / (2 * n)) / denom
-        half = z / denom * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-        lo = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
-        hi = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+        lo, hi = proportion_confint(np.where(ok, k, 0.0), safe_n, alpha=2 * norm.sf(z),
+                                    method="wilson")
+    lo = np.where(ok, np.clip(lo, 0.0, 1.0), np.nan)
+    hi = np.where(ok, np.clip(hi, 0.0, 1.0), np.nan)
     return lo, hi
 
 
