@@ -110,8 +110,7 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
 
     Notes
     -----
-    The prediction-powered estimate, its interval and when it is valid (labelled units a
-    uniform random sample of all units): :mod:`puaudit.rankings.ppi`.
+    The prediction-powered estimate, its interval and when it is valid: :mod:`puaudit.rankings.ppi`.
     """
     _check_arguments(judge, model_a=model_a, model_b=model_b, human=human, audited=audited,
                      groups=groups, length_a=length_a, length_b=length_b, ties=ties, alpha=alpha,
@@ -119,8 +118,7 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
     data = _rows(model_a, model_b, n_rows=len(judge), groups=groups, length_a=length_a,
                  length_b=length_b, length_control=length_control)
     k = len(data.models)
-    scores = {source: data.oriented(v, ties=ties)
-              for source, v in (("judge", judge), ("audited", audited), ("human", human))}
+    scores = data.scores(ties=ties, judge=judge, audited=audited, human=human)
     stats = {s: (None if v is None else _stats(data.units, v)) for s, v in scores.items()}
     plan = _plan(data.units, n_models=k, prior=prior, length_control=length_control,
                  n_resamples=int(n_resamples), max_work=int(max_work), alpha=alpha,
@@ -194,6 +192,10 @@ class _Rows:
         return {"n_rows": self.n_rows, "n_rows_used": len(self.rows),
                 "n_rows_dropped": self.n_rows - len(self.rows), "n_units": self.units.size,
                 "n_models": len(self.models)}
+
+    def scores(self, *, ties: str, **verdicts) -> dict:
+        """Source → :meth:`oriented` scores, for the sources given as keyword arguments."""
+        return {source: self.oriented(v, ties=ties) for source, v in verdicts.items()}
 
     def oriented(self, verdicts, *, ties: str):
         """Scores of the lower-index model on the rows used (None without verdicts)."""
