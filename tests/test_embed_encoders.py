@@ -550,10 +550,10 @@ def _old_float32_key(enc: HFEncoder) -> str:
 
 
 def test_modes_resolve_as_documented(tiny_bert, monkeypatch):
-    import puaudit.embed.encoders as encoders
+    import puaudit.embed.hf_encoder as hf_encoder  # where the encoder asks the CPU
 
     monkeypatch.delenv("PUAUDIT_ENCODER_MODE", raising=False)
-    monkeypatch.setattr(encoders, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(hf_encoder, "cpu_has_native_bf16", lambda: True)
     fast = get_encoder(None, cache_dir=None, device="cpu")
     assert (fast.mode_, fast.dtype_, fast.runtime_) == ("fast", "bfloat16", "lean")
     # other folders stay at full precision unless asked: the agreement was measured on MiniLM only
@@ -562,7 +562,7 @@ def test_modes_resolve_as_documented(tiny_bert, monkeypatch):
     asked = get_encoder(str(tiny_bert), cache_dir=None, device="cpu", mode="fast")
     assert (asked.mode_, asked.runtime_) == ("fast", "lean")
     # a CPU without native bfloat16 (bfloat16 would be emulated, slower) stays at full
-    monkeypatch.setattr(encoders, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(hf_encoder, "cpu_has_native_bf16", lambda: False)
     assert get_encoder(None, cache_dir=None, device="cpu").mode_ == "full"
     assert get_encoder(None, cache_dir=None, device="cpu", mode="fast").mode_ == "fast"
     # the deployment's default, and a bad value

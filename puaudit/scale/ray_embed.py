@@ -32,7 +32,9 @@ from typing import Any
 import numpy as np
 
 from puaudit.embed.cache import EmbeddingCache, text_key
-from puaudit.embed.encoders import DEFAULT, HFEncoder, _as_text, _slug, format_text
+from puaudit.embed.encoder_cache import DEFAULT, _slug
+from puaudit.embed.encoders import HFEncoder
+from puaudit.embed.text import _as_text, format_text
 from puaudit.errors import PUAuditError
 from puaudit.scale.ray_backend import cluster_cpus, cluster_gpus, connect
 
