@@ -108,18 +108,10 @@ def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
         With an empty ``frame`` of the file's length (no column is kept twice) and
         ``extra["streamed_from"]`` set to ``path``: export it with :func:`write_export_parquet`.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     name = Path(str(path)).name
     pf = _open(path, name)
-    meta = pf.metadata
-    _check_columns(meta.num_columns, name, max_columns, limit_hint)
-    _check_rows(meta.num_rows, name, max_rows, limit_hint)
-    names = [str(n) for n in pf.schema_arrow.names]
-    _check_header(names, name)
-    if meta.num_rows == 0:
-        raise PUAuditError(f"{name}: no data rows.")
+    names = _checked_names(pf.metadata, pf, name, max_rows=max_rows, max_columns=max_columns,
+                           limit_hint=limit_hint)
     chosen = dict(columns or {})
     if judge_column:
         chosen["judge"] = judge_column
@@ -127,9 +119,33 @@ def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
     mapping = detect_columns(pd.DataFrame(columns=names), chosen)
     wanted = list(dict.fromkeys(mapping.values()))
     budget = DecodedBudget(max_bytes, name, size_hint or limit_hint)
-    parquet_check_budget(meta, budget, file_bytes=os.path.getsize(path))
-    # Columns read here: the audit's, and (when limited) text the footer cannot size; the
-    # footer's estimate of the others is exact enough (fixed widths, plain pages).
+    parquet_check_budget(pf.metadata, budget, file_bytes=os.path.getsize(path))
+    measured = _measured_columns(pf.metadata, names, wanted, budget)
+    frame = _read_columns(path, pf, name, wanted, measured, budget, batch_rows=batch_rows,
+                          progress=progress)
+    table = load_comparisons(frame, columns=mapping, name=name)
+    # the per-row arrays hold what the audit reads; the frame would be a second copy of it
+    table.frame = pd.DataFrame(index=pd.RangeIndex(len(frame)))
+    table.extra[STREAMED_FROM] = str(path)
+    return table
+
+
+def _checked_names(meta, pf, name: str, *, max_rows: int | None, max_columns: int,
+                   limit_hint: str) -> list[str]:
+    """The file's column names, after its size limits and header are checked on the footer."""
+    _check_columns(meta.num_columns, name, max_columns, limit_hint)
+    _check_rows(meta.num_rows, name, max_rows, limit_hint)
+    names = [str(n) for n in pf.schema_arrow.names]
+    _check_header(names, name)
+    if meta.num_rows == 0:
+        raise PUAuditError(f"{name}: no data rows.")
+    return names
+
+
+def _measured_columns(meta, names: list[str], wanted: list[str], budget: DecodedBudget) -> list:
+    """The columns to read: the audit's and (when limited) text the footer cannot size; the
+    decoded size of the others is charged to ``budget`` from the footer."""
+    # The footer's estimate of the others is exact enough (fixed widths, plain pages).
     texts = {leaf.split(".")[0] for leaf in parquet_text_leaves(meta)}
     measured = wanted + ([c for c in names if c in texts and c not in wanted]
                          if budget.limit is not None else [])
@@ -137,6 +153,16 @@ def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
     budget.spend(sum(sum(g.values()) for g in parquet_decoded_sizes(meta, rest)),
                  lambda: f"holds more than {budget.limit_text} of data once decoded (the limit "
                  "here)")
+    return measured
+
+
+def _read_columns(path, pf, name: str, wanted: list, measured: list, budget: DecodedBudget, *,
+                  batch_rows: int, progress) -> pd.DataFrame:
+    """Read ``measured`` batch by batch under ``budget`` and keep ``wanted``, as stored."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = pf.metadata
     group_bytes = [sum(g.values()) for g in parquet_decoded_sizes(meta, measured)]
     batches, done = [], 0
     try:
@@ -152,18 +178,12 @@ def read_comparisons_parquet(path, *, columns: Mapping[str, str] | None = None,
         del batches
         # back to the stored types (dictionaries were only for measuring)
         arrow = arrow.cast(pa.schema([pf.schema_arrow.field(c) for c in wanted]))
-        frame = arrow_frame_fixups(arrow.to_pandas(), arrow, name)
+        return arrow_frame_fixups(arrow.to_pandas(), arrow, name)
     except PUAuditError:
         raise
     except Exception as exc:
         raise PUAuditError(f"{name}: not a readable Parquet file ({type(exc).__name__}: {exc}). "
                            "Re-export it, or use CSV / JSONL.") from None
-    del arrow
-    table = load_comparisons(frame, columns=mapping, name=name)
-    # the per-row arrays hold what the audit reads; the frame would be a second copy of it
-    table.frame = pd.DataFrame(index=pd.RangeIndex(len(frame)))
-    table.extra[STREAMED_FROM] = str(path)
-    return table
 
 
 class _Pieces:

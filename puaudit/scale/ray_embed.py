@@ -187,8 +187,6 @@ def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
         many finished embeddings are kept in the store).
     """
     ray = connect()
-    import pyarrow as pa
-
     texts = list(texts)
     dim = int(encoder.dim)
     total = len(texts)
@@ -197,57 +195,22 @@ def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
         return out
     folder = store_folder(encoder, cache_dir)
     keys = [text_key(t) for t in texts]
-    cache = None
-    if folder is not None:
-        try:
-            cache = EmbeddingCache(folder, dim=dim, meta={"name": str(encoder.name), "dim": dim})
-        except OSError as exc:
-            raise PUAuditError(f"Cannot use the embedding store {str(folder)!r}: {exc}. Name a "
-                               "writable folder (--cache-dir) or disable it (--no-cache).") from None
-        vecs, found = cache.get(keys)
-        out[found] = vecs[found]
-    else:
-        found = np.zeros(total, dtype=bool)
+    cache = _open_store(folder, name=str(encoder.name), dim=dim)
+    found = _read_store(cache, keys, out)
     missing = np.flatnonzero(~found)
     done = total - len(missing)
     if progress is not None:
         progress(done, total)
     if not len(missing):
         return out
-    n_workers, cpus, gpus = _pool(encoder, num_workers, cpus_per_worker)
-    spec = worker_encoder(encoder, gpu=gpus > 0, threads=max(1, int(cpus)))
-    bs = max(1, int(batch_size))
-    blocks = [pa.table({"slot": missing[s:s + bs],
-                        "text": [texts[i] for i in missing[s:s + bs]]})
-              for s in range(0, len(missing), bs)]
-    extra = {} if int(max_restarts) == -1 else {"max_restarts": int(max_restarts)}
-    with warnings.catch_warnings():  # Ray >= 2.60 flags max_restarts (no named parameter yet)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        ds = ray.data.from_arrow(blocks).map_batches(
-            EmbedActor, fn_constructor_kwargs={"encoder": spec, "dim": dim,
-                                               "folder": None if folder is None else str(folder)},
-            batch_size=bs, batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=n_workers), num_cpus=cpus,
-            num_gpus=gpus or None, **extra)
-    got = np.zeros(total, dtype=bool)
-    got[found] = True
+    ds = _embed_dataset(ray, encoder, texts, missing, dim=dim, folder=folder,
+                        num_workers=num_workers, cpus_per_worker=cpus_per_worker,
+                        batch_size=batch_size, max_restarts=max_restarts)
     try:
-        for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
-            slot = np.asarray(batch["slot"], dtype=np.int64)
-            out[slot] = batch["vec"]
-            got[slot] = True
-            done += len(slot)
-            if progress is not None:
-                progress(done, total)
+        got = _collect(ds, out, found, done=done, progress=progress)
     except ray.exceptions.RayError as exc:
-        kept = ""
-        if cache is not None:
-            _, now = cache.get([keys[i] for i in missing])
-            kept = (f"; {int(now.sum())} of the {len(missing)} texts it had to embed are "
-                    f"finished and kept in {folder}: run it again to resume") if now.any() \
-                else "; no text was finished"
-        raise PUAuditError(f"A Ray worker failed while embedding ({_root_cause(exc)}){kept}.") \
-            from None
+        raise PUAuditError(f"A Ray worker failed while embedding ({_root_cause(exc)})"
+                           f"{_kept_note(cache, keys, missing, folder)}.") from None
     if not got.all():
         raise PUAuditError(f"Ray returned embeddings for {int(got.sum())} of {total} texts; "
                            "run it again (finished texts are reused).")
@@ -258,6 +221,79 @@ def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
             cache.put([keys[i] for i in lost], out[lost])
             cache.flush()
     return out
+
+
+def _open_store(folder: Path | None, *, name: str, dim: int) -> EmbeddingCache | None:
+    """The embedding store in ``folder`` (None without one), with a clear message when it
+    cannot be used."""
+    if folder is None:
+        return None
+    try:
+        return EmbeddingCache(folder, dim=dim, meta={"name": name, "dim": dim})
+    except OSError as exc:
+        raise PUAuditError(f"Cannot use the embedding store {str(folder)!r}: {exc}. Name a "
+                           "writable folder (--cache-dir) or disable it (--no-cache).") from None
+
+
+def _read_store(cache: EmbeddingCache | None, keys: list, out: np.ndarray) -> np.ndarray:
+    """Copy the stored vectors into ``out``; which texts were found."""
+    if cache is None:
+        return np.zeros(len(keys), dtype=bool)
+    vecs, found = cache.get(keys)
+    out[found] = vecs[found]
+    return found
+
+
+def _embed_dataset(ray, encoder, texts: list, missing: np.ndarray, *, dim: int,
+                   folder: Path | None, num_workers: int | None, cpus_per_worker: float,
+                   batch_size: int, max_restarts: int):
+    """A Ray dataset of the ``missing`` texts in blocks of ``batch_size``, mapped by a pool of
+    :class:`EmbedActor` s to batches of ``slot`` (position in ``texts``) and ``vec``."""
+    import pyarrow as pa
+
+    n_workers, cpus, gpus = _pool(encoder, num_workers, cpus_per_worker)
+    spec = worker_encoder(encoder, gpu=gpus > 0, threads=max(1, int(cpus)))
+    bs = max(1, int(batch_size))
+    blocks = [pa.table({"slot": missing[s:s + bs],
+                        "text": [texts[i] for i in missing[s:s + bs]]})
+              for s in range(0, len(missing), bs)]
+    extra = {} if int(max_restarts) == -1 else {"max_restarts": int(max_restarts)}
+    with warnings.catch_warnings():  # Ray >= 2.60 flags max_restarts (no named parameter yet)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ray.data.from_arrow(blocks).map_batches(
+            EmbedActor, fn_constructor_kwargs={"encoder": spec, "dim": dim,
+                                               "folder": None if folder is None else str(folder)},
+            batch_size=bs, batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=n_workers), num_cpus=cpus,
+            num_gpus=gpus or None, **extra)
+
+
+def _collect(ds, out: np.ndarray, found: np.ndarray, *, done: int,
+             progress: Callable[[int, int], Any] | None) -> np.ndarray:
+    """Write the dataset's vectors into ``out``, reporting progress; which rows are filled."""
+    total = len(out)
+    got = np.zeros(total, dtype=bool)
+    got[found] = True
+    for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
+        slot = np.asarray(batch["slot"], dtype=np.int64)
+        out[slot] = batch["vec"]
+        got[slot] = True
+        done += len(slot)
+        if progress is not None:
+            progress(done, total)
+    return got
+
+
+def _kept_note(cache: EmbeddingCache | None, keys: list, missing: np.ndarray,
+               folder: Path | None) -> str:
+    """What a failed run leaves in the store, for its error message ("" without a store)."""
+    if cache is None:
+        return ""
+    _, now = cache.get([keys[i] for i in missing])
+    if not now.any():
+        return "; no text was finished"
+    return (f"; {int(now.sum())} of the {len(missing)} texts it had to embed are finished and "
+            f"kept in {folder}: run it again to resume")
 
 
 def _root_cause(exc: BaseException) -> str:
