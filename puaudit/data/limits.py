@@ -1,0 +1,116 @@
+"""What one table read accepts: the file suffixes, the size limits, the checks on a header's
+columns and the rows, and :class:`DecodedBudget`, the decoded bytes a read may spend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from puaudit.errors import PUAuditError
+
+__all__ = ["SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM",
+           "DecodedBudget"]
+
+
+SUPPORTED_SUFFIXES = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".txt": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
+
+
+#: A file may expand to at most this many bytes (a small "zip bomb" must not exhaust memory).
+MAX_UNCOMPRESSED_BYTES = 4 * 1024**3
+#: Columns a table may have. 20,000 columns load in a few seconds; a single 50 MB header line of
+#: millions of names would otherwise build a DataFrame of millions of columns (minutes, GBs).
+MAX_COLUMNS = 30_000
+#: Largest embedding width accepted from an ``.npz`` file (the biggest encoders use 8,192).
+MAX_EMBEDDING_DIM = 65_536
+
+_DEFAULT_HINT = "Split the table into smaller files."
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:,.0f} MB" if n >= 2**20 else f"{n:,} bytes"
+
+
+def _too_big(name: str, what: str, hint: str) -> PUAuditError:
+    return PUAuditError(f"{name}: {what}. {hint}".rstrip())
+
+
+def _check_header(header: list[str], name: str) -> None:
+    seen: dict[str, int] = {}
+    for i, col in enumerate(header, start=1):
+        if col in seen:
+            raise PUAuditError(
+                f"{name}: column '{col}' appears twice (columns {seen[col]} and {i}). "
+                "Rename or delete one of them and upload again.", column=col)
+        seen[col] = i
+
+
+def _check_columns(n: int, name: str, max_columns: int, hint: str, *, exact: bool = True) -> None:
+    if n > max_columns:
+        count = f"{n:,}" if exact else f"more than {max_columns:,}"
+        raise _too_big(name, f"has {count} columns, over the limit of {max_columns:,} here (a "
+                       "comparison table needs a handful). Keep only the columns you need", hint)
+
+
+def _check_rows(n: int, name: str, max_rows: int | None, hint: str) -> None:
+    if max_rows is not None and n > max_rows:
+        raise _too_big(name, f"has more than {max_rows:,} data rows, the limit here", hint)
+
+
+class DecodedBudget:
+    """The bytes one read may decode, shared by every reader so that one limit gives one message.
+
+    What counts is what the data take once decompressed and decoded: the bytes a gzip expands
+    to, a Parquet file's values as Arrow holds them (dictionaries and run-lengths expanded, which
+    a file's page sizes do not show), a JSON record's values (strings their length plus 8, every
+    other value 8). Readers call :meth:`check` on a size known before reading (file metadata)
+    and :meth:`spend` on what they decoded, so a file is refused before its data are read when
+    its metadata already say it is too big, and at the first batch past the limit otherwise.
+
+    Parameters
+    ----------
+    limit : int or None
+        Bytes allowed; None for no limit.
+    name : str
+        The file, as messages name it.
+    hint : str
+        How to raise the limit (the end of the message).
+    """
+
+    def __init__(self, limit: int | None, name: str, hint: str):
+        self.limit, self.name, self.hint = limit, name, hint
+        self.used = 0
+
+    @property
+    def limit_text(self) -> str:
+        return _mb(self.limit or 0)
+
+    def refuse(self, what: str) -> PUAuditError:
+        """The message for ``what`` (which names the limit, :attr:`limit_text`), then the hint."""
+        return _too_big(self.name, what, self.hint)
+
+    def check(self, n: int, what: str) -> None:
+        """Refuse now if ``n`` more bytes would pass the limit (``what`` says whose they are)."""
+        if self.limit is not None and self.used + n > self.limit:
+            raise self.refuse(what)
+
+    def spend(self, n: int, what: str | Callable[[], str]) -> None:
+        """Count ``n`` decoded bytes, refusing once the total passes the limit (``what``, or
+        what it returns when it is a function, says where)."""
+        self.used += n
+        if self.limit is not None and self.used > self.limit:
+            raise self.refuse(what() if callable(what) else what)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _is_int(v) -> bool:
+    return type(v) is int  # bool is a subclass of int, and is not one here

@@ -1,0 +1,225 @@
+"""Parquet read under the decoded-size budget: sizes from the footer before any page is read,
+then batch by batch with text read as dictionaries; and the pandas frame of an Arrow table."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _check_header,
+                                 _check_rows, DecodedBudget, _mb)
+from puaudit.errors import PUAuditError
+
+__all__ = ["parquet_decoded_sizes", "parquet_check_budget", "parquet_text_leaves", "decoded_nbytes",
+           "parquet_batches", "arrow_frame_fixups"]
+
+
+# Bytes Arrow takes per stored value, by Parquet physical type (BYTE_ARRAY: its offset only).
+_PARQUET_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 8, "FLOAT": 4, "DOUBLE": 8,
+                  "BYTE_ARRAY": 4}
+
+
+def parquet_decoded_sizes(meta, columns: Iterable[str] | None = None) -> list[dict[str, int]]:
+    """Decoded size of each top-level column in each row group, from the footer alone.
+
+    A column chunk decodes to at least ``num_values * w`` bytes, ``w`` the Arrow width of its
+    physical type (8 for INT64 and DOUBLE, 16 for decimals, the declared length for fixed-size
+    binary), however few bytes its run-length or dictionary-encoded pages take; its
+    ``total_uncompressed_size`` (data and dictionary pages) bounds what plain pages decode to.
+    The estimate of a chunk is the larger of the two; only dictionary-encoded text can decode
+    to more (see :func:`decoded_nbytes`, which measures it while it is still a dictionary).
+
+    Parameters
+    ----------
+    meta : pyarrow.parquet.FileMetaData
+    columns : iterable of str, optional
+        Top-level columns to count (default all).
+
+    Returns
+    -------
+    list of dict
+        One ``{column: bytes}`` per row group.
+    """
+    wanted = None if columns is None else set(columns)
+    widths = []
+    for c in range(meta.num_columns):
+        col = meta.schema.column(c)
+        if "Decimal" in str(col.logical_type):
+            width = 16
+        elif col.physical_type == "FIXED_LEN_BYTE_ARRAY":
+            width = max(int(col.length or 0), 1)
+        else:
+            width = _PARQUET_WIDTH.get(col.physical_type, 8)
+        widths.append(width)
+    out = []
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        sizes: dict[str, int] = {}
+        for c in range(rg.num_columns):
+            chunk = rg.column(c)
+            top = chunk.path_in_schema.split(".")[0]
+            if wanted is None or top in wanted:
+                est = max(chunk.total_uncompressed_size, chunk.num_values * widths[c])
+                sizes[top] = sizes.get(top, 0) + est
+        out.append(sizes)
+    return out
+
+
+def parquet_check_budget(meta, budget: DecodedBudget, *, file_bytes: int,
+                         columns: Iterable[str] | None = None) -> list[int]:
+    """Refuse, before any page is read, a Parquet file whose footer says it decodes past
+    ``budget``; returns the estimated decoded bytes of each row group
+    (:func:`parquet_decoded_sizes`)."""
+    per_group = parquet_decoded_sizes(meta, columns)
+    total = sum(sum(g.values()) for g in per_group)
+    if budget.limit is not None and budget.used + total > budget.limit:
+        by_column: dict[str, int] = {}
+        for g in per_group:
+            for col, n in g.items():
+                by_column[col] = by_column.get(col, 0) + n
+        col, n = max(by_column.items(), key=lambda kv: kv[1])
+        raise budget.refuse(f"holds more than {budget.limit_text} of data once decoded (the "
+                            f"limit here): its {meta.num_rows:,} rows decode to about "
+                            f"{_mb(total)} from {_mb(file_bytes)} on disk, column '{col}' alone "
+                            f"{_mb(n)}; refused before reading")
+    return [sum(g.values()) for g in per_group]
+
+
+def parquet_text_leaves(meta, columns: Iterable[str] | None = None) -> list[str]:
+    """Paths of the text (BYTE_ARRAY) leaf columns, nested ones included: read as dictionaries
+    (``read_dictionary``), a value repeated a million times is measured before it is expanded."""
+    wanted = None if columns is None else set(columns)
+    out = []
+    for c in range(meta.num_columns):
+        col = meta.schema.column(c)
+        if col.physical_type == "BYTE_ARRAY" and (wanted is None
+                                                  or col.path.split(".")[0] in wanted):
+            out.append(col.path)
+    return out
+
+
+def _has_dictionary(t) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        return True
+    return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields))
+
+
+def decoded_nbytes(array) -> int:
+    """Bytes ``array`` takes once every dictionary in it is expanded, computed without expanding.
+
+    A dictionary-encoded text of ``n`` values takes :math:`\\sum_i |d_{k_i}| + 8n` (the lengths
+    of the values its indices point at, plus one offset each); other arrays their ``nbytes``.
+    Lists, maps and structs add their own buffers to their children's decoded size.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = array.type
+    if not _has_dictionary(t):
+        return array.nbytes
+    if pa.types.is_dictionary(t):
+        values = array.dictionary
+        if len(array) == 0 or len(values) == 0:
+            return array.nbytes
+        vt = values.type
+        if (pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_binary(vt)
+                or pa.types.is_large_binary(vt)):
+            lengths = pc.binary_length(values)
+        else:  # a dictionary of fixed-width values: each index becomes one value
+            lengths = pa.array(np.full(len(values), values.nbytes // len(values), np.int64))
+        taken = pc.sum(pc.take(lengths, array.indices)).as_py() or 0
+        return int(taken) + 8 * len(array)
+    if isinstance(array, pa.StructArray):
+        children = [array.field(i) for i in range(t.num_fields)]
+    else:  # list, large list, fixed-size list, map: one child, the values
+        children = [array.values]
+    return (array.nbytes - sum(ch.nbytes for ch in children)
+            + sum(decoded_nbytes(ch) for ch in children))
+
+
+def parquet_batches(pf, budget: DecodedBudget, group_bytes: Sequence[int], *,
+                    columns: list[str] | None = None, batch_bytes: int = 32 * 2**20,
+                    batch_rows: int = 65_536, use_pandas_metadata: bool = False):
+    """Record batches of ``pf``, row group by row group, each counted against ``budget``.
+
+    Batches hold about ``batch_bytes`` by the footer's estimate (``group_bytes``, one per row
+    group), at most ``batch_rows`` rows and at least one; pyarrow decodes a batch's pages only,
+    so a refused file costs one batch, whatever its row groups hold.
+    """
+    meta = pf.metadata
+    for g in range(meta.num_row_groups):
+        rows = meta.row_group(g).num_rows
+        if rows == 0:
+            continue
+        per_row = max(group_bytes[g] / rows, 1.0)
+        size = int(max(1, min(rows, batch_rows, batch_bytes // per_row)))
+        for batch in pf.iter_batches(batch_size=size, row_groups=[g], columns=columns,
+                                     use_threads=False, use_pandas_metadata=use_pandas_metadata):
+            budget.spend(sum(decoded_nbytes(col) for col in batch.columns),
+                         lambda: f"holds more than {budget.limit_text} of data once decoded "
+                         f"(the limit here; passed in row group {g + 1} of "
+                         f"{meta.num_row_groups})")
+            yield batch
+
+
+_NULLABLE_INTS = {"int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
+                  "uint8": "UInt8", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}
+
+
+def _read_parquet(data: bytes, name: str, *, budget: DecodedBudget,
+                  max_rows: int | None = None, max_columns: int = MAX_COLUMNS,
+                  hint: str = _DEFAULT_HINT) -> pd.DataFrame:
+    """Read Parquet row group by row group within ``budget`` (see :class:`DecodedBudget`).
+
+    The footer's sizes (:func:`parquet_check_budget`) refuse a file before any page is read;
+    text columns, nested ones included, are read as dictionaries, so that a value repeated
+    millions of times (a few bytes on disk) is measured before it is expanded.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        first = pq.ParquetFile(io.BytesIO(data))
+        meta = first.metadata
+        _check_columns(meta.num_columns, name, max_columns, hint)
+        _check_rows(meta.num_rows, name, max_rows, hint)
+        schema = first.schema_arrow
+        _check_header(schema.names, name)
+        group_bytes = parquet_check_budget(meta, budget, file_bytes=len(data))
+        pf = pq.ParquetFile(io.BytesIO(data), read_dictionary=parquet_text_leaves(meta))
+        batches = list(parquet_batches(pf, budget, group_bytes, use_pandas_metadata=True))
+        table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+        del batches
+        if table is None:
+            table = pf.schema_arrow.empty_table()
+        # back to the stored types (dictionaries were only for measuring)
+        table = table.cast(schema)
+        df = table.to_pandas()
+    except PUAuditError:
+        raise
+    except Exception as exc:  # pyarrow raises many types for corrupt files
+        raise PUAuditError(f"{name}: not a readable Parquet file ({type(exc).__name__}: {exc}). "
+                           "Re-export it, or upload CSV / JSONL.") from None
+    return arrow_frame_fixups(df, table, name)
+
+
+def arrow_frame_fixups(df: pd.DataFrame, table, name: str) -> pd.DataFrame:
+    """``table.to_pandas()`` (``df``) as :func:`read_table` returns it: integer columns with
+    missing values as nullable integers (not floats, which round beyond 2**53), names as text."""
+    import pyarrow as pa
+
+    for col in list(df.columns):
+        i = table.schema.get_field_index(str(col))
+        if (i >= 0 and pa.types.is_integer(table.schema.field(i).type)
+                and table.column(i).null_count):
+            mapped = _NULLABLE_INTS[str(table.schema.field(i).type)]
+            df[col] = pd.array(table.column(i).to_pandas(
+                types_mapper=lambda t, m=mapped: pd.api.types.pandas_dtype(m)).array)
+    _check_header([str(c) for c in df.columns], name)
+    df.columns = [str(c) for c in df.columns]
+    return df
