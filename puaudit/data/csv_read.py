@@ -109,18 +109,7 @@ def _read_csv(data: bytes, name: str, *, sep: str | None, max_rows: int | None =
     decoded and parsed as a stream, and every :data:`_CHUNK_ROWS` rows are packed into Arrow
     string arrays, so memory stays a small multiple of the file size.
     """
-    if sep is None:
-        sep = _sniff_separator(_text_stream(data, name, newline="").read(_SNIFF_CHARS))
-    stream = _text_stream(data, name, newline="")
-    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
-        csv.field_size_limit(_CSV_FIELD_LIMIT)
-    # strict: an unbalanced quote raises instead of swallowing the rest of the file into one cell
-    # A header line with no quotes has exactly (separators + 1) columns: a line of millions of
-    # names is refused from that count, before the csv module builds a string for each.
-    first = stream.readline()
-    if '"' not in first:
-        _check_columns(first.count(sep) + 1, name, max_columns, hint)
-    reader = csv.reader(itertools.chain([first], _lines(stream)), delimiter=sep, strict=True)
+    reader = _csv_reader(data, name, sep=sep, max_columns=max_columns, hint=hint)
     rows: list[list[str]] = []
     packed: list[list] = []
     n_rows = 0
@@ -132,40 +121,14 @@ def _read_csv(data: bytes, name: str, *, sep: str | None, max_rows: int | None =
         rows.clear()
 
     try:
-        header = next(reader, None)
-        if header is None:
-            raise PUAuditError(f"{name}: the file is empty.")
-        # checked before the names are looked at: a single line may hold millions of them
-        _check_columns(len(header), name, max_columns, hint)
-        first_row = next((rec for rec in reader if rec), None)  # skipping blank lines
-        if first_row is None:
-            # before anything else is built from a header that may hold many names
-            raise PUAuditError(f"{name}: has a header but no data rows. Add at least one "
-                               "comparison per row below the header.")
-        if header and header[0].startswith("\ufeff"):
-            header[0] = header[0][1:]
-        blank = [i + 1 for i, h in enumerate(header) if h.strip() == ""]
-        if blank:
-            shown = blank if len(blank) <= 10 else blank[:10] + ["..."]
-            raise PUAuditError(
-                f"{name}: header cell(s) at column position {shown} are empty. Give every column "
-                "a name (an unnamed first column is usually a saved row index: re-save without it).")
-        _check_header(header, name)
+        header, first_row = _csv_header(reader, name, max_columns=max_columns, hint=hint)
         width = len(header)
         packed = [[] for _ in range(width)]
         for rec in itertools.chain([first_row], reader):
             if not rec:  # a blank line
                 continue
-            if len(rec) < width:
-                rec.extend([""] * (width - len(rec)))
-            elif len(rec) > width:
-                if any(c != "" for c in rec[width:]):
-                    raise PUAuditError(
-                        f"{name}: row {n_rows + 1} (line {reader.line_num}) has {len(rec)} cells "
-                        f"but the header names {width} columns. Put double quotes around any cell "
-                        "that contains the separator, or add a header name for the extra column.",
-                        row=n_rows + 1)
-                del rec[width:]
+            if len(rec) != width:
+                _fit_width(rec, width, name, row=n_rows + 1, line=reader.line_num)
             rows.append(rec)
             n_rows += 1
             if len(rows) >= _CHUNK_ROWS:
@@ -184,3 +147,58 @@ def _read_csv(data: bytes, name: str, *, sep: str | None, max_rows: int | None =
     df = pd.DataFrame({h: _string_column(store) for h, store in zip(header, packed)},
                       columns=header)
     return df
+
+
+def _csv_reader(data: bytes, name: str, *, sep: str | None, max_columns: int, hint: str):
+    """A strict ``csv.reader`` over the decoded stream (separator sniffed when ``sep`` is None),
+    after a header line without quotes is checked for its number of columns."""
+    if sep is None:
+        sep = _sniff_separator(_text_stream(data, name, newline="").read(_SNIFF_CHARS))
+    stream = _text_stream(data, name, newline="")
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    # strict: an unbalanced quote raises instead of swallowing the rest of the file into one cell
+    # A header line with no quotes has exactly (separators + 1) columns: a line of millions of
+    # names is refused from that count, before the csv module builds a string for each.
+    first = stream.readline()
+    if '"' not in first:
+        _check_columns(first.count(sep) + 1, name, max_columns, hint)
+    return csv.reader(itertools.chain([first], _lines(stream)), delimiter=sep, strict=True)
+
+
+def _csv_header(reader, name: str, *, max_columns: int, hint: str) -> tuple[list[str], list[str]]:
+    """The header (BOM removed, every name present and distinct) and the first data row."""
+    header = next(reader, None)
+    if header is None:
+        raise PUAuditError(f"{name}: the file is empty.")
+    # checked before the names are looked at: a single line may hold millions of them
+    _check_columns(len(header), name, max_columns, hint)
+    first_row = next((rec for rec in reader if rec), None)  # skipping blank lines
+    if first_row is None:
+        # before anything else is built from a header that may hold many names
+        raise PUAuditError(f"{name}: has a header but no data rows. Add at least one "
+                           "comparison per row below the header.")
+    if header and header[0].startswith("\ufeff"):
+        header[0] = header[0][1:]
+    blank = [i + 1 for i, h in enumerate(header) if h.strip() == ""]
+    if blank:
+        shown = blank if len(blank) <= 10 else blank[:10] + ["..."]
+        raise PUAuditError(
+            f"{name}: header cell(s) at column position {shown} are empty. Give every column "
+            "a name (an unnamed first column is usually a saved row index: re-save without it).")
+    _check_header(header, name)
+    return header, first_row
+
+
+def _fit_width(rec: list[str], width: int, name: str, *, row: int, line: int) -> None:
+    """Pad a short row with empty cells; drop the empty extra cells of a long one, or refuse it."""
+    if len(rec) < width:
+        rec.extend([""] * (width - len(rec)))
+    elif len(rec) > width:
+        if any(c != "" for c in rec[width:]):
+            raise PUAuditError(
+                f"{name}: row {row} (line {line}) has {len(rec)} cells "
+                f"but the header names {width} columns. Put double quotes around any cell "
+                "that contains the separator, or add a header name for the extra column.",
+                row=row)
+        del rec[width:]

@@ -106,6 +106,22 @@ def read_embeddings_npz(path: str | os.PathLike, *, n_rows: int, max_dim: int = 
     indexed = _npz_layout(path) == "indexed"
     keys = ("vectors", "idx_a", "idx_b") if indexed else ("e_a", "e_b")
     heads = _npz_headers(path, keys, fix)
+    _check_npz_headers(path, heads, n_rows=n_rows, max_dim=max_dim, max_bytes=max_bytes,
+                       indexed=indexed, fix=fix)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: np.asarray(z[k]) for k in keys}
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise PUAuditError(f"Could not read embeddings from {path} ({type(exc).__name__}: "
+                           f"{str(exc)[:200]}); {fix}.") from None
+    vectors, idx_a, idx_b = _npz_rows(path, arrays, n_rows=n_rows, indexed=indexed, fix=fix)
+    _check_npz_values(path, vectors, idx_a, idx_b, indexed=indexed)
+    return {"vectors": vectors, "idx_a": idx_a, "idx_b": idx_b}
+
+
+def _check_npz_headers(path: Path, heads: dict, *, n_rows: int, max_dim: int, max_bytes: int,
+                       indexed: bool, fix: str) -> None:
+    """Total size, shapes and index types as the member headers declare them."""
     total = sum(h[2] for h in heads.values())
     if total > max_bytes:
         raise PUAuditError(f"{path}: the arrays would take {_mb(total)} once loaded (the file is "
@@ -127,12 +143,12 @@ def read_embeddings_npz(path: str | os.PathLike, *, n_rows: int, max_dim: int = 
     elif heads["e_a"][0] != heads["e_b"][0]:
         raise PUAuditError(f"{path}: e_a has shape {heads['e_a'][0]} but e_b "
                            f"{heads['e_b'][0]}; {fix}.")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: np.asarray(z[k]) for k in keys}
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise PUAuditError(f"Could not read embeddings from {path} ({type(exc).__name__}: "
-                           f"{str(exc)[:200]}); {fix}.") from None
+
+
+def _npz_rows(path: Path, arrays: dict, *, n_rows: int, indexed: bool,
+              fix: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``vectors`` (float32) and each table row's indices into them, checked in range; the
+    per-row layout stacks ``e_a`` over ``e_b``."""
     if indexed:
         vectors = arrays["vectors"].astype(np.float32, copy=False)
         idx_a, idx_b = arrays["idx_a"], arrays["idx_b"]
@@ -146,6 +162,12 @@ def read_embeddings_npz(path: str | os.PathLike, *, n_rows: int, max_dim: int = 
         n = n_rows
         vectors = np.concatenate([arrays["e_a"], arrays["e_b"]]).astype(np.float32, copy=False)
         idx_a, idx_b = np.arange(n), np.arange(n, 2 * n)
+    return vectors, idx_a, idx_b
+
+
+def _check_npz_values(path: Path, vectors: np.ndarray, idx_a: np.ndarray, idx_b: np.ndarray, *,
+                      indexed: bool) -> None:
+    """Refuse NaN or infinite vectors, all zeros, and A and B identical on every row."""
     bad_vec = ~np.isfinite(vectors).all(axis=1)
     if bad_vec.any():
         rows_a = np.flatnonzero(bad_vec[idx_a])
@@ -167,4 +189,3 @@ def read_embeddings_npz(path: str | os.PathLike, *, n_rows: int, max_dim: int = 
         raise PUAuditError(f"{path}: e_a and e_b are identical on every row, so the audit cannot "
                            "tell the two responses apart. Check that e_b holds the embeddings of "
                            "response B.")
-    return {"vectors": vectors, "idx_a": idx_a, "idx_b": idx_b}
