@@ -13,10 +13,11 @@ M_STEP = 0.01
 
 
 def m_grid(current_m: float | None = None) -> tuple[float, ...]:
-    """The m values the curve is drawn at: both ends of the slider, every 0.1 between, and the
-    current m (so the curve's point there is the audit the page reports)."""
+    """The m values the curve is drawn at: both ends of the slider, every 0.2 between (and
+    0.9, where the judge is usually trusted), and the current m (so the curve's point there is
+    the audit the page reports). Eight points: a scorer that uses m is fitted again for each."""
     lo, hi = M_RANGE
-    grid = {lo, hi, *np.round(np.arange(0.1, hi, 0.1), 2).tolist()}
+    grid = {lo, hi, 0.9, *np.round(np.arange(0.2, hi, 0.2), 2).tolist()}
     if current_m is not None:
         grid = {v for v in grid if abs(v - current_m) > 1e-9} | {float(current_m)}
     return tuple(sorted(float(v) for v in grid if lo <= v <= hi))

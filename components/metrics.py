@@ -9,7 +9,7 @@ import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
            "auto_comparison_table", "verdict_text", "spread_text", "with_current_point",
-           "MIN_TYPE_ROWS", "points_delta",
+           "MIN_TYPE_ROWS", "points_delta", "as_percent",
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
@@ -17,6 +17,16 @@ from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
+
+
+def as_percent(df: pd.DataFrame, columns) -> pd.DataFrame:
+    """A copy with the shares in ``columns`` as percents (0–100), for a fixed one-decimal
+    ``"%.1f%%"`` display: Streamlit's ``"percent"`` format drops trailing zeros, so one column
+    would read "63.04%" beside "25%"."""
+    out = df.copy()
+    for c in columns:
+        out[c] = 100 * pd.to_numeric(out[c], errors="coerce")
+    return out
 
 
 def points_delta(x: float | None) -> str | None:

@@ -13,11 +13,14 @@ from components.m_curve import M_RANGE, M_STEP, m_curve_figure, m_grid
 from components.safe_text import md
 from components.evidence import (evidence_info, evidence_note, evidence_weights_figure,
                                  evidence_weights_frame)
-from components.metrics import (audit_note, auto_choice_text,
+from components.metrics import (as_percent, audit_note, auto_choice_text,
                                 auto_comparison_table, expected_text, headline_metrics,
                                 leaderboard_table, per_type_table, spread_text, verdict_text,
                                 with_current_point)
 from puaudit.audit.evaluate import default_spread_seeds
+
+PER_TYPE_SHARES = ("cons_orig", "cons_adj", "reversal_precision")
+BOARD_SHARES = ("cons_orig", "cons_adj", "reversed_share", "reversal_precision")
 from puaudit.errors import PUAuditError
 
 state.through_navigation()
@@ -189,13 +192,14 @@ if result.certification is not None:
                     width="stretch", key="certify_curve")
 
 st.subheader("By question type")
-st.dataframe(per_type_table(result), hide_index=True, width="stretch",
+st.dataframe(as_percent(per_type_table(result), PER_TYPE_SHARES), hide_index=True,
+             width="stretch",
              column_config={
-                 "cons_orig": st.column_config.NumberColumn("Cons_orig", format="percent"),
-                 "cons_adj": st.column_config.NumberColumn("Cons_adj", format="percent"),
+                 "cons_orig": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
+                 "cons_adj": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
                  "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
                  "reversal_precision": st.column_config.NumberColumn("reversal precision",
-                                                                     format="percent"),
+                                                                     format="%.1f%%"),
                  "note": st.column_config.TextColumn("note"),
              })
 
@@ -209,14 +213,15 @@ if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
     except PUAuditError as exc:
         state.show_error(exc)
         st.stop()
-    st.dataframe(leaderboard_table(board), hide_index=True, width="stretch",
+    st.dataframe(as_percent(leaderboard_table(board), BOARD_SHARES), hide_index=True,
+                 width="stretch",
                  column_config={
-                     "cons_orig": st.column_config.NumberColumn("Cons_orig", format="percent"),
-                     "cons_adj": st.column_config.NumberColumn("Cons_adj", format="percent"),
+                     "cons_orig": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
+                     "cons_adj": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
                      "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
                      "delta_sd_pts": st.column_config.NumberColumn("sd (pts)", format="%.1f"),
                      "reversed_share": st.column_config.NumberColumn("reversed",
-                                                                     format="percent"),
+                                                                     format="%.1f%%"),
                      "reversal_precision": st.column_config.NumberColumn("reversal precision",
-                                                                         format="percent"),
+                                                                         format="%.1f%%"),
                  })

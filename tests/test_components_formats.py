@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from components.consistency import cycle_graph
-from components.metrics import points_delta
+from components.metrics import as_percent, points_delta
 from components.radar import consistency_radar, radar_frame
 
 PER_TYPE = {"coding": {"n": 40, "cons_orig": 0.5304, "cons_adj": 0.6304, "delta": 0.1},
@@ -66,3 +66,13 @@ def test_cycle_graph_labels_point_away_from_the_arrows():
         else:
             assert where.endswith("left") and x < 0
     assert fig.layout.xaxis.range[1] - 1 >= 0.8  # labels beyond the unit circle stay in view
+
+
+def test_shares_shown_as_percent_with_one_decimal():
+    df = pd.DataFrame({"cons_orig": [0.6304, 0.25, None], "n": [3, 4, 5]})
+    shown = as_percent(df, ["cons_orig"])
+    assert shown["cons_orig"].tolist()[:2] == pytest.approx([63.04, 25.0])
+    assert math.isnan(shown["cons_orig"].iloc[2]) and shown["n"].tolist() == [3, 4, 5]
+    assert ["%.1f%%" % v for v in shown["cons_orig"][:2]] == ["63.0%", "25.0%"]
+    assert df["cons_orig"].iloc[0] == 0.6304  # the builder's table is left as it was
+
