@@ -351,3 +351,130 @@ def test_a_parquet_bomb_upload_is_refused_and_the_server_stays_up(tmp_path):
         assert _metric(other, "Rows") == "600"
         assert other.locator('[data-testid="stException"]').count() == 0
         browser.close()
+
+
+def test_fully_annotated_weak_judge_numbers_agree_with_the_cli(server, mtbench_path, tmp_path):
+    """A fully annotated file with a weak judge ('longer answer wins' on MT-Bench, every row
+    judged by people): the m curve spans the slider's range and holds the current m; Cons_orig,
+    Cons_adj and the reversals equal ``puaudit audit --json`` with the same seed; the change
+    over seeded splits is shown and equals the CLI's ``delta_over_seeds``."""
+    import json
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    df = pd.read_csv(mtbench_path, dtype=str, keep_default_na=False)
+    la, lb = df["response_a"].str.len(), df["response_b"].str.len()
+    df["judge_winner"] = ["model_a" if a > b else "model_b" if b > a else "tie"
+                          for a, b in zip(la, lb)]
+    weak = tmp_path / "mtbench_longer_judge_annotated.csv"
+    df.to_csv(weak, index=False)
+    env = {k: v for k, v in os.environ.items() if k != "PUAUDIT_TEST_ENCODER"}
+    cli = subprocess.run([sys.executable, "-m", "puaudit", "audit", str(weak), "-o",
+                          str(tmp_path / "out.csv"), "--seed", "0", "--json"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=1800)
+    assert cli.returncode == 0, cli.stderr
+    js = json.loads(cli.stdout.strip().splitlines()[-1])
+    spread = js["delta_over_seeds"]
+    assert spread["n"] == 5
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 2400})
+        page.set_default_timeout(900_000)
+        page.goto(server)
+        page.wait_for_selector('[data-testid="stMetric"]')
+        page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(weak))
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=stMetricValue]')]"
+            ".some(e => e.innerText === '3,355')")
+        _idle(page)
+        _go(page, "Audit")
+        page.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
+        # the spread arrives in the background after the first result
+        spread_box = page.get_by_text(re.compile(r"Change over 5 seeded splits")).first
+        spread_box.wait_for(timeout=900_000)
+        _idle(page)
+        shown_spread = spread_box.inner_text()
+        curve = page.evaluate("""() => {
+            for (const el of document.querySelectorAll('.js-plotly-plot')) {
+                const t = el.layout && el.layout.yaxis && el.layout.yaxis.title;
+                if (t && (t.text || t) === 'rows reversed')
+                    return {range: el.layout.xaxis.range, x: el.data[0].x, current: el.data[1].x[0]};
+            }
+            return null; }""")
+        slider = page.locator('[data-testid="stSlider"]', has_text="m —").locator(
+            'input[type="range"]').first
+        lo, hi = (float(slider.get_attribute(a)) for a in ("min", "max"))
+        now = float(slider.input_value())
+        cons_orig, cons_adj = _metric(page, "Cons_orig"), _metric(page, "Cons_adj")
+        reversed_txt = _metric(page, "Reversed")
+        page.screenshot(path=str(ARTIFACTS / "page_audit_fully_annotated_weak_judge.png"),
+                        full_page=True)
+        browser.close()
+
+    assert curve is not None
+    assert curve["range"] == [lo, hi] == [0.05, 1.0]
+    assert lo <= curve["current"] <= hi and curve["current"] in curve["x"]
+    assert abs(curve["current"] - now) <= 0.005  # the slider shows the m in use, rounded
+    assert cons_orig == f"{js['cons_orig']:.1%}" and cons_adj == f"{js['cons_adj']:.1%}"
+    n_rev = round(js["reversed_share"] * js["n_validation"])
+    assert reversed_txt == f"{n_rev} of {js['n_validation']}"
+    assert (f"mean {100 * spread['mean']:+.1f} pts (range {100 * spread['min']:+.1f} to "
+            f"{100 * spread['max']:+.1f})") in shown_spread
+
+
+def _certified_count(page) -> int:
+    """The number of trusted verdicts in the Audit page's certification box."""
+    import re
+
+    box = page.locator('[data-testid="stAlert"]', has_text="audited verdicts are trusted").first
+    m = re.search(r"([\d,]+) of [\d,]+ audited verdicts are trusted", box.inner_text())
+    return int(m.group(1).replace(",", ""))
+
+
+def test_certify_target_slider_moves_the_curve_and_the_counts(server, mtbench_path):
+    """Trust or escalate on MT-Bench (GPT-4): tick Certify, read the trusted count at target
+    0.90, move the target slider down to 0.85: more verdicts are trusted and the coverage
+    curve marks the new target."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 2400})
+        page.set_default_timeout(900_000)
+        page.goto(server)
+        page.wait_for_selector('[data-testid="stMetric"]')
+        page.set_input_files('[data-testid="stFileUploaderDropzoneInput"]', str(mtbench_path))
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=stMetricValue]')]"
+            ".some(e => e.innerText === '3,355')")
+        _idle(page)
+        _go(page, "Audit")
+        page.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
+        page.locator('[data-testid="stCheckbox"]', has_text="Certify verdicts").first.click()
+        _idle(page)
+        page.wait_for_selector('[data-testid="stAlert"]:has-text("audited verdicts are trusted")')
+        charts_before = page.locator('[data-testid="stPlotlyChart"]').count()
+        at_90 = _certified_count(page)
+        thumb = page.locator('[data-testid="stSlider"]', has_text="Target agreement").locator(
+            '[role="slider"]').first
+        assert float(thumb.get_attribute("aria-valuenow")) == pytest.approx(0.90)
+        for _ in range(30):  # presses landing during a rerun can be dropped: press to the value
+            if float(thumb.get_attribute("aria-valuenow")) <= 0.85 + 1e-9:
+                break
+            thumb.focus()
+            page.keyboard.press("ArrowLeft")
+            page.wait_for_timeout(150)
+        _idle(page)
+        deadline = time.time() + 180
+        while time.time() < deadline and _certified_count(page) == at_90:
+            page.wait_for_timeout(500)
+        at_85 = _certified_count(page)
+        page.screenshot(path=str(ARTIFACTS / "page_audit_certified.png"), full_page=True)
+        assert float(thumb.get_attribute("aria-valuenow")) == pytest.approx(0.85)
+        assert at_85 > at_90, (at_90, at_85)
+        assert "0.85" in page.locator('[data-testid="stAlert"]',
+                                      has_text="audited verdicts are trusted").first.inner_text()
+        assert page.locator('[data-testid="stPlotlyChart"]').count() == charts_before
+        browser.close()
