@@ -10,6 +10,7 @@ import streamlit as st
 from components import state
 from components.annotators import (METRIC_LABELS, agreement_figure,
                                    annotator_table, bias_scatter, disagreements_table)
+from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from components.uploads import read_upload
 from components.annotator_models import (STAT_LABELS, confusion_figure,
@@ -57,7 +58,7 @@ def _load_table():
 try:
     source, source_name = _load_table()
 except PUAuditError as exc:
-    st.error(md(exc))
+    st.error(md(for_dashboard(exc)))
     st.stop()
 if source is None:
     st.info("Load a table on the Data page or upload one here.")
@@ -97,7 +98,7 @@ try:
         st.session_state["_annotators_report"] = cached
     report = cached[1]
 except PUAuditError as exc:
-    st.error(md(exc))
+    st.error(md(for_dashboard(exc)))
     st.caption("Annotator column names looked for: " + ", ".join(COLUMN_ALIASES["annotator"]))
     st.stop()
 
@@ -250,6 +251,6 @@ if hasattr(source, "frame") and st.checkbox("Compare with the audit", value=Fals
     try:
         link = annotator_score_disagreement(table, score, adjusted)
     except PUAuditError as exc:
-        st.error(md(exc))
+        st.error(md(for_dashboard(exc)))
     else:
         st.dataframe(link, hide_index=True)

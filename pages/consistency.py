@@ -12,6 +12,7 @@ from components.consistency import (candidate_scores, cycle_graph,
                                     metrics_table, pairwise_fit, question_violations,
                                     score_options, weakest_edges)
 from components.metrics import points_delta
+from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from components.state import DEMO_NAME
 from components.uploads import read_upload
@@ -118,7 +119,7 @@ try:
     scores_in = (_load_scores(score_bytes, score_name) if score_bytes is not None
                  else make_demo()[1] if source[0] == "demo" else None)
 except PUAuditError as exc:
-    st.error(md(exc))
+    st.error(md(for_dashboard(exc)))
     st.stop()
 
 has_scores = scores_in is not None
@@ -184,7 +185,7 @@ try:
     after = _analyse(source, pairs, score_bytes, score_name, method, float(delta), float(gamma),
                      score_method, rescale, float(tol))
 except PUAuditError as exc:
-    st.error(md(exc))
+    st.error(md(for_dashboard(exc)))
     st.stop()
 
 

@@ -9,6 +9,7 @@ import streamlit as st
 from components import state
 from components.data_summary import judge_candidates
 from components.radar import consistency_radar, radar_frame
+from components.messages import for_dashboard
 from components.safe_text import md
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import ROLES, load_comparisons
@@ -47,7 +48,7 @@ for col in picked:
             alt = memo[key]
             res = state.run_audit(alt, emb, params)
     except PUAuditError as exc:
-        st.error(md(f"{col}: {exc}"))  # names and cells from the data: text, not Markdown
+        st.error(md(f"{col}: {for_dashboard(exc)}"))  # names and cells from the data: text, not Markdown
         continue
     per_type[col] = res.per_type
 
