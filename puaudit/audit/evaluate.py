@@ -199,13 +199,16 @@ def delta_over_seeds(table: ComparisonTable, embeddings: PairEmbeddings, config:
     if first_delta is not None:
         deltas[start] = float(first_delta)
         todo = seeds[1:]
-    if todo:
-        res = evaluate(table, embeddings, seeds=todo, config=config, human=human,
-                       progress=progress)
-        runs = res["runs"]
-        for seed, d in runs.loc[runs["question_type"] == "__all__", ["seed", "delta"]].itertuples(
-                index=False):
-            deltas[int(seed)] = float(d)
+    for i, seed in enumerate(todo):
+        try:  # one split the audit cannot run on (a tiny P) leaves that seed out, not the rest
+            runs = evaluate(table, embeddings, seeds=[seed], config=config, human=human)["runs"]
+        except PUAuditError:
+            continue
+        finally:
+            if progress is not None:
+                progress(i + 1, len(todo))
+        overall = runs[runs["question_type"] == "__all__"]
+        deltas[int(seed)] = float(overall["delta"].iloc[0])
     vals = np.array([deltas[s] for s in seeds if s in deltas and np.isfinite(deltas[s])])
     if len(vals) == 0:
         return {"mean": None, "min": None, "max": None, "n": 0, "seeds": seeds, "deltas": []}
