@@ -425,18 +425,18 @@ def test_fully_annotated_weak_judge_numbers_agree_with_the_cli(server, mtbench_p
 
 
 def _certified_count(page) -> int:
-    """The number of trusted verdicts in the Audit page's certification box."""
+    """Trusted verdicts in the Audit page's certification box (0 when nothing is certified)."""
     import re
 
-    box = page.locator('[data-testid="stAlert"]', has_text="audited verdicts are trusted").first
+    box = page.locator('[data-testid="stAlert"]', has_text="trusted").first
     m = re.search(r"([\d,]+) of [\d,]+ audited verdicts are trusted", box.inner_text())
-    return int(m.group(1).replace(",", ""))
+    return int(m.group(1).replace(",", "")) if m else 0
 
 
 def test_certify_target_slider_moves_the_curve_and_the_counts(server, mtbench_path):
-    """Trust or escalate on MT-Bench (GPT-4): tick Certify, read the trusted count at target
-    0.90, move the target slider down to 0.85: more verdicts are trusted and the coverage
-    curve marks the new target."""
+    """Trust or escalate on MT-Bench (GPT-4): tick Certify (target 0.90), move the target slider
+    down to 0.80: more verdicts are trusted, the box names the new target, the coverage curve
+    is still drawn."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -454,14 +454,15 @@ def test_certify_target_slider_moves_the_curve_and_the_counts(server, mtbench_pa
         page.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
         page.locator('[data-testid="stCheckbox"]', has_text="Certify verdicts").first.click()
         _idle(page)
-        page.wait_for_selector('[data-testid="stAlert"]:has-text("audited verdicts are trusted")')
+        # certified or not at 0.90 (a seed may certify nothing), the box speaks of trust
+        page.wait_for_selector('[data-testid="stAlert"]:has-text("trusted")', timeout=300_000)
         charts_before = page.locator('[data-testid="stPlotlyChart"]').count()
         at_90 = _certified_count(page)
         thumb = page.locator('[data-testid="stSlider"]', has_text="Target agreement").locator(
             '[role="slider"]').first
         assert float(thumb.get_attribute("aria-valuenow")) == pytest.approx(0.90)
-        for _ in range(30):  # presses landing during a rerun can be dropped: press to the value
-            if float(thumb.get_attribute("aria-valuenow")) <= 0.85 + 1e-9:
+        for _ in range(40):  # presses landing during a rerun can be dropped: press to the value
+            if float(thumb.get_attribute("aria-valuenow")) <= 0.80 + 1e-9:
                 break
             thumb.focus()
             page.keyboard.press("ArrowLeft")
@@ -470,11 +471,11 @@ def test_certify_target_slider_moves_the_curve_and_the_counts(server, mtbench_pa
         deadline = time.time() + 180
         while time.time() < deadline and _certified_count(page) == at_90:
             page.wait_for_timeout(500)
-        at_85 = _certified_count(page)
+        at_80 = _certified_count(page)
         page.screenshot(path=str(ARTIFACTS / "page_audit_certified.png"), full_page=True)
-        assert float(thumb.get_attribute("aria-valuenow")) == pytest.approx(0.85)
-        assert at_85 > at_90, (at_90, at_85)
-        assert "0.85" in page.locator('[data-testid="stAlert"]',
-                                      has_text="audited verdicts are trusted").first.inner_text()
+        assert float(thumb.get_attribute("aria-valuenow")) == pytest.approx(0.80)
+        assert at_80 > at_90, (at_90, at_80)
+        assert "0.8" in page.locator('[data-testid="stAlert"]',
+                                     has_text="audited verdicts are trusted").first.inner_text()
         assert page.locator('[data-testid="stPlotlyChart"]').count() == charts_before
         browser.close()

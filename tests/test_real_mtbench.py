@@ -99,3 +99,30 @@ def test_paper_rule_hurts_gpt4_as_reported(boards):
     e = boards["gpt4"][("pot", "paper")]
     assert e["cons_adj_mean"] == pytest.approx(0.77, abs=0.02)
     assert e["reversal_precision"] < 0.3
+
+
+@pytest.mark.parametrize("flip", ["both", "judge"])
+def test_coin_flip_verdicts_on_real_texts(mt, flip):
+    """MT-Bench texts with the judge's (and people's) verdicts replaced by independent coin
+    flips: with both random the default reverses nothing and says no scorer beats the base
+    rate; with only the judge random it learns people's preferences from the texts."""
+    from puaudit.audit.estimator import audit_table
+    from puaudit.data.schema import ComparisonTable
+
+    table, emb = mt
+    rng = np.random.default_rng(100)
+    t = ComparisonTable(**{**table.__dict__})
+    t.judge = rng.choice(["A", "B"], len(t)).astype(object)
+    if flip == "both":
+        coins = rng.choice(["A", "B"], len(t)).astype(object)
+        t.human = np.where([h is None for h in table.human], None, coins).astype(object)
+    t.frame = table.frame.assign(judge_winner=t.judge)
+    res = audit_table(t, emb, AuditConfig(random_state=0))
+    val = res.split == "validation"
+    reversed_share = ((res.group == "negative") & val).sum() / val.sum()
+    if flip == "both":
+        assert reversed_share <= 0.02
+        assert not res.diagnostics["auto"]["beats_base_rate"]
+        assert res.summary()["verdict"].startswith("No scorer beats the base rate")
+    else:
+        assert res.metrics["cons_adj"] - res.metrics["cons_orig"] >= 0.15
