@@ -422,5 +422,3 @@ def test_fully_annotated_weak_judge_numbers_agree_with_the_cli(server, mtbench_p
     assert reversed_txt == f"{n_rev} of {js['n_validation']}"
     assert (f"mean {100 * spread['mean']:+.1f} pts (range {100 * spread['min']:+.1f} to "
             f"{100 * spread['max']:+.1f})") in shown_spread
-
-        browser.close()
