@@ -525,7 +525,12 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
     pool, jobs, lock = _spread_pool()
     with lock:
         job = jobs.get(key)
-        if job is None or (job[0].done() and job[0].exception() is not None):
+        if job is None or job[0].cancelled() or (job[0].done() and job[0].exception() is not None):
+            # a slider moved on: spreads of earlier settings that have not started yet are
+            # dropped, so the one asked for now does not wait behind them
+            for other, (f, _) in jobs.items():
+                if other != key:
+                    f.cancel()
             prog = {"done": 0, "total": int(n_seeds) - 1}
             fut = pool.submit(delta_over_seeds, table, emb, cfg, n_seeds=int(n_seeds),
                               first_delta=result.metrics.get("delta"),

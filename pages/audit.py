@@ -130,6 +130,8 @@ def _spread():
     if n_seeds < 2 or not result.metrics["n"]:
         return
     fut, prog = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
+    if fut.cancelled():
+        return
     if not fut.done():
         st.caption(f"Measuring the change over {n_seeds} seeded splits in the background: "
                    f"{prog['done']} of {prog['total']} further splits audited…")
