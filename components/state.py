@@ -510,6 +510,10 @@ def _spread_pool() -> tuple[ThreadPoolExecutor, dict, threading.Lock]:
             threading.Lock())
 
 
+class SpreadSuperseded(RuntimeError):
+    """A spread over seeds stopped between two splits because newer settings asked for one."""
+
+
 def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result, *,
                n_seeds: int) -> tuple[Future, dict]:
     """The audit's change over ``n_seeds`` seeded splits (:func:`puaudit.audit.evaluate.
@@ -528,16 +532,22 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
         if job is None or job[0].cancelled() or (job[0].done() and job[0].exception() is not None):
             # a slider moved on: spreads of earlier settings that have not started yet are
             # dropped, so the one asked for now does not wait behind them
-            for other, (f, _) in jobs.items():
-                if other != key:
-                    f.cancel()
+            for other, value in jobs.items():
+                if other not in (key, "__latest__"):
+                    value[0].cancel()
             prog = {"done": 0, "total": int(n_seeds) - 1}
+            jobs["__latest__"] = key
+
+            def report(done: int, total: int, key=key) -> None:
+                prog.update(done=done, total=total)
+                if jobs.get("__latest__") != key:  # one pool: newer settings go first
+                    raise SpreadSuperseded("newer settings asked for their own spread")
+
             fut = pool.submit(delta_over_seeds, table, emb, cfg, n_seeds=int(n_seeds),
-                              first_delta=result.metrics.get("delta"),
-                              progress=lambda d, t: prog.update(done=d, total=t))
+                              first_delta=result.metrics.get("delta"), progress=report)
             jobs[key] = job = (fut, prog)
-            while len(jobs) > 16:  # bounded memory: forget the oldest finished spreads
-                old = next(iter(jobs))
+            while len(jobs) > 17:  # bounded memory: forget the oldest finished spreads
+                old = next(k for k in jobs if k != "__latest__")
                 if not jobs[old][0].done():
                     break
                 jobs.pop(old)
