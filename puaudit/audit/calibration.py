@@ -10,7 +10,7 @@ import numpy as np
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss"]
+__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss", "row_log_loss"]
 
 
 def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
@@ -242,7 +242,12 @@ def logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def log_loss(q: np.ndarray, y: np.ndarray) -> float:
-    """Mean log loss of probabilities ``q`` (clipped to ``[1e-4, 1 − 1e-4]``) for outcomes ``y``."""
+def row_log_loss(q: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Log loss of each probability ``q`` (clipped to ``[1e-4, 1 − 1e-4]``) for outcome ``y``."""
     q = np.clip(q, 1e-4, 1 - 1e-4)
-    return float(-np.mean(y * np.log(q) + (1 - y) * np.log1p(-q)))
+    return -(y * np.log(q) + (1 - y) * np.log1p(-q))
+
+
+def log_loss(q: np.ndarray, y: np.ndarray) -> float:
+    """Mean of :func:`row_log_loss`."""
+    return float(np.mean(row_log_loss(q, y)))

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 from scipy.stats import norm
 
-from puaudit.audit.calibration import MonotoneCalibrator, log_loss, logit
+from puaudit.audit.calibration import MonotoneCalibrator, log_loss, logit, row_log_loss
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer, fit_pooled
 from puaudit.audit.evidence_model import EVIDENCE, score_evidence
@@ -187,10 +187,7 @@ def _gain_over_base_rate(q: np.ndarray, y: np.ndarray, groups: np.ndarray) -> fl
     :math:`d_i = \ell(\bar y, y_i) - \ell(q_i, y_i)` per P row, summed per item;
     :math:`z = \bar d / (s_d / \sqrt{n_{items}})` over items (0 when it cannot be computed).
     """
-    base = np.clip(np.full(len(y), y.mean()), 1e-4, 1 - 1e-4)
-    qc = np.clip(q, 1e-4, 1 - 1e-4)
-    d = (-(y * np.log(base) + (1 - y) * np.log1p(-base))
-         + (y * np.log(qc) + (1 - y) * np.log1p(-qc)))
+    d = row_log_loss(np.full(len(y), y.mean()), y) - row_log_loss(q, y)
     _, inv = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
     per_item = np.bincount(inv, weights=d)
     if len(per_item) < 2 or per_item.std(ddof=1) == 0:
