@@ -174,6 +174,41 @@ def _wrap(text: str, width: int = 70, limit: int = 400) -> str:
     return "<br>".join(textwrap.wrap(html.escape(text, quote=False), width))
 
 
+def _edge_hover(row: pd.Series, *, weakest: bool) -> str:
+    """Hover text of one pair: both orders' verdicts, the probabilities and the rationales."""
+    ci, cj, r = row["candidate_i"], row["candidate_j"], row["relation"]
+    lines = [f"<b>{html.escape(ci)} {r} {html.escape(cj)}</b>"
+             + (" — suggested weakest edge" if weakest else "")]
+    lines.append(f"order 1 ({html.escape(ci)} shown first): "
+                 f"{plotly_text(row['verdict_1'] or 'not asked')}" + _fmt_probs(row, 1))
+    lines.append(f"order 2 ({html.escape(cj)} shown first): "
+                 f"{plotly_text(row['verdict_2'] or 'not asked')}" + _fmt_probs(row, 2))
+    lines.append(f"aggregated P({html.escape(ci)})={row['prob_i']:.2f}, "
+                 f"P({html.escape(cj)})={row['prob_j']:.2f}, P(tie)={row['prob_tie']:.2f}; "
+                 f"margin {row['margin']:.2f}")
+    for order in (1, 2):
+        text = row.get(f"rationale_{order}", "")
+        if isinstance(text, str) and text:
+            lines.append(f"<i>rationale {order}:</i> {_wrap(text)}")
+    return "<br>".join(lines)
+
+
+def _node_trace(names: list, pos: dict, rankings: pd.DataFrame | None, *, judge: str,
+                question_id: str) -> go.Scatter:
+    """The candidates as labelled circles, with their Bradley–Terry rank when known."""
+    ranks = {}
+    if rankings is not None:
+        sel = rankings[(rankings["judge"] == judge) & (rankings["question_id"] == question_id)]
+        ranks = dict(zip(sel["candidate"], sel["rank"]))
+    return go.Scatter(
+        x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text",
+        marker=dict(size=34, color="#eef3f8", line=dict(color="#1f77b4", width=2)),
+        text=[plotly_text(n) + (f" (#{ranks[n]})" if n in ranks else "") for n in names],
+        # outward from the circle: the arrows run inside it, and are drawn above the labels
+        textposition=[_outward(*pos[n]) for n in names], hovertext=plotly_texts(names),
+        hoverinfo="text", showlegend=False, cliponaxis=False)
+
+
 def cycle_graph(relations: pd.DataFrame, violations: pd.DataFrame, *, judge: str,
                 question_id: str, rankings: pd.DataFrame | None = None) -> go.Figure:
     """Directed graph of one question's pair relations.
@@ -228,37 +263,14 @@ def cycle_graph(relations: pd.DataFrame, violations: pd.DataFrame, *, judge: str
             annotations.append(dict(x=tx, y=ty, ax=x0, ay=y0, xref="x", yref="y", axref="x",
                                     ayref="y", showarrow=True, arrowhead=3, arrowsize=1,
                                     arrowwidth=width, arrowcolor=color, text=""))
-        lines = [f"<b>{html.escape(ci)} {r} {html.escape(cj)}</b>"
-                 + (" — suggested weakest edge" if pair == worst_pair else "")]
-        lines.append(f"order 1 ({html.escape(ci)} shown first): "
-                     f"{plotly_text(row['verdict_1'] or 'not asked')}" + _fmt_probs(row, 1))
-        lines.append(f"order 2 ({html.escape(cj)} shown first): "
-                     f"{plotly_text(row['verdict_2'] or 'not asked')}" + _fmt_probs(row, 2))
-        lines.append(f"aggregated P({html.escape(ci)})={row['prob_i']:.2f}, "
-                     f"P({html.escape(cj)})={row['prob_j']:.2f}, P(tie)={row['prob_tie']:.2f}; "
-                     f"margin {row['margin']:.2f}")
-        for order in (1, 2):
-            text = row.get(f"rationale_{order}", "")
-            if isinstance(text, str) and text:
-                lines.append(f"<i>rationale {order}:</i> {_wrap(text)}")
         mid_x.append((x0 + x1) / 2)
         mid_y.append((y0 + y1) / 2)
-        mid_text.append("<br>".join(lines))
+        mid_text.append(_edge_hover(row, weakest=pair == worst_pair))
         mid_color.append(color)
     fig.add_trace(go.Scatter(x=mid_x, y=mid_y, mode="markers", marker=dict(size=9, color=mid_color,
                              symbol="diamond"), hovertext=mid_text, hoverinfo="text",
                              name="pair (hover)", showlegend=False))
-    ranks = {}
-    if rankings is not None:
-        sel = rankings[(rankings["judge"] == judge) & (rankings["question_id"] == question_id)]
-        ranks = dict(zip(sel["candidate"], sel["rank"]))
-    fig.add_trace(go.Scatter(
-        x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text",
-        marker=dict(size=34, color="#eef3f8", line=dict(color="#1f77b4", width=2)),
-        text=[plotly_text(n) + (f" (#{ranks[n]})" if n in ranks else "") for n in names],
-        # outward from the circle: the arrows run inside it, and are drawn above the labels
-        textposition=[_outward(*pos[n]) for n in names], hovertext=plotly_texts(names),
-        hoverinfo="text", showlegend=False, cliponaxis=False))
+    fig.add_trace(_node_trace(names, pos, rankings, judge=judge, question_id=question_id))
     fig.update_layout(annotations=annotations, xaxis=dict(visible=False, range=[-1.9, 1.9]),
                       yaxis=dict(visible=False, range=[-1.6, 1.6], scaleanchor="x"),
                       margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",

@@ -204,15 +204,15 @@ def _fmt(x, nd=3):
     return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{nd}f}"
 
 
-def cmd_audit(args) -> int:
-    from puaudit.audit.estimator import PUAudit
-    from puaudit.audit.evaluate import default_spread_seeds, delta_over_seeds, spread_sentence
-    from puaudit.data.io import check_output_path, write_bytes_atomic, write_table
-    from puaudit.audit.manifest import run_manifest
+def _check_audit_args(args):
+    """Every option and output path of ``puaudit audit``, checked before any work.
 
-    # Before any work: every option is checked (a bad --m is refused in a second, not after
-    # the embedding pass), and an output that is an input (or a folder, or in a folder that
-    # does not exist, or unwritable) is refused now, not after a long audit.
+    A bad ``--m`` is refused in a second, not after the embedding pass, and an output that is
+    an input (or a folder, or in a folder that does not exist, or unwritable) is refused now,
+    not after a long audit. Returns the audit's configuration.
+    """
+    from puaudit.data.io import check_output_path
+
     cfg = config_from_args(args)
     if args.spread_seeds is not None and args.spread_seeds < 1:
         raise PUAuditError(f"--spread-seeds must be at least 1 (1: no spread), got {args.spread_seeds}.")
@@ -225,9 +225,13 @@ def cmd_audit(args) -> int:
         from puaudit.scale import connect
 
         connect(args.ray)
-    table = _load(args)
-    _preload_scorers()
-    emb = _embeddings(args, table)
+    return cfg
+
+
+def _run_audit(args, cfg, table, emb):
+    """Fit the audit, printing its time and each stage's time and peak memory on stderr."""
+    from puaudit.audit.estimator import PUAudit
+
     est = PUAudit(cfg, backend="ray" if args.ray else "local")
     t0 = time.perf_counter()
     print(f"auditing {len(table):,} rows (scorer {cfg.scorer}, rule {cfg.rule}, "
@@ -237,38 +241,45 @@ def cmd_audit(args) -> int:
     for st in est.result_.diagnostics.get("stages", []):
         peak = "" if st["peak_rss_mb"] is None else f", peak memory {st['peak_rss_mb']:,.0f} MB"
         print(f"  {st['stage']}: {st['seconds']:.1f}s{peak}", file=sys.stderr)
-    res = est.result_
+    return est.result_
+
+
+def _write_export(args, res, table) -> tuple[int, int]:
+    """Write the relabelled export (streamed when Parquet in and out); its (rows, columns)."""
     if _streams(args):
         from puaudit.data.parquet_stream import write_export_parquet
 
         import pyarrow.parquet as pq
 
         write_export_parquet(res, args.input, args.output, progress=_progress("wrote"))
-        shape = (res.input.n_rows, len(pq.read_schema(args.output).names))
-    else:
-        out = res.to_frame(table)
-        write_table(out, args.output)
-        shape = out.shape
-    summary = res.summary()
+        return (res.input.n_rows, len(pq.read_schema(args.output).names))
+    from puaudit.data.io import write_table
+
+    out = res.to_frame(table)
+    write_table(out, args.output)
+    return out.shape
+
+
+def _spread_over_seeds(args, table, emb, cfg, summary) -> dict | None:
+    """The change's mean and range over ``--spread-seeds`` seeded splits (None when off)."""
+    from puaudit.audit.evaluate import default_spread_seeds, delta_over_seeds
+
     n_spread = args.spread_seeds or default_spread_seeds(len(table))
-    if n_spread > 1:
-        print(f"auditing {n_spread - 1} more seeded splits for the spread (--spread-seeds 1: "
-              "off)...", file=sys.stderr, flush=True)
-        spread = delta_over_seeds(
-            table, emb, cfg, n_seeds=n_spread, first_delta=summary["delta"],
-            progress=lambda d, t: print(f"  split {d + 1} of {t + 1} audited", file=sys.stderr,
-                                        flush=True))
-        summary["delta_over_seeds"] = {k: spread[k] for k in ("mean", "min", "max", "n")}
-    else:
-        summary["delta_over_seeds"] = None
-    if summary["delta"] is not None and summary["delta"] < 0:
-        print(f"warning: on {summary['n_validation']} validation rows the relabelled verdicts agree "
-              f"with people less than the judge's ({summary['cons_adj']:.3f} vs "
-              f"{summary['cons_orig']:.3f}); keep the judge's column or use --rule guarded.",
-              file=sys.stderr)
-    if args.manifest:
-        text = dumps(run_manifest(res, input_name=args.input), indent=2)
-        write_bytes_atomic(args.manifest, text.encode("utf-8"))
+    if n_spread <= 1:
+        return None
+    print(f"auditing {n_spread - 1} more seeded splits for the spread (--spread-seeds 1: "
+          "off)...", file=sys.stderr, flush=True)
+    spread = delta_over_seeds(
+        table, emb, cfg, n_seeds=n_spread, first_delta=summary["delta"],
+        progress=lambda d, t: print(f"  split {d + 1} of {t + 1} audited", file=sys.stderr,
+                                    flush=True))
+    return {k: spread[k] for k in ("mean", "min", "max", "n")}
+
+
+def _print_audit(args, cfg, res, summary, shape) -> None:
+    """The audit's report: counts, m, the scorer used, evidence, consistency and certification."""
+    from puaudit.audit.evaluate import spread_sentence
+
     print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}")
     print(f"m = {_fmt(res.m)} (estimate from P: {_fmt(res.m_estimate)}); scorer {cfg.scorer}"
@@ -299,6 +310,30 @@ def cmd_audit(args) -> int:
               f">= {cert['target']:g} at risk {cert['risk']:g}); the rest are escalated"
               if not cert["message"] else f"warning: {cert['message']}",
               file=sys.stderr if cert["message"] else sys.stdout)
+
+
+def cmd_audit(args) -> int:
+    """``puaudit audit``: check, load, embed, audit, write, spread, report (in that order)."""
+    from puaudit.audit.manifest import run_manifest
+    from puaudit.data.io import write_bytes_atomic
+
+    cfg = _check_audit_args(args)
+    table = _load(args)
+    _preload_scorers()
+    emb = _embeddings(args, table)
+    res = _run_audit(args, cfg, table, emb)
+    shape = _write_export(args, res, table)
+    summary = res.summary()
+    summary["delta_over_seeds"] = _spread_over_seeds(args, table, emb, cfg, summary)
+    if summary["delta"] is not None and summary["delta"] < 0:
+        print(f"warning: on {summary['n_validation']} validation rows the relabelled verdicts agree "
+              f"with people less than the judge's ({summary['cons_adj']:.3f} vs "
+              f"{summary['cons_orig']:.3f}); keep the judge's column or use --rule guarded.",
+              file=sys.stderr)
+    if args.manifest:
+        text = dumps(run_manifest(res, input_name=args.input), indent=2)
+        write_bytes_atomic(args.manifest, text.encode("utf-8"))
+    _print_audit(args, cfg, res, summary, shape)
     if args.json:
         print(dumps(summary))
     return 0
