@@ -21,7 +21,8 @@ from puaudit.rankings.estimate import SOURCE_LABELS, SOURCES, ModelRankings
 from puaudit.rankings.limits import TOP_MODELS
 
 __all__ = ["STAT_LABELS", "SOURCE_COLORS", "SHORT_LABELS", "rank_table", "style_rank_table",
-           "interval_figure", "rank_figure", "win_probability_figure"]
+           "interval_figure", "rank_figure", "win_probability_figure", "win_probability_caption",
+           "shown_note", "HEATMAP_MODELS"]
 
 STAT_LABELS = {"bt": "Bradley–Terry strength (log-odds, mean 0)",
                "winrate": "Win rate against the field",
@@ -29,6 +30,15 @@ STAT_LABELS = {"bt": "Bradley–Terry strength (log-odds, mean 0)",
 SHORT_LABELS = {"judge": "Judge", "audited": "Audited", "human": "Human", "ppi": "PPI"}
 SOURCE_COLORS = {"judge": "#d62728", "audited": "#ff7f0e", "human": "#1f77b4", "ppi": "#2ca02c"}
 UP, DOWN = "#d9f0d3", "#f8d7da"
+# Model labels in figures: longest name shown (the hover has all of it), type size in pixels,
+# and pixels of height per model so that labels of neighbouring ranks do not overlap.
+LABEL_CHARS = 32
+LABEL_FONT = 11
+ROW_PX = 22
+# Heatmaps of up to this many models name the models on both axes (and write the values).
+NAMED_COLUMNS = 15
+# The heatmap's size by default: 30 × 30 cells stay readable on a page-wide chart.
+HEATMAP_MODELS = 30
 
 
 def _text(value) -> str:
@@ -139,10 +149,61 @@ def interval_figure(rankings: ModelRankings, *, statistic: str = "bt",
     return fig
 
 
+def shown_note(rankings: ModelRankings, top: int) -> str:
+    """Which models a top-``top`` view holds, in words.
+
+    Parameters
+    ----------
+    rankings : ModelRankings
+    top : int
+        The number of models the view keeps (the first of the leaderboard).
+
+    Returns
+    -------
+    str
+        ``"the top N of M models by the <source> ranking"`` when the view leaves models out,
+        ``"all M models"`` otherwise, so a figure is never cut without saying so.
+    """
+    total = len(rankings.frame)
+    shown = min(max(int(top), 1), total)
+    if shown >= total:
+        return f"all {total:,} models"
+    by = rankings.diagnostics.get("sorted_by", "ppi")
+    return (f"the top {shown:,} of {total:,} models by the "
+            f"{SOURCE_LABELS.get(by, by)} ranking")
+
+
+def _short(name: str, limit: int = LABEL_CHARS) -> str:
+    """A model name cut to ``limit`` characters (an ellipsis marks the cut), then escaped; the
+    full name stays in the hover text."""
+    name = str(name)
+    return _text(name if len(name) <= limit else name[:limit - 1] + "…")
+
+
+def _end_labels(ranks: list, name: str) -> tuple[list[str], list[str]]:
+    """Text and text positions for one line of :func:`rank_figure`: the name at its first
+    ranked column (to the left) and its last (to the right), nothing in between, so each
+    column's labels sit at distinct ranks and do not overlap."""
+    finite = [k for k, r in enumerate(ranks) if pd.notna(r)]
+    text, where = [""] * len(ranks), ["middle center"] * len(ranks)
+    if finite:
+        first, last = finite[0], finite[-1]
+        text[first], where[first] = f"{name} ({ranks[first]:.0f})", "middle left"
+        if last != first:
+            text[last], where[last] = f"({ranks[last]:.0f}) {name}", "middle right"
+    return text, where
+
+
 def rank_figure(rankings: ModelRankings, *, sources=None, top: int = TOP_MODELS) -> go.Figure:
     """The rankings side by side: one column per source, a line per model (the first ``top`` of
-    the leaderboard) joining its ranks (rank 1 on top); lines of models whose rank differs from
-    the judge's are drawn bold."""
+    the leaderboard) joining its ranks (rank 1 on top).
+
+    Every line is named where it starts and where it ends (name and rank, cut to
+    :data:`LABEL_CHARS` characters): a legend of dozens of colours cannot be matched to lines.
+    Each rank gets :data:`ROW_PX` pixels of height, so neighbouring labels in
+    :data:`LABEL_FONT`-pixel type do not overlap; lines of models whose rank differs from the
+    judge's are drawn bold. The title says which models are shown (:func:`shown_note`).
+    """
     f = _head(rankings, top)
     avail = _available(rankings, sources)
     x = [SHORT_LABELS[s] for s in avail]
@@ -150,35 +211,82 @@ def rank_figure(rankings: ModelRankings, *, sources=None, top: int = TOP_MODELS)
     n_models = len(f)
     for _, row in f.iterrows():
         ranks = [row[f"rank_{s}"] for s in avail]
-        moved = "judge" in avail and any(r != row["rank_judge"] for r in ranks)
+        moved = "judge" in avail and any(r != row["rank_judge"] for r in ranks if pd.notna(r))
+        text, where = _end_labels(ranks, _short(row["model"]))
         fig.add_trace(go.Scatter(
-            x=x, y=ranks, mode="lines+markers", name=_text(row["model"]),
-            text=[_text(row["model"])] * len(x),
-            line=dict(width=3.5 if moved else 1.2), opacity=1.0 if moved else 0.45,
-            hovertemplate="%{text}: rank %{y} (%{x})<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", title="Rank (1 = strongest)",
-                     dtick=1 if n_models <= 20 else None)
-    fig.update_layout(height=max(300, 22 * n_models + 140), showlegend=n_models <= 25,
-                      margin=dict(l=10, r=10, t=30, b=10))
+            x=x, y=ranks, mode="lines+markers+text", name=_text(row["model"]),
+            text=text, textposition=where, textfont=dict(size=LABEL_FONT), cliponaxis=False,
+            customdata=[_text(row["model"])] * len(x),
+            line=dict(width=3.5 if moved else 1.2), opacity=1.0 if moved else 0.55,
+            hovertemplate="%{customdata}: rank %{y} (%{x})<extra></extra>"))
+    # Room at each side for the longest label (about 0.6 em per character, plus the rank).
+    side = int(0.6 * LABEL_FONT * (min(int(f["model"].astype(str).str.len().max()),
+                                       LABEL_CHARS) + 6)) + 20 if n_models else 20
+    # The labels carry the ranks and sit where the axis' numbers would: no tick labels.
+    fig.update_yaxes(range=[n_models + 0.7, 0.3], showticklabels=False, zeroline=False)
+    fig.update_layout(title=f"Ranks of {shown_note(rankings, top)} (1 = strongest, on top)",
+                      height=max(300, ROW_PX * n_models + 140), showlegend=False,
+                      margin=dict(l=side, r=side, t=60, b=10))
     return fig
 
 
+def win_probability_caption(rankings: ModelRankings, *, source: str = "ppi",
+                            max_models: int = TOP_MODELS) -> str:
+    """What :func:`win_probability_figure` shows, in words: the source, which models (how many
+    of how many, by which ranking) and what one cell means.
+
+    Parameters
+    ----------
+    rankings : ModelRankings
+    source : str
+        One of :data:`~puaudit.rankings.estimate.SOURCES`.
+    max_models : int
+        The heatmap's size (the first ``max_models`` of the leaderboard).
+
+    Returns
+    -------
+    str
+    """
+    shown = shown_note(rankings, max_models)
+    numbered = ("" if min(int(max_models), len(rankings.frame)) <= NAMED_COLUMNS else
+                " Columns are numbered by leaderboard place, as the rows are.")
+    more = ("" if shown.startswith("all ") else
+            " Change 'Models in the heatmap' to show more or fewer.")
+    return (f"Showing {shown}, strongest first. A cell is the probability that the row's model "
+            f"beats the column's model, from the Bradley–Terry strengths fitted on "
+            f"{SOURCE_LABELS[source].lower()} (a tie counts half): 0.5 = an even match, blue = "
+            f"the row's model is stronger, red = weaker; the diagonal is blank.{numbered}{more}")
+
+
 def win_probability_figure(rankings: ModelRankings, *, source: str = "ppi",
-                           max_models: int = 40) -> go.Figure:
+                           max_models: int = TOP_MODELS) -> go.Figure:
     """Heatmap of Bradley–Terry win probabilities P(row beats column) for one source, models in
-    leaderboard order (the first ``max_models`` when there are more), values written in cells
-    when they fit."""
+    leaderboard order (the first ``max_models``; the title says how many of how many), every
+    model named on both axes, values written in cells when they fit."""
     p = rankings.win_probability(source, top=max_models)
     labels = [_text(m) for m in p.index]
+    short = [_short(m) for m in p.index]
     z = p.to_numpy(float)
     text = np.where(np.isnan(z), "", np.vectorize(lambda v: f"{v:.2f}")(np.nan_to_num(z)))
     fig = go.Figure(go.Heatmap(
         z=z, x=labels, y=labels, zmin=0, zmax=1, colorscale="RdBu", reversescale=False,
-        text=text if len(labels) <= 15 else None,
-        texttemplate="%{text}" if len(labels) <= 15 else None,
+        text=text if len(labels) <= NAMED_COLUMNS else None,
+        texttemplate="%{text}" if len(labels) <= NAMED_COLUMNS else None,
         colorbar=dict(title="P(row wins)"),
         hovertemplate="%{y} beats %{x}: %{z:.3f}<extra></extra>"))
-    fig.update_layout(title=f"{SOURCE_LABELS[source]}: P(row beats column)",
-                      yaxis=dict(autorange="reversed"), height=max(360, 26 * len(labels) + 160),
-                      margin=dict(l=10, r=10, t=50, b=10))
+    # Every tick written out (Plotly thins crowded category ticks on its own). Rows carry the
+    # names with their place; past NAMED_COLUMNS models a page-wide chart has about ten pixels
+    # per column, too few for a name, so columns carry the place alone.
+    places = [str(k) for k in range(1, len(labels) + 1)]
+    rows = short if len(labels) <= NAMED_COLUMNS else [f"{k}. {n}" for k, n in zip(places, short)]
+    cols = short if len(labels) <= NAMED_COLUMNS else places
+    font = dict(size=LABEL_FONT)
+    fig.update_layout(title=f"{SOURCE_LABELS[source]}: P(row beats column), "
+                            f"{shown_note(rankings, max_models)}",
+                      xaxis=dict(tickmode="array", tickvals=labels, ticktext=cols, tickfont=font,
+                                 side="top"),
+                      yaxis=dict(autorange="reversed", tickmode="array", tickvals=labels,
+                                 ticktext=rows, tickfont=font),
+                      height=max(360, ROW_PX * len(labels) + 200),
+                      margin=dict(l=10, r=10, t=110, b=10))  # the title above the top ticks
     return fig

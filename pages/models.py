@@ -8,8 +8,9 @@ import streamlit as st
 
 
 from components import state
-from components.models import (SHORT_LABELS, STAT_LABELS, interval_figure,
-                               rank_figure, rank_table, style_rank_table, win_probability_figure)
+from components.models import (HEATMAP_MODELS, SHORT_LABELS, STAT_LABELS, interval_figure,
+                               rank_figure, rank_table, shown_note, style_rank_table,
+                               win_probability_caption, win_probability_figure)
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes
 from puaudit.rankings.estimate import SOURCE_LABELS, table_models, table_rankings
@@ -110,12 +111,22 @@ if dis is not None and len(dis):
 
 st.plotly_chart(interval_figure(rankings, statistic=statistic, top=int(top)))
 st.plotly_chart(rank_figure(rankings, top=int(top)))
+st.caption(f"Each line is one model, named with its rank at both ends; bold lines move away "
+           f"from the judge's rank. Shown: {shown_note(rankings, int(top))} (set 'Models shown' "
+           f"in the sidebar).")
 
 st.subheader("Pairwise win probabilities")
 avail = rankings.available()
-source = st.selectbox("Source", avail, index=avail.index("ppi") if "ppi" in avail else 0,
-                      format_func=lambda s: SOURCE_LABELS[s])
-st.plotly_chart(win_probability_figure(rankings, source=source, max_models=min(int(top), 40)))
+left, right = st.columns([2, 1])
+source = left.selectbox("Source", avail, index=avail.index("ppi") if "ppi" in avail else 0,
+                        format_func=lambda s: SOURCE_LABELS[s])
+n_models = len(rankings.frame)
+heat_n = right.number_input("Models in the heatmap", min_value=1, max_value=n_models,
+                            value=min(HEATMAP_MODELS, n_models), step=5, key="models_heat_n",
+                            help="The first N models of the leaderboard; the heatmap grows "
+                                 "with the square of N.")
+st.plotly_chart(win_probability_figure(rankings, source=source, max_models=int(heat_n)))
+st.caption(win_probability_caption(rankings, source=source, max_models=int(heat_n)))
 
 st.download_button("Download the leaderboard (CSV)",
                    table_to_bytes(spreadsheet_safe(rankings.frame), "csv"),

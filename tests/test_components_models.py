@@ -6,10 +6,14 @@ import numpy as np
 import pytest
 
 from components.models import (
+    LABEL_CHARS,
+    LABEL_FONT,
     interval_figure,
     rank_figure,
     rank_table,
+    shown_note,
     style_rank_table,
+    win_probability_caption,
     win_probability_figure,
 )
 from puaudit.rankings.estimate import model_rankings, simulate_comparisons
@@ -119,3 +123,89 @@ def test_model_names_are_escaped_in_figures():
     assert all("<" not in tr.name for tr in rank_figure(res).data)
     assert all("<" not in x for x in win_probability_figure(res, source="judge").data[0].x)
     assert rank_table(res)["Model"].tolist() == res.frame["model"].tolist()  # tables keep data
+
+
+# A leaderboard too long for a legend: 60 models, a third of the rows with human votes.
+MANY = 60
+
+
+@pytest.fixture(scope="module")
+def many():
+    df, _ = simulate_comparisons(6000, n_models=MANY, label_share=0.3, length_bias=3.0,
+                                 random_state=4)
+    df["model_a"] = df["model_a"].str.replace("model-", "a-rather-long-model-name-number-")
+    df["model_b"] = df["model_b"].str.replace("model-", "a-rather-long-model-name-number-")
+    return model_rankings(df.model_a, df.model_b, df.judge_winner, df.human_winner,
+                          n_resamples=50)
+
+
+def test_rank_figure_names_every_line_at_60_models(many):
+    f = many.frame
+    assert len(f) == MANY
+    fig = rank_figure(many, top=MANY)
+    assert [tr.name for tr in fig.data] == f["model"].tolist()
+    assert fig.layout.showlegend is False  # the names are on the lines, not in a legend
+    for tr, (_, row) in zip(fig.data, f.iterrows()):
+        cut = row["model"][:LABEL_CHARS - 1] + "…"
+        # Named at the judge's column (left) with its rank, and at the last column (right).
+        assert tr.text[0] == f"{cut} ({row['rank_judge']:.0f})"
+        assert tr.textposition[0] == "middle left"
+        assert tr.text[-1] == f"({row['rank_ppi']:.0f}) {cut}"
+        assert tr.textposition[-1] == "middle right"
+        assert all(t == "" for t in tr.text[1:-1])
+    # Labels at neighbouring ranks do not overlap: each rank has more height than a line of type.
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    assert plot_height / MANY >= 1.5 * fig.data[0].textfont.size
+    # Both sides leave room for the longest label.
+    assert fig.layout.margin.l >= 0.55 * LABEL_FONT * LABEL_CHARS
+    assert fig.layout.margin.r == fig.layout.margin.l
+    assert fig.layout.title.text == "Ranks of all 60 models (1 = strongest, on top)"
+    assert all(tr.cliponaxis is False for tr in fig.data)  # labels drawn in the margins
+    lo, hi = fig.layout.yaxis.range
+    assert lo > MANY > 1 > hi  # every rank in view, rank 1 on top
+
+
+def test_rank_figure_top_n_says_what_it_leaves_out(many):
+    fig = rank_figure(many, top=20)
+    assert [tr.name for tr in fig.data] == many.frame["model"].head(20).tolist()
+    assert fig.layout.title.text == ("Ranks of the top 20 of 60 models by the "
+                                     "Prediction-powered (judge + humans) ranking "
+                                     "(1 = strongest, on top)")
+
+
+def test_heatmap_at_60_models_says_what_it_shows(many):
+    names = many.frame["model"].tolist()
+    for n in (7, 30, MANY):
+        fig = win_probability_figure(many, source="human", max_models=n)
+        assert np.array(fig.data[0].z).shape == (n, n)
+        assert list(fig.data[0].y) == names[:n]
+        # Every row named (with its place past 15 models); no tick left to Plotly to thin out.
+        assert fig.layout.yaxis.tickmode == "array" and len(fig.layout.yaxis.ticktext) == n
+        cut = [m[:LABEL_CHARS - 1] + "…" for m in names[:n]]
+        if n <= 15:
+            assert list(fig.layout.yaxis.ticktext) == cut
+            assert list(fig.layout.xaxis.ticktext) == cut
+        else:
+            assert list(fig.layout.yaxis.ticktext) == [f"{k}. {m}" for k, m in
+                                                       enumerate(cut, 1)]
+            assert list(fig.layout.xaxis.ticktext) == [str(k) for k in range(1, n + 1)]
+    cut = win_probability_figure(many, source="human", max_models=30)
+    assert cut.layout.title.text == ("Human votes only: P(row beats column), the top 30 of 60 "
+                                     "models by the Prediction-powered (judge + humans) ranking")
+    full = win_probability_figure(many, source="judge", max_models=MANY)
+    assert full.layout.title.text == "Judge (all rows): P(row beats column), all 60 models"
+
+
+def test_heatmap_caption_names_models_share_and_cell(many):
+    text = win_probability_caption(many, source="ppi", max_models=30)
+    assert text.startswith("Showing the top 30 of 60 models by the Prediction-powered "
+                           "(judge + humans) ranking, strongest first.")
+    assert "probability that the row's model beats the column's model" in text
+    assert "prediction-powered (judge + humans)" in text
+    assert "0.5 = an even match" in text
+    assert "numbered by leaderboard place" in text
+    assert "Change 'Models in the heatmap'" in text
+    whole = win_probability_caption(many, source="judge", max_models=MANY)
+    assert whole.startswith("Showing all 60 models, strongest first.")
+    assert "Change 'Models in the heatmap'" not in whole
+    assert shown_note(many, 500) == "all 60 models"

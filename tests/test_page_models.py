@@ -139,3 +139,38 @@ def test_reachable_from_the_app():
     assert not at.exception and not at.error
     assert at.title[0].value == "Models"
     assert "PPI rank" in at.dataframe[0].value.columns
+
+
+def test_sixty_models_heatmap_selector_and_captions():
+    import json
+
+    from puaudit.rankings.estimate import simulate_comparisons
+
+    df, _ = simulate_comparisons(3000, n_models=60, label_share=0.3, random_state=2)
+    frame = pd.DataFrame({"prompt": [f"q{i}" for i in range(len(df))],
+                          "response_a": ["a" * int(v) for v in df["length_a"]],
+                          "response_b": ["b" * int(v) for v in df["length_b"]],
+                          "model_a": df["model_a"], "model_b": df["model_b"],
+                          "judge_winner": df["judge_winner"], "human_winner": df["human_winner"]})
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    _load(at, frame, "sixty.csv")
+    at.session_state["models_audited"] = False
+    at.session_state["models_draws"] = 200
+    at.run()
+    assert not at.exception and not at.error
+
+    def heatmap():  # the last chart's trace (its z is binary-encoded; y holds the models)
+        spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+        return spec["data"][0], spec["layout"]["title"]["text"]
+
+    cell, title = heatmap()
+    assert len(cell["y"]) == 30 and title.endswith("the top 30 of 60 models by the "
+                                                   "Prediction-powered (judge + humans) ranking")
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("Showing the top 30 of 60 models") for c in captions)
+    assert any("Shown: the top 50 of 60 models" in c for c in captions)  # the rank chart
+    [n] = [w for w in at.number_input if w.label == "Models in the heatmap"]
+    n.set_value(60).run()
+    cell, title = heatmap()
+    assert len(cell["y"]) == 60 and title.endswith("all 60 models")
+    assert any(c.startswith("Showing all 60 models") for c in (c.value for c in at.caption))
