@@ -17,7 +17,9 @@ import pandas as pd
 
 import puaudit.data.formats.alpaca_eval as alpaca_eval
 import puaudit.data.formats.arena_hard as arena_hard
+import puaudit.data.formats.argilla as argilla
 import puaudit.data.formats.fastchat_pair as fastchat_pair
+import puaudit.data.formats.labelstudio as labelstudio
 import puaudit.data.formats.mtbench as mtbench
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError
@@ -25,7 +27,7 @@ from puaudit.errors import PUAuditError
 __all__ = ["FORMATS", "detect", "read_comparison_input"]
 
 #: Reader modules, most specific first.
-FORMATS = (alpaca_eval, arena_hard, fastchat_pair, mtbench)
+FORMATS = (labelstudio, argilla, alpaca_eval, arena_hard, fastchat_pair, mtbench)
 
 
 def _has_texts(frame: pd.DataFrame) -> bool:
@@ -79,6 +81,9 @@ def read_comparison_input(path: str | os.PathLike, *, human: str | os.PathLike |
     """
     if read is None:
         from puaudit.data.io import read_table as read
+    # A tool's export folder: Argilla's Dataset.to_disk (records.json beside settings.json).
+    if argilla.disk_folder(path):
+        return argilla.read_disk_folder(path, read=read, human=human, answers=answers)
     frame = read(path)
     name = Path(path).name
     fmt = detect(frame)
