@@ -76,3 +76,18 @@ def test_shares_shown_as_percent_with_one_decimal():
     assert ["%.1f%%" % v for v in shown["cons_orig"][:2]] == ["63.0%", "25.0%"]
     assert df["cons_orig"].iloc[0] == 0.6304  # the builder's table is left as it was
 
+
+
+def test_headline_has_no_arrow_when_the_audit_changes_nothing():
+    from types import SimpleNamespace
+
+    from components.metrics import headline_metrics
+
+    base = {"cons_orig": 0.53, "cons_orig_ci": (0.5, 0.56), "cons_adj_ci": (0.5, 0.56),
+            "n_reversed": 0, "n": 300, "reversal_precision": float("nan")}
+    for delta, shown in ((0.0, None), (0.0004, None), (-0.0004, None), (0.021, "+2.1 pts"),
+                         (-0.047, "-4.7 pts")):
+        result = SimpleNamespace(metrics={**base, "cons_adj": 0.53 + delta, "delta": delta})
+        cards = {c["label"]: c for c in headline_metrics(result)}
+        assert cards["Cons_adj"]["delta"] == shown, delta  # st.metric draws no arrow for None
+        assert cards["Reversal precision"]["value"] == "n/a"  # not "nan%" nor "None"

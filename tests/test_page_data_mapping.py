@@ -102,3 +102,26 @@ def test_library_errors_read_as_dashboard_advice():
         assert "--" in str(exc)  # the library's own advice names a flag...
         text = for_dashboard(exc)
         assert "--" not in text and "CLI" not in text and COLUMN_MAPPING in text  # ...ours not
+
+
+def test_audit_page_without_a_human_column_points_to_the_mapping():
+    """The Audit page on a table whose human column was not detected: the error names the
+    Data page's Column mapping, not a flag."""
+    from puaudit.audit.config import AuditConfig
+
+    frame = generate_demo(n_rows=120, random_state=0).rename(columns={"human_winner": "people_pick"})
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    from components.data_summary import mapping_defaults
+
+    at.session_state["raw_frame"] = frame
+    at.session_state["source_name"] = "upload.csv"
+    at.session_state["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
+    at.session_state["table"] = load_comparisons(frame)
+    at.session_state["audit"] = {**AuditConfig.defaults(), "encoder": None}
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception, at.exception
+    [error] = [e.value for e in at.error]
+    assert "this table has 0" in error and "('none found')" in error
+    assert error.endswith(f"The columns are chosen in {COLUMN_MAPPING}.")
+    assert "--" not in error and "CLI" not in error
