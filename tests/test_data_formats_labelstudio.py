@@ -129,3 +129,28 @@ def test_unknown_words_are_refused_with_the_word(tmp_path):
                                              "value": {"choices": ["Maybe"]}}]
     with pytest.raises(PUAuditError, match="'Maybe' names neither response"):
         read_comparison_input(_write(tmp_path, tasks))
+
+
+def test_puaudit_audit_reads_the_export(tmp_path, capsys):
+    import numpy as np
+
+    from puaudit.cli.commands import main
+
+    rng = np.random.default_rng(0)
+    tasks = []
+    for i in range(80):  # 50 tasks with two votes each, 30 nobody voted on: 130 rows
+        anns = [{"id": 10 * i + u, "completed_by": u, "was_cancelled": False,
+                 "result": _pairwise("left" if rng.random() < 0.7 else "right")}
+                for u in (1, 2)] if i < 50 else []
+        tasks.append({"id": i, "annotations": anns, "predictions": [],
+                      "data": {"prompt": f"q{i}", "answer1": f"a{i}" * (i % 5 + 1),
+                               "answer2": f"b{i}", "judge_winner": "AB"[int(rng.random() < 0.4)]}})
+    emb = tmp_path / "emb.npz"
+    np.savez(emb, e_a=rng.normal(size=(130, 8)), e_b=rng.normal(size=(130, 8)))
+    out = tmp_path / "out.csv"
+    assert main(["audit", str(_write(tmp_path, tasks, "export")), "-o", str(out),
+                 "--embeddings", str(emb), "--scorer", "centroid", "--spread-seeds", "1",
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["n_rows"] == 130 and summary["n_unlabelled"] == 30
+    assert read_table(out)["annotator"].tolist()[:4] == ["1", "2", "1", "2"]

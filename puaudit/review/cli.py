@@ -2,9 +2,12 @@
 
 ``export -o FILE`` writes every decision (one line each, the audit settings as JSON); with
 ``--table INPUT`` it writes that table instead, every row and column, plus the
-``puaudit_review_*`` columns (consensus, votes, disagreement, notes). ``import FILE`` adds the
-decisions of an export (CSV, TSV, Parquet or JSONL); decisions already stored (same ``uid``) are
-left out, so importing twice adds nothing.
+``puaudit_review_*`` columns (consensus, votes, disagreement, notes); with ``--table
+AUDIT_EXPORT --to label-studio|argilla`` it writes the rows that need a person as Label Studio
+tasks (and their labelling config) or an Argilla ``to_disk`` folder (:mod:`.tools`).
+``import FILE`` adds the decisions of an export (CSV, TSV, Parquet or JSONL), or the votes of a
+Label Studio JSON export or Argilla records (a file or a ``to_disk`` folder); decisions already
+stored (same ``uid``) are left out, so importing twice adds nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from puaudit.errors import PUAuditError
+from puaudit.review.tools import TOOLS
 
 __all__ = ["add_parser", "run", "main"]
 
@@ -32,13 +36,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         q = sub.add_parser(name, help=help_)
         if name == "export":
             q.add_argument("-o", "--output", required=True,
-                           help="output file (.csv, .tsv, .parquet or .jsonl)")
+                           help="output file (.csv, .tsv, .parquet or .jsonl; with --to: the "
+                                "tasks .json, or the folder for argilla)")
             q.add_argument("--table", metavar="INPUT", default=None,
                            help="write this comparison table with the puaudit_review_* columns "
                                 "instead of the decisions")
+            q.add_argument("--to", choices=TOOLS, default=None,
+                           help="with --table AUDIT_EXPORT: write the rows that need a person "
+                                "for this annotation tool")
             q.add_argument("--reviewer", default=None, help="only this reviewer's decisions")
         else:
-            q.add_argument("input", metavar="FILE", help="an export of `puaudit review export`")
+            q.add_argument("input", metavar="FILE",
+                           help="an export of `puaudit review export`, a Label Studio JSON "
+                                "export or Argilla records (file or to_disk folder)")
         g = q.add_mutually_exclusive_group()
         g.add_argument("--db", default=None, metavar="PATH",
                        help="SQLite file (default $PUAUDIT_REVIEW_DB or ~/.puaudit/review.sqlite)")
@@ -66,9 +76,32 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
+def _to_tool(args) -> int:
+    """``export --table AUDIT_EXPORT --to TOOL``: the rows that need a person, for the tool."""
+    from puaudit.data.io import check_output_path, read_table
+    from puaudit.review.tools import write_argilla, write_label_studio
+
+    if not args.table:
+        raise PUAuditError(f"--to {args.to} writes the rows of an audit export that need a "
+                           "person: give the export with --table AUDIT_EXPORT.")
+    name = Path(args.table).name
+    if args.to == "argilla":
+        n = write_argilla(read_table(args.table), args.output, name=name)
+        print(f"wrote {n} records to {args.output} (load it with "
+              "rg.Dataset.from_disk; export it back with to_disk, then `puaudit review import`)")
+        return 0
+    check_output_path(args.output, inputs=[args.table], what="output (-o)", table=False)
+    n, config = write_label_studio(read_table(args.table), args.output, name=name)
+    print(f"wrote {n} tasks to {args.output} and their labelling config to {config} (import "
+          "both into a Label Studio project; export it as JSON, then `puaudit review import`)")
+    return 0
+
+
 def _export(args) -> int:
     from puaudit.data.io import check_output_path, read_table, write_table
 
+    if getattr(args, "to", None):
+        return _to_tool(args)
     check_output_path(args.output, inputs=[args.table], what="output (-o)")
     store = _store(args)
     if args.table:
@@ -99,14 +132,20 @@ def _export(args) -> int:
 
 def _import(args) -> int:
     from puaudit.data.io import read_table
+    from puaudit.review.tools import tool_decisions, tool_table
 
-    df = read_table(args.input)
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise PUAuditError(f"{Path(args.input).name}: column(s) {missing} missing; a decisions "
-                           f"file needs {list(REQUIRED)} (write one with `puaudit review export`).",
-                           column=missing[0])
-    records = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+    name = Path(args.input).name
+    df = None if Path(args.input).is_dir() else read_table(args.input)
+    missing = [c for c in REQUIRED if df is None or c not in df.columns]
+    found = tool_table(args.input, df) if missing else None
+    if found is not None:  # a Label Studio or Argilla export: its votes are the decisions
+        records = tool_decisions(*found, name=name)
+    elif missing:
+        raise PUAuditError(f"{name}: column(s) {missing} missing; a decisions file needs "
+                           f"{list(REQUIRED)} (write one with `puaudit review export`), or give "
+                           "a Label Studio JSON export or Argilla records.", column=missing[0])
+    else:
+        records = df.astype(object).where(df.notna(), None).to_dict(orient="records")
     store = _store(args)
     added = store.add_many(records)
     print(f"imported {added} decisions into {store.location} "

@@ -1,0 +1,148 @@
+"""Argilla records (a ``Dataset.to_disk`` folder, a nested records file, flat records) become
+one row per submitted response; the suggestion is the judge's verdict; a file that is almost the
+format gets one message naming the field and the record; the format is told from content."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from puaudit.data.formats import argilla, detect, read_comparison_input
+from puaudit.data.io import read_table
+from puaudit.data.schema import load_comparisons
+from puaudit.errors import PUAuditError
+
+SETTINGS = {
+    "guidelines": "Pick the better response.",
+    "fields": [{"name": n, "title": n, "required": True,
+                "settings": {"type": "text", "use_markdown": False}}
+               for n in ("prompt", "response1", "response2")],
+    "questions": [
+        {"name": "comment", "title": "Why?", "required": False,
+         "settings": {"type": "text", "use_markdown": False}},
+        {"name": "preference", "title": "Which is better?", "required": True,
+         "settings": {"type": "label_selection", "visible_options": None,
+                      "options": [{"value": "response1", "text": "Response 1"},
+                                  {"value": "response2", "text": "Response 2"},
+                                  {"value": "tie", "text": "Tie"}]}}],
+    "vectors": [], "metadata": [], "allow_extra_metadata": True}
+
+
+def _records() -> list:
+    """Nested records as records.to_json writes them: two people and a draft on the first,
+    nobody on the second, a judge's suggestion on both."""
+    return [
+        {"id": "rec-1", "_server_id": "9f1c", "status": "completed",
+         "fields": {"prompt": "Capital of France?", "response1": "Paris", "response2": "Lyon"},
+         "metadata": {"source": "dev", "model_1": "m-small", "model_2": "m-large"},
+         "suggestions": {"preference": {"value": "response2", "score": 0.7, "agent": "gpt-4o"}},
+         "responses": {"preference": [
+             {"value": "response1", "user_id": "u-ana", "status": "submitted"},
+             {"value": "tie", "user_id": "u-bo", "status": "submitted"},
+             {"value": "response2", "user_id": "u-cy", "status": "draft"}],
+             "comment": [{"value": "close call", "user_id": "u-bo", "status": "submitted"}]},
+         "vectors": {}},
+        {"id": "rec-2", "_server_id": None, "status": "pending",
+         "fields": {"prompt": "2+2?", "response1": "4", "response2": "5"},
+         "metadata": {"source": "dev", "model_1": "m-small", "model_2": "m-large"},
+         "suggestions": {"preference": {"value": "response1", "score": 0.9, "agent": "gpt-4o"}},
+         "responses": {}, "vectors": {}},
+    ]
+
+
+def _to_disk(folder, records, settings=SETTINGS):
+    folder.mkdir()
+    (folder / "settings.json").write_text(json.dumps(settings))
+    (folder / "dataset.json").write_text(json.dumps({"name": "pairs", "status": "ready"}))
+    (folder / "records.json").write_text(json.dumps(records))
+    return folder
+
+
+def test_to_disk_folder_one_row_per_submitted_response(tmp_path):
+    df = read_comparison_input(_to_disk(tmp_path / "pairs", _records()))
+    assert df["id"].tolist() == ["rec-1", "rec-1", "rec-2"]
+    assert df["human_winner"].tolist() == ["A", "tie", ""]
+    assert df["annotator"].tolist() == ["u-ana", "u-bo", ""]
+    assert df.groupby("id")["human_winner"].apply(lambda v: (v != "").sum()).tolist() == [2, 0]
+    # the suggestion is the judge's verdict, its score the judge's confidence, its agent the judge
+    assert df["judge_winner"].tolist() == ["B", "B", "A"]
+    assert df["p_B"].tolist() == pytest.approx([0.7, 0.7, 0.1])
+    assert df["verdict_source"].tolist() == ["gpt-4o"] * 3
+    # fields and metadata as columns; the draft and the comment stay in their response columns
+    assert df["response_a"].tolist() == ["Paris", "Paris", "4"]
+    assert df["source"].tolist() == ["dev"] * 3
+    assert json.loads(df["preference.responses.status"].iloc[0])[2] == "draft"
+    assert json.loads(df["comment.responses"].iloc[0]) == ["close call"]
+    table = load_comparisons(df)
+    assert table.columns["annotator"] == "annotator"
+    assert table.item_id[0] == table.item_id[1] != table.item_id[2]
+
+
+def test_flat_records_with_a_ranking_question(tmp_path):
+    flat = [{"id": "a", "prompt": "p", "response1": "x", "response2": "y",
+             "rank.responses": [["response2", "response1"],
+                                [{"value": "response1", "rank": 1},
+                                 {"value": "response2", "rank": 1}]],
+             "rank.responses.users": ["u1", "u2"],
+             "rank.responses.status": ["submitted", "submitted"],
+             "rank.suggestion": ["response1", "response2"], "rank.suggestion.score": None,
+             "rank.suggestion.agent": "judge-x"}]
+    path = tmp_path / "records.txt"
+    path.write_text("\n".join(json.dumps(r) for r in flat))
+    df = read_comparison_input(path)
+    assert df["human_winner"].tolist() == ["B", "tie"]
+    assert df["annotator"].tolist() == ["u1", "u2"]
+    assert df["judge_winner"].tolist() == ["A", "A"] and "p_A" not in df.columns
+
+
+def test_no_votes_yet_is_fine(tmp_path):
+    recs = _records()
+    for r in recs:
+        r["responses"], r["suggestions"] = {}, {}
+    df = read_comparison_input(_to_disk(tmp_path / "fresh", recs))
+    assert df["human_winner"].tolist() == ["", ""]
+
+
+def test_told_from_content_not_extension(tmp_path):
+    path = tmp_path / "dump.csv"
+    path.write_text(json.dumps(_records()))
+    assert detect(read_table(path)) is argilla
+    assert argilla.disk_folder(_to_disk(tmp_path / "d", _records()))
+    assert not argilla.disk_folder(tmp_path)
+
+
+@pytest.mark.parametrize("change, field, where", [
+    (lambda r: r[0]["responses"]["preference"][1].pop("user_id"), "'user_id'",
+     "record 1, response 2 to 'preference'"),
+    (lambda r: r[1].pop("fields"), "'fields'", "record 2"),
+])
+def test_almost_the_format_names_the_field_and_record(tmp_path, change, field, where):
+    recs = _records()
+    change(recs)
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(recs))
+    with pytest.raises(PUAuditError) as err:
+        read_comparison_input(path)
+    msg = str(err.value)
+    assert field in msg and where in msg and "Argilla" in msg
+
+
+def test_flat_responses_without_users_name_the_field_and_line(tmp_path):
+    rows = [{"id": "a", "prompt": "p", "response1": "x", "response2": "y",
+             "pref.responses": ["response1"], "pref.responses.users": ["u1"]},
+            {"id": "b", "prompt": "q", "response1": "x", "response2": "y",
+             "pref.responses": ["response2"]}]
+    path = tmp_path / "flat.jsonl"
+    path.write_text("\n\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(PUAuditError, match=r"line 3 has no 'pref.responses.users'"):
+        read_comparison_input(path)
+
+
+def test_a_question_that_names_no_side_is_refused(tmp_path):
+    rows = [{"id": "a", "prompt": "p", "response1": "x", "response2": "y",
+             "quality.responses": ["great"], "quality.responses.users": ["u1"]}]
+    path = tmp_path / "flat.jsonl"
+    path.write_text(json.dumps(rows[0]))
+    with pytest.raises(PUAuditError, match=r"\['quality'\].*LabelQuestion"):
+        read_comparison_input(path)
