@@ -4,8 +4,10 @@
 (:mod:`.detect`) and converts it; a comparison table of our own comes back as read. One module
 per format: :mod:`.mtbench` (the MT-Bench human-judgments release), :mod:`.fastchat_pair`
 (FastChat's pairwise judgments), :mod:`.alpaca_eval` (AlpacaEval annotations),
-:mod:`.arena_hard` (arena-hard-auto judgments); :mod:`.answers` reads the benchmark folder
-that supplies the texts a judgment file names. See docs/data_formats.md.
+:mod:`.arena_hard` (arena-hard-auto judgments), :mod:`.labelstudio` (Label Studio's JSON
+export) and :mod:`.argilla` (Argilla records, a ``to_disk`` folder too), the last two one row
+per person's vote (:mod:`.tool_votes`); :mod:`.answers` reads the benchmark folder that
+supplies the texts a judgment file names. See docs/data_formats.md.
 """
 
 from puaudit.data.formats.detect import FORMATS, detect, read_comparison_input
