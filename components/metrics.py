@@ -9,7 +9,7 @@ import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
            "auto_comparison_table", "verdict_text", "spread_text", "with_current_point",
-           "MIN_TYPE_ROWS", "points_delta", "as_percent",
+           "MIN_TYPE_ROWS", "HURT_NOTE", "points_delta", "as_percent",
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
@@ -61,6 +61,12 @@ def headline_metrics(result) -> list[dict]:
 
 #: a question type with fewer validation rows shows its n and no percentage
 MIN_TYPE_ROWS = 20
+#: the note on a type whose reversals lowered agreement on validation, and why its rows are
+#: still reversed: validation rows only measure the audit; letting them switch reversals off
+#: per type would tune the audit on the rows that grade it, and its numbers would flatter it.
+HURT_NOTE = ("reversals lowered agreement here; rows of this type are still reversed, as "
+             "validation rows only measure the audit and never tune it: if the change stays "
+             "negative over seeds, keep the judge's verdicts for this type")
 
 
 def per_type_table(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
@@ -79,7 +85,7 @@ def per_type_table(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
     df.loc[small, ["cons_orig", "cons_adj", "delta_pts", "reversal_precision"]] = np.nan
     df["note"] = ""
     df.loc[small, "note"] = f"too few validation rows (under {min_rows}) for a percentage"
-    df.loc[~small & (df["delta_pts"] < 0), "note"] = "reversals lowered agreement here"
+    df.loc[~small & (df["delta_pts"] < 0), "note"] = HURT_NOTE
     return df[cols].reset_index(drop=True)
 
 
