@@ -146,3 +146,21 @@ def test_a_question_that_names_no_side_is_refused(tmp_path):
     path.write_text(json.dumps(rows[0]))
     with pytest.raises(PUAuditError, match=r"\['quality'\].*LabelQuestion"):
         read_comparison_input(path)
+
+
+def test_hub_layout_parquet(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # to_hub's records: flat columns, one list item per person
+    pq.write_table(pa.table({
+        "id": ["a", "b"], "prompt": ["p", "q"], "response1": ["x", "y"], "response2": ["z", "w"],
+        "pref.responses": [["response1", "tie"], None],
+        "pref.responses.users": [["u1", "u2"], None],
+        "pref.responses.status": [["submitted", "submitted"], None],
+        "pref.suggestion": ["response2", "response1"], "pref.suggestion.score": [0.6, 0.9],
+        "pref.suggestion.agent": ["j", "j"]}), tmp_path / "train.parquet")
+    df = read_comparison_input(tmp_path / "train.parquet")
+    assert df["human_winner"].tolist() == ["A", "tie", ""]
+    assert df["annotator"].tolist() == ["u1", "u2", ""]
+    assert df["p_A"].tolist() == pytest.approx([0.4, 0.4, 0.9])
