@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 from puaudit.audit.config import config_from_args
-from puaudit.cli.limits import add_max_rows_argument, read_input
+from puaudit.cli.limits import add_max_rows_argument, add_split_argument, read_input
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import dumps
 
@@ -39,6 +39,7 @@ def _add_table_args(p: argparse.ArgumentParser) -> None:
                    help="benchmark folder with question.jsonl and model_answer/: the texts a "
                         "judgment file (MT-Bench, FastChat, arena-hard-auto) names")
     add_max_rows_argument(p)
+    add_split_argument(p)
 
 
 def _add_audit_args(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()) -> None:
@@ -69,10 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("audit", help="audit a table and write the relabelled export")
     p.add_argument("input")
-    p.add_argument("-o", "--output", required=True, help="output file (.csv, .parquet or .jsonl)")
+    p.add_argument("-o", "--output", required=True, help="output file (.csv, .parquet or .jsonl; .json with --format alpaca-eval)")
     _add_table_args(p)
     _add_audit_args(p)
     p.add_argument("--manifest", default=None, help="also write a JSON run manifest here")
+    p.add_argument("--format", dest="export_format", default="table",
+                   choices=["table", "alpaca-eval"],
+                   help="table (default): every input column plus puaudit_*, as the -o "
+                        "extension says; alpaca-eval: AlpacaEval annotations JSON (-o "
+                        "audited.json) with preference set to the audited verdict, the judge's "
+                        "kept as puaudit_judge_preference")
     p.add_argument("--spread-seeds", type=int, default=None, metavar="N",
                    help="also audit N seeded splits (the first is this audit) and report the "
                         "change's mean and range (JSON: delta_over_seeds); 1: off (default 5 "
@@ -119,7 +126,9 @@ def _streams(args) -> bool:
     """Parquet in and Parquet out: read only the audit's columns, stream the export."""
     from puaudit.data.parquet_stream import is_parquet_path
 
-    return is_parquet_path(args.input) and is_parquet_path(getattr(args, "output", None) or "")
+    return (is_parquet_path(args.input) and Path(args.input).is_file()
+            and getattr(args, "export_format", "table") == "table"
+            and is_parquet_path(getattr(args, "output", None) or ""))
 
 
 def _progress(what: str):
@@ -136,6 +145,7 @@ def _progress(what: str):
 def _load(args):
     from puaudit.data.schema import apply_judge_rule, load_comparisons
 
+    _check_split(args)
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
     if _streams(args) and not (args.human or args.answers):
         from puaudit.cli.limits import limits_from
@@ -217,7 +227,8 @@ def _check_audit_args(args):
     if args.spread_seeds is not None and args.spread_seeds < 1:
         raise PUAuditError(f"--spread-seeds must be at least 1 (1: no spread), got {args.spread_seeds}.")
     inputs = [args.input, args.embeddings, args.human]
-    check_output_path(args.output, inputs=inputs, what="output (-o)")
+    check_output_path(args.output, inputs=inputs, what="output (-o)",
+                      table=args.export_format == "table")
     if args.manifest:
         check_output_path(args.manifest, inputs=inputs, outputs=[args.output],
                           what="manifest (--manifest)", table=False)
@@ -226,6 +237,16 @@ def _check_audit_args(args):
 
         connect(args.ray)
     return cfg
+
+
+def _check_split(args) -> None:
+    """``--split`` names a split of a dataset folder (or a zip of one), not of a table file."""
+    import zipfile
+
+    path = Path(args.input)
+    if args.split is not None and path.is_file() and not zipfile.is_zipfile(path):
+        raise PUAuditError(f"--split picks a split of a dataset folder; {path.name} is a table "
+                           "file. Leave out --split, or give the dataset's folder as INPUT.")
 
 
 def _run_audit(args, cfg, table, emb):
@@ -256,6 +277,10 @@ def _write_export(args, res, table) -> tuple[int, int]:
     from puaudit.data.io import write_table
 
     out = res.to_frame(table)
+    if args.export_format == "alpaca-eval":
+        from puaudit.data.formats.alpaca_eval_export import write_annotations
+
+        return write_annotations(out, args.output)
     write_table(out, args.output)
     return out.shape
 
@@ -319,6 +344,10 @@ def cmd_audit(args) -> int:
 
     cfg = _check_audit_args(args)
     table = _load(args)
+    if args.export_format == "alpaca-eval":  # refused before the embedding pass, not after
+        from puaudit.data.formats.alpaca_eval_export import check_annotations_input
+
+        check_annotations_input(table.frame, name=Path(args.input).name)
     _preload_scorers()
     emb = _embeddings(args, table)
     res = _run_audit(args, cfg, table, emb)
@@ -331,7 +360,10 @@ def cmd_audit(args) -> int:
               f"{summary['cons_orig']:.3f}); keep the judge's column or use --rule guarded.",
               file=sys.stderr)
     if args.manifest:
-        text = dumps(run_manifest(res, input_name=args.input), indent=2)
+        text = dumps(run_manifest(
+            res, input_name=args.input, human=args.human, answers=args.answers,
+            split=args.split, export_format=None if args.export_format == "table"
+            else args.export_format), indent=2)
         write_bytes_atomic(args.manifest, text.encode("utf-8"))
     _print_audit(args, cfg, res, summary, shape)
     if args.json:

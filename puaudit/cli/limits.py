@@ -23,7 +23,7 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["DEFAULT_MAX_ROWS", "DEFAULT_MAX_DECODED_MB", "BYTES_PER_ROW", "add_max_rows_argument",
            "add_input_arguments", "max_rows_from", "max_decoded_bytes_from", "limits_from",
-           "read_input"]
+           "add_split_argument", "read_input"]
 
 DEFAULT_MAX_ROWS = 1_000_000
 DEFAULT_MAX_DECODED_MB = 2048
@@ -63,6 +63,7 @@ def add_input_arguments(p: argparse.ArgumentParser, *,
     """The ``INPUT`` table of a command and its row limit (:func:`add_max_rows_argument`)."""
     p.add_argument("input", metavar="INPUT", help=help)
     add_max_rows_argument(p)
+    add_split_argument(p)
 
 
 def max_rows_from(args) -> int | None:
@@ -110,8 +111,22 @@ def limits_from(args) -> dict:
     return out
 
 
+def add_split_argument(p: argparse.ArgumentParser) -> None:
+    """``--split NAME``: the split of a dataset folder to read (see docs/data_formats.md)."""
+    p.add_argument("--split", default=None, metavar="NAME",
+                   help="the split to read when INPUT is a dataset folder (Hugging Face "
+                        "save_to_disk, Parquet shards) or a zip of one; default: its only "
+                        "split, else train, else test")
+
+
 def read_input(path, args):
-    """:func:`puaudit.data.io.read_table` of ``path`` with the run's limits."""
+    """:func:`puaudit.data.io.read_table` of ``path`` with the run's limits and ``--split``;
+    what a dataset folder's read chose (which split, how many files) goes to stderr."""
+    import sys
+
     from puaudit.data.io import read_table
 
-    return read_table(path, **limits_from(args))
+    df = read_table(path, split=getattr(args, "split", None), **limits_from(args))
+    if df.attrs.get("read_note"):
+        print(df.attrs["read_note"], file=sys.stderr)
+    return df

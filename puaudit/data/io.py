@@ -168,13 +168,16 @@ def detect_format(name: str, data: bytes) -> str:
 def read_table(source: Source, *, fmt: str | None = None, name: str | None = None,
                max_bytes: int | None = MAX_UNCOMPRESSED_BYTES, max_rows: int | None = None,
                max_columns: int = MAX_COLUMNS, limit_hint: str = _DEFAULT_HINT,
-               size_hint: str | None = None) -> pd.DataFrame:
-    """Read a CSV, TSV, Parquet or JSONL table.
+               size_hint: str | None = None, split: str | None = None) -> pd.DataFrame:
+    """Read a CSV, TSV, Parquet or JSONL table, or a dataset folder.
 
     Parameters
     ----------
     source : path, bytes or binary file-like
-        Where the table is. Gzip-compressed content is recognised whatever the name says.
+        Where the table is. Gzip-compressed content is recognised whatever the name says. A
+        folder (a Hugging Face ``save_to_disk`` folder, Parquet shards), or a zip archive of
+        one, is read as one table (:func:`puaudit.data.folders.read_folder`), the limits
+        counting over all its files; ``attrs["read_note"]`` then says what was read.
     fmt : {"csv", "tsv", "parquet", "jsonl"}, optional
         Force a format instead of detecting it.
     name : str, optional
@@ -192,6 +195,9 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         What the user can do when a limit is passed (appended to that message).
     size_hint : str, optional
         What the user can do when ``max_bytes`` is passed (default ``limit_hint``).
+    split : str, optional
+        The split of a dataset folder to read (default: the only one, else ``train``, else
+        ``test``); ignored for a table file.
 
     Returns
     -------
@@ -205,6 +211,12 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         limit passed.
     """
     size_hint = size_hint or limit_hint
+    folder_limits = {"max_bytes": max_bytes, "max_rows": max_rows, "max_columns": max_columns,
+                     "limit_hint": limit_hint, "size_hint": size_hint, "split": split}
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+        from puaudit.data.folders import read_folder
+
+        return read_folder(source, name=name, read_file=read_table, **folder_limits)
     data, default_name = _read_bytes(source, max_bytes=max_bytes, hint=size_hint)
     name = name or default_name
     budget = DecodedBudget(max_bytes, name, size_hint)
@@ -214,17 +226,24 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         budget.check(len(data), f"is {_mb(len(data))}, over the {budget.limit_text} limit here")
     # the text and its cells are the bytes just counted; Parquet and JSON values count anew
     budget = DecodedBudget(max_bytes, name, size_hint)
-    if data[:4] == b"PK\x03\x04":
-        raise PUAuditError(f"{name}: is a zip archive (an Excel .xlsx workbook is one). Save the "
-                           "sheet as CSV (UTF-8), or unzip the file, and upload that.")
+    if data[:4] == b"PK\x03\x04":  # a zipped dataset folder, or an Excel workbook (refused)
+        from puaudit.data.zip_folder import read_zip_folder
+
+        return read_zip_folder(data, name, read_file=read_table, **folder_limits)
     if not data.strip(b" \t\r\n\x00\xef\xbb\xbf\xff\xfe"):
         raise PUAuditError(f"{name}: the file is empty. Upload a table with a header row and at "
                            "least one comparison per row.")
+    return _parse(data, name, fmt, budget=budget,
+                  limits={"max_rows": max_rows, "max_columns": max_columns, "hint": limit_hint})
+
+
+def _parse(data: bytes, name: str, fmt: str | None, *, budget: DecodedBudget,
+           limits: dict) -> pd.DataFrame:
+    """The table in the (decompressed) ``data``, in ``fmt`` or the format detected."""
     explicit = fmt is not None
     if explicit and fmt not in ("csv", "tsv", "parquet", "jsonl"):
         raise PUAuditError(f"Unknown table format '{fmt}': use csv, tsv, parquet or jsonl.")
     fmt = fmt or detect_format(name, data)
-    limits = {"max_rows": max_rows, "max_columns": max_columns, "hint": limit_hint}
     if fmt == "parquet":
         df = _read_parquet(data, name, budget=budget, **limits)
     elif fmt == "jsonl":

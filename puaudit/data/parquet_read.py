@@ -14,7 +14,7 @@ from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _ch
 from puaudit.errors import PUAuditError
 
 __all__ = ["parquet_decoded_sizes", "parquet_check_budget", "parquet_text_leaves", "decoded_nbytes",
-           "parquet_batches", "arrow_frame_fixups"]
+           "parquet_batches", "parquet_table", "arrow_frame_fixups"]
 
 
 # Bytes Arrow takes per stored value, by Parquet physical type (BYTE_ARRAY: its offset only).
@@ -180,7 +180,6 @@ def _read_parquet(data: bytes, name: str, *, budget: DecodedBudget,
     text columns, nested ones included, are read as dictionaries, so that a value repeated
     millions of times (a few bytes on disk) is measured before it is expanded.
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -191,14 +190,7 @@ def _read_parquet(data: bytes, name: str, *, budget: DecodedBudget,
         schema = first.schema_arrow
         _check_header(schema.names, name)
         group_bytes = parquet_check_budget(meta, budget, file_bytes=len(data))
-        pf = pq.ParquetFile(io.BytesIO(data), read_dictionary=parquet_text_leaves(meta))
-        batches = list(parquet_batches(pf, budget, group_bytes, use_pandas_metadata=True))
-        table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
-        del batches
-        if table is None:
-            table = pf.schema_arrow.empty_table()
-        # back to the stored types (dictionaries were only for measuring)
-        table = table.cast(schema)
+        table = parquet_table(io.BytesIO(data), meta, schema, budget, group_bytes)
         df = table.to_pandas()
     except PUAuditError:
         raise
@@ -206,6 +198,23 @@ def _read_parquet(data: bytes, name: str, *, budget: DecodedBudget,
         raise PUAuditError(f"{name}: not a readable Parquet file ({type(exc).__name__}: {exc}). "
                            "Re-export it, or upload CSV / JSONL.") from None
     return arrow_frame_fixups(df, table, name)
+
+
+def parquet_table(source, meta, schema, budget: DecodedBudget, group_bytes: Sequence[int]):
+    """The Arrow table of the Parquet file ``source`` (its footer ``meta``, its Arrow
+    ``schema``), read batch by batch within ``budget`` (:func:`parquet_batches`, text as
+    dictionaries to measure it), then cast back to the stored types."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(source, read_dictionary=parquet_text_leaves(meta))
+    batches = list(parquet_batches(pf, budget, group_bytes, use_pandas_metadata=True))
+    table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+    del batches
+    if table is None:
+        table = pf.schema_arrow.empty_table()
+    # back to the stored types (dictionaries were only for measuring)
+    return table.cast(schema)
 
 
 def arrow_frame_fixups(df: pd.DataFrame, table, name: str) -> pd.DataFrame:

@@ -30,6 +30,8 @@ __all__ = ["NAME", "FIELDS", "CARRIES_TEXTS", "looks_like", "to_table"]
 NAME = "AlpacaEval annotations"
 FIELDS = ("instruction", "output_1", "output_2", "generator_1", "generator_2")
 CARRIES_TEXTS = True
+#: Keys of ``DataFrame.attrs``: the columns the table adds, and those it renamed (new -> old).
+ADDED, RENAMED = "alpaca_eval_added", "alpaca_eval_renamed"
 
 
 def looks_like(columns) -> bool:
@@ -69,12 +71,16 @@ def to_table(frame: pd.DataFrame, *, name: str, path, human, answers, read) -> p
     out = frame.copy()
     if "annotator" in out.columns:
         out = out.rename(columns={"annotator": "verdict_source"})
-    out.insert(0, "model_a", frame["generator_1"].astype(str))
-    out.insert(1, "model_b", frame["generator_2"].astype(str))
+    for pos, (col, source) in enumerate((("model_a", "generator_1"), ("model_b", "generator_2"))):
+        if col not in out.columns:  # present when a table made here is read again
+            out.insert(pos, col, frame[source].astype(str))
     out["judge_winner"] = verdict
     soft = ~np.isnan(p_b) & (p_b != 0.0) & (p_b != 1.0) & (p_b != 0.5)
     if soft.any():
         out["p_A"], out["p_B"] = 1.0 - p_b, p_b
     if "dataset" in out.columns and "category" not in out.columns:
         out["category"] = out["dataset"]
+    # what the file did not hold, so that the export (.alpaca_eval_export) writes it back as it was
+    out.attrs[ADDED] = [c for c in out.columns if c not in frame.columns and c != "verdict_source"]
+    out.attrs[RENAMED] = {"verdict_source": "annotator"} if "annotator" in frame.columns else {}
     return out
