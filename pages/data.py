@@ -32,9 +32,10 @@ up_col, demo_col = st.columns([3, 1])
 with up_col:
     # a fixed key: the help text names the operator's limits, which must not reset the widget
     upload = st.file_uploader(
-        "Upload a comparison table", type=["csv", "tsv", "parquet", "jsonl", "json", "gz"],
-        key="data_upload",
-        help=f"CSV, TSV, Parquet or JSONL (optionally gzip-compressed), up to {MAX_MB} MB as "
+        "Upload a comparison table",
+        type=["csv", "tsv", "parquet", "jsonl", "json", "gz", "zip"], key="data_upload",
+        help=f"CSV, TSV, Parquet or JSONL (optionally gzip-compressed), or a zipped dataset "
+             f"folder (Hugging Face save_to_disk, Parquet shards), up to {MAX_MB} MB as "
              f"sent and {limits_text(upload_limits())}. Larger files: use the command line "
              "(puaudit audit). Columns are detected from their names; you can change the mapping "
              "below.")
@@ -55,6 +56,8 @@ if upload is not None and ss.get("upload_id") != upload.file_id:
         ss["upload_error"] = str(exc)
     else:
         ss.pop("upload_error", None)
+        # a zipped dataset folder: which split and how many files were read
+        ss["read_note"] = (upload.name, frame.attrs.get("read_note"))
         state.set_source(frame, upload.name, state.sha256_bytes(data))
 if upload is None:
     ss.pop("upload_error", None)
@@ -65,6 +68,9 @@ if ss.get("upload_error"):
 
 frame = ss["raw_frame"]
 st.subheader(f"{md(ss['source_name'])} · {len(frame):,} rows × {len(frame.columns)} columns")
+note = ss.get("read_note") or (None, None)
+if note[1] and note[0] == ss["source_name"]:
+    st.caption(md(note[1].replace("--split NAME", "the command line's --split NAME")))
 
 for warning in mapping_warnings(ss["columns"]):
     st.warning(warning)  # our own text: it names controls, never data

@@ -248,3 +248,52 @@ def test_cli_audits_a_shard_folder_and_says_which_split(tmp_path, capsys):
     rc = main(["audit", str(tmp_path / "hub"), "-o", str(out), "--embeddings",
                str(tmp_path / "emb.npz"), "--split", "dev"])
     assert rc == 2 and "has no split 'dev'" in capsys.readouterr().err
+
+
+def test_alpaca_eval_annotations_in_parquet_shards_are_detected_as_such(tmp_path):
+    from puaudit.data.formats import read_comparison_input
+
+    records = pd.DataFrame({"instruction": ["a", "b", "c", "d"], "output_1": ["x1", "x2", "x3", "x4"],
+                            "output_2": ["y1", "y2", "y3", "y4"], "generator_1": "ref",
+                            "generator_2": "new", "preference": [1.0, 2.0, 1.5, 2.0]})
+    (tmp_path / "data").mkdir()
+    records.iloc[:2].to_parquet(tmp_path / "data" / "train-00000-of-00002.parquet")
+    records.iloc[2:].to_parquet(tmp_path / "data" / "train-00001-of-00002.parquet")
+    df = read_comparison_input(tmp_path)
+    assert df["judge_winner"].tolist() == ["A", "B", "tie", "B"]
+    assert df["model_b"].tolist() == ["new"] * 4
+
+
+def test_data_page_reads_a_zipped_folder_and_says_which_split(tmp_path, app_env):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+
+    df, _, _, _ = planted_set(n=80)
+    root = tmp_path / "hub"
+    (root / "data").mkdir(parents=True)
+    df.iloc[:50].to_parquet(root / "data" / "train-00000-of-00002.parquet", index=False)
+    df.iloc[50:].to_parquet(root / "data" / "train-00001-of-00002.parquet", index=False)
+    df.iloc[:4].to_parquet(root / "data" / "test-00000-of-00001.parquet", index=False)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.file_uploader[0].upload("hub.zip", _zip(root, "hub"), "application/zip").run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert at.session_state["source_name"] == "hub.zip"
+    assert len(at.session_state["raw_frame"]) == 80
+    shown = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "read split 'train' of hub.zip:hub" in shown
+
+
+def test_a_damaged_data_file_is_named(tmp_path):
+    ds = save_to_disk(tmp_path / "ds", _rows(10), n_files=2)
+    data = (ds / "data-00001-of-00002.arrow").read_bytes()
+    (ds / "data-00001-of-00002.arrow").write_bytes(data[:len(data) // 2])
+    with pytest.raises(PUAuditError, match="data-00001-of-00002.arrow: not a readable Arrow data "
+                                           "file .*save_to_disk"):
+        read_table(ds)
+    _shards(tmp_path / "hub" / "data", [3, 3])
+    (tmp_path / "hub" / "data" / "train-00001-of-00002.parquet").write_bytes(b"PAR1 nonsense")
+    with pytest.raises(PUAuditError, match="train-00001-of-00002.parquet: not a readable Parquet"):
+        read_table(tmp_path / "hub")

@@ -11,7 +11,8 @@ count the whole folder, not each file.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from puaudit.data.parquet_read import arrow_frame_fixups
 from puaudit.errors import PUAuditError
 
 __all__ = ["FolderRead", "choose_split", "inside", "check_same_columns", "frame_of_tables",
-           "READ_NOTE"]
+           "unreadable", "READ_NOTE"]
 
 #: Key of ``DataFrame.attrs`` saying what a folder read chose (which split, how many files).
 READ_NOTE = "read_note"
@@ -122,6 +123,18 @@ def inside(root: Path, relative: str, *, name: str, what: str) -> Path:
                            "folder; only files inside it are read. Save the dataset again, or "
                            "fix the name.")
     return path
+
+
+@contextmanager
+def unreadable(name: str, what: str, fix: str) -> Iterator[None]:
+    """One message for a damaged file, whichever of its many exception types pyarrow raises."""
+    try:
+        yield
+    except PUAuditError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for damaged files
+        raise PUAuditError(f"{name}: not a readable {what} ({type(exc).__name__}: "
+                           f"{str(exc)[:160]}). {fix}") from None
 
 
 def check_same_columns(first, schema, *, first_name: str, name: str) -> None:

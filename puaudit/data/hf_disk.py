@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from puaudit.data.folder_tables import (READ_NOTE, FolderRead, check_same_columns, choose_split,
-                                        frame_of_tables, inside)
+                                        frame_of_tables, inside, unreadable)
 from puaudit.data.limits import _mb
 from puaudit.errors import PUAuditError
 
@@ -32,6 +32,7 @@ STATE, INFO, DICT = "state.json", "dataset_info.json", "dataset_dict.json"
 #: Largest metadata file read (a real one is a few KB; a hostile one must not fill memory).
 MAX_JSON_BYTES = 16 * 2**20
 _ARROW_FILE_MAGIC = b"ARROW1"
+_RESAVE = "Save the dataset again with save_to_disk."
 
 
 def is_dataset_dict(root: Path) -> bool:
@@ -148,14 +149,9 @@ def _read_stream(path: Path, offset: int, *, name: str):
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    try:
-        with pa.OSFile(str(path), "rb") as fh:
-            fh.seek(offset)
-            return ipc.open_stream(fh).read_all()
-    except Exception as exc:  # pyarrow raises many types for damaged files
-        raise PUAuditError(f"{name}: not a readable Arrow data file ({type(exc).__name__}: "
-                           f"{str(exc)[:160]}). Save the dataset again with save_to_disk."
-                           ) from None
+    with unreadable(name, "Arrow data file", _RESAVE), pa.OSFile(str(path), "rb") as fh:
+        fh.seek(offset)
+        return ipc.open_stream(fh).read_all()
 
 
 def _scan(path: Path, *, name: str) -> dict:
@@ -165,27 +161,19 @@ def _scan(path: Path, *, name: str) -> dict:
     import pyarrow.ipc as ipc
 
     rows = nbytes = 0
-    try:
-        with pa.memory_map(str(path), "r") as source:
-            offset = 8 if source.read(6) == _ARROW_FILE_MAGIC else 0  # IPC file: skip magic
-            source.seek(offset)
-            reader = ipc.MessageReader.open_stream(source)
-            schema_msg = reader.read_next_message()
-            schema = ipc.read_schema(schema_msg)
-            while True:
-                try:
-                    msg = reader.read_next_message()
-                except StopIteration:
-                    break
-                body = None if msg.body is None else memoryview(msg.body)
-                n_rows, n_bytes = _message_size(msg.metadata.to_pybytes(), body)
-                rows, nbytes = rows + n_rows, nbytes + n_bytes
-    except PUAuditError:
-        raise
-    except Exception as exc:  # pyarrow raises many types for damaged files
-        raise PUAuditError(f"{name}: not a readable Arrow data file ({type(exc).__name__}: "
-                           f"{str(exc)[:160]}). Save the dataset again with save_to_disk."
-                           ) from None
+    with unreadable(name, "Arrow data file", _RESAVE), pa.memory_map(str(path), "r") as source:
+        offset = 8 if source.read(6) == _ARROW_FILE_MAGIC else 0  # IPC file: skip magic
+        source.seek(offset)
+        reader = ipc.MessageReader.open_stream(source)
+        schema = ipc.read_schema(reader.read_next_message())
+        while True:
+            try:
+                msg = reader.read_next_message()
+            except StopIteration:
+                break
+            body = None if msg.body is None else memoryview(msg.body)
+            n_rows, n_bytes = _message_size(msg.metadata.to_pybytes(), body)
+            rows, nbytes = rows + n_rows, nbytes + n_bytes
     return {"schema": schema, "rows": rows, "bytes": nbytes, "offset": offset}
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.folder_tables import FolderRead, check_same_columns, choose_split, frame_of_tables
+from puaudit.data.folder_tables import (FolderRead, check_same_columns, choose_split,
+                                        frame_of_tables, unreadable)
 from puaudit.data.limits import _check_columns, _check_header
 from puaudit.data.parquet_read import parquet_decoded_sizes, parquet_table
 from puaudit.errors import PUAuditError
@@ -34,6 +35,7 @@ SUFFIXES = (".parquet", ".pq")
 MAX_DEPTH = 3
 #: Shards looked at, at most (a folder of more is not one dataset split).
 MAX_FILES = 10_000
+_FIX = "Re-export it, or move it out of the folder."
 _SHARD = re.compile(r"^(?P<split>.+?)-(?P<index>\d{5})-of-(?P<count>\d{5})\.(?:parquet|pq)$")
 
 
@@ -104,13 +106,9 @@ def _check_complete(files: list[Path], name: str, label: str) -> None:
 def _footer(path: Path, name: str):
     import pyarrow.parquet as pq
 
-    try:
+    with unreadable(name, "Parquet file", _FIX):
         pf = pq.ParquetFile(str(path))
         return pf.metadata, pf.schema_arrow
-    except Exception as exc:  # pyarrow raises many types for damaged files
-        raise PUAuditError(f"{name}: not a readable Parquet file ({type(exc).__name__}: "
-                           f"{str(exc)[:160]}). Re-export it, or move it out of the folder."
-                           ) from None
 
 
 def read_parquet_shards(root: Path, opts: FolderRead) -> pd.DataFrame:
@@ -134,14 +132,8 @@ def read_parquet_shards(root: Path, opts: FolderRead) -> pd.DataFrame:
     tables = []
     for path, shard, (meta, schema), group_bytes in zip(files, names, footers, sizes):
         budget.name = shard  # a batch past the limit is named with its shard
-        try:
+        with unreadable(shard, "Parquet file", _FIX):
             tables.append(parquet_table(str(path), meta, schema, budget, group_bytes))
-        except PUAuditError:
-            raise
-        except Exception as exc:  # pyarrow raises many types for damaged files
-            raise PUAuditError(f"{shard}: not a readable Parquet file ({type(exc).__name__}: "
-                               f"{str(exc)[:160]}). Re-export it, or move it out of the folder."
-                               ) from None
     if len(files) > 1 or label:
         note += f"; {len(files)} shard{'s' if len(files) > 1 else ''}, {rows:,} rows"
     return frame_of_tables(tables, name=opts.name, note=note)
