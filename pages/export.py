@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import streamlit as st
@@ -14,6 +13,7 @@ from components.review import review_export
 from components.safe_text import md
 from puaudit.audit.manifest import run_manifest
 from puaudit.data.io import table_to_bytes
+from puaudit.data.jsonsafe import dumps
 
 state.through_navigation()
 st.title("Export")
@@ -57,7 +57,7 @@ for col, (fmt, mime) in zip(cols, (("csv", "text/csv"), ("parquet", "application
 manifest = run_manifest(result, input_name=ss.get("source_name", ""),
                         input_sha256=ss.get("source_sha256"))
 cols[3].download_button("Download run manifest (JSON)",
-                        json.dumps(manifest, indent=2, default=str).encode("utf-8"),
+                        dumps(manifest, indent=2).encode("utf-8"),
                         file_name=f"{stem}_puaudit_manifest.json", mime="application/json",
                         key="dl_manifest", on_click="ignore")
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from puaudit.data.jsonsafe import encode, to_jsonable
 from puaudit.data.limits import _INT64_MIN, SUPPORTED_SUFFIXES, _is_int
 from puaudit.errors import PUAuditError
 
@@ -269,53 +268,6 @@ def _has_cr(df: pd.DataFrame) -> bool:
     return False
 
 
-def _json_scalar(v):
-    """A JSON-ready scalar for ``v``, or ``v`` itself when it is a container (handled by the
-    caller's explicit stack, so that nesting depth never meets Python's recursion limit)."""
-    if v is None or v is pd.NA or v is pd.NaT:
-        return None
-    if isinstance(v, float):
-        return None if math.isnan(v) else v
-    if isinstance(v, (np.floating,)):
-        return None if np.isnan(v) else float(v)
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    if isinstance(v, (pd.Timestamp,)):
-        return v.isoformat()
-    if isinstance(v, bytes):
-        return v.decode("utf-8", errors="backslashreplace")
-    return v
-
-
-def _json_value(v):
-    """``v`` with every nested value made JSON-ready, iteratively (any nesting depth)."""
-    v = _json_scalar(v)
-    if not isinstance(v, (list, tuple, dict, np.ndarray)):
-        return v
-    root: list = [None]
-    stack = [(root, 0, v)]
-    while stack:
-        holder, key, x = stack.pop()
-        if isinstance(x, dict):
-            new = {}
-            holder[key] = new
-            for k, item in x.items():
-                item = _json_scalar(item)
-                new[str(k)] = item
-                if isinstance(item, (list, tuple, dict, np.ndarray)):
-                    stack.append((new, str(k), item))
-        else:
-            items = x.tolist() if isinstance(x, np.ndarray) else x
-            new = [_json_scalar(item) for item in items]
-            holder[key] = new
-            for i, item in enumerate(new):
-                if isinstance(item, (list, tuple, dict, np.ndarray)):
-                    stack.append((new, i, item))
-    return root[0]
-
-
 def _json_column(col: pd.Series) -> list:
     values = col.tolist()
     if pd.api.types.is_string_dtype(col.dtype) and col.dtype != object:
@@ -324,48 +276,7 @@ def _json_column(col: pd.Series) -> list:
         return values  # already Python ints
     if pd.api.types.is_float_dtype(col.dtype) and col.dtype.kind == "f":
         return [None if v != v else v for v in values]
-    return [_json_value(v) for v in values]
-
-
-# A JSON string, or an infinity written by Python's encoder (allow_nan=True) outside strings.
-_JSON_INF = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity)')
-
-
-def _encode_iterative(obj, scalar) -> str:
-    """JSON text of ``obj`` without recursion (for nesting deeper than the C encoder allows)."""
-    parts: list[str] = []
-    stack: list = [obj]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, _Raw):
-            parts.append(x.text)
-        elif isinstance(x, dict):
-            parts.append("{")
-            pending: list = []
-            for i, (k, v) in enumerate(x.items()):
-                pending.append(_Raw((", " if i else "") + scalar(str(k)) + ": "))
-                pending.append(v)
-            pending.append(_Raw("}"))
-            stack.extend(reversed(pending))
-        elif isinstance(x, list):
-            parts.append("[")
-            pending = []
-            for i, v in enumerate(x):
-                if i:
-                    pending.append(_Raw(", "))
-                pending.append(v)
-            pending.append(_Raw("]"))
-            stack.extend(reversed(pending))
-        else:
-            parts.append(scalar(x))
-    return "".join(parts)
-
-
-class _Raw:
-    __slots__ = ("text",)
-
-    def __init__(self, text: str):
-        self.text = text
+    return [to_jsonable(v, infinity="keep") for v in values]
 
 
 def _to_jsonl(df: pd.DataFrame) -> bytes:
@@ -379,20 +290,5 @@ def _to_jsonl(df: pd.DataFrame) -> bytes:
     if len(set(names)) != len(names):
         raise PUAuditError("Cannot write JSONL: column names repeat; rename them first.")
     cols = [_json_column(col) for _, col in df.items()]
-    strict = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str).encode
-    loose = json.JSONEncoder(ensure_ascii=False, allow_nan=True, default=str).encode
-
-    def encode(obj) -> str:
-        try:
-            return strict(obj)
-        except ValueError:  # an infinity somewhere: let Python write it, then make it JSON
-            text = loose(obj)
-        except RecursionError:
-            text = _encode_iterative(obj, loose)
-        if "Infinity" in text:
-            text = _JSON_INF.sub(lambda m: m.group(0) if m.group(1) is None else
-                                 ("-1e400" if m.group(1)[0] == "-" else "1e400"), text)
-        return text
-
     lines = [encode(dict(zip(names, row))) for row in zip(*cols)]
     return ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8")

@@ -24,7 +24,6 @@ newest copy of each key) so that lookups stay cheap after many incremental flush
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -35,6 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from puaudit.data.jsonsafe import dumps
 
 __all__ = ["EmbeddingCache", "text_key"]
 
@@ -119,7 +120,7 @@ class EmbeddingCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         meta_path = self.directory / "meta.json"
         if meta is not None and not meta_path.exists():
-            payload = json.dumps(meta, indent=2, sort_keys=True).encode()
+            payload = dumps(meta, indent=2, sort_keys=True).encode("utf-8")
             _atomic_write_bytes(meta_path, lambda f: f.write(payload))
 
     # -- reading -------------------------------------------------------------------------------

@@ -3,10 +3,10 @@ verdict or score read from it."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Mapping
 
+from puaudit.data.jsonsafe import dumps
 from puaudit.trustjudge.likelihood import (perplexity, score_distribution_from_logprobs,
                                            verdict_probabilities)
 from puaudit.trustjudge.completion import response_text, response_usage
@@ -136,7 +136,7 @@ def parse_pair(response: Mapping | None) -> dict:
     return {"verdict": v["verdict"], "A": probs.get("A", math.nan), "B": probs.get("B", math.nan),
             "tie": probs.get("tie", math.nan), "ppl": perplexity(lps) if lps else math.nan,
             "n_tokens": _n_tokens(response, tokens),
-            "rationale": content, "token_logprobs": json.dumps(lps) if lps else "",
+            "rationale": content, "token_logprobs": dumps(lps) if lps else "",
             "note": "; ".join(notes)}
 
 
@@ -157,5 +157,5 @@ def parse_score(response: Mapping, scale: tuple[int, int]) -> dict:
                   else f"{reason}; {_malformed_note(bad, 'rationale')}")
     row.update(ppl=perplexity(lps) if lps else math.nan,
                n_tokens=len(tokens) if tokens else math.nan, rationale=content,
-               token_logprobs=json.dumps(lps) if lps else "", note=reason)
+               token_logprobs=dumps(lps) if lps else "", note=reason)
     return row

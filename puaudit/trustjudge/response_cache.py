@@ -121,6 +121,9 @@ class ResponseCache:
                "saved_at": round(time.time(), 3)}
         if redacted:
             rec["redacted"] = int(redacted)
+        # Not jsonsafe: the cache keeps a response exactly as it came, NaN and Infinity
+        # included (Python's json reads them back), so that a rerun meets the same malformed
+        # values and writes the same tables.
         line = (json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
             self._fh.write(line)

@@ -20,12 +20,12 @@ they are, other fields of the human file prefixed ``human_``. ``judge_winner`` c
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import pandas as pd
 
 from puaudit.data.formats.answers import Answers
+from puaudit.data.jsonsafe import dumps
 from puaudit.data.formats.records import is_empty, locate, require_fields
 from puaudit.errors import PUAuditError
 
@@ -154,7 +154,7 @@ def _cell(value):
     # a list (FastChat writes the judge as [model, prompt name]) kept as its JSON text, so that
     # every export format can hold it
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False)
+        return dumps(value)
     return value
 
 
