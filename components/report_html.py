@@ -254,3 +254,28 @@ def render_report(parts, card: dict) -> str:
             "<title>PUAudit audit card</title>"
             f"<style>{_CSS}</style><script>{plotly_js()}</script></head><body>"
             + "".join(body) + "</body></html>")
+
+
+def report_html(table, result, config, *, spread: dict | None = None,
+                source: dict | None = None, encoder: str = "") -> bytes:
+    """The report page of an audit as UTF-8 bytes (the Export page's download).
+
+    Parameters
+    ----------
+    table : ComparisonTable
+    result : AuditResult
+    config : AuditConfig
+    spread : dict, optional
+        The change over seeded splits, when it has been measured.
+    source : dict, optional
+        ``name`` and ``sha256`` of the uploaded file.
+    encoder : str
+        The encoder's label.
+    """
+    from puaudit.report.card import build_card, report_command
+    from puaudit.report.parts import assemble
+
+    source = dict(source or {})
+    parts = assemble(table, config, result, spread=spread, source=source, encoder=encoder,
+                     command=report_command(source.get("name") or "INPUT", config))
+    return render_report(parts, build_card(parts)).encode("utf-8")

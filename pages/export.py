@@ -9,8 +9,10 @@ import streamlit as st
 
 from components import state
 from components.metrics import formula_cells, spreadsheet_safe_copy
+from components.report_html import report_html
 from components.review import review_export
 from components.safe_text import md
+from puaudit.audit.evaluate import default_spread_seeds
 from puaudit.audit.manifest import run_manifest
 from puaudit.data.io import table_to_bytes
 from puaudit.data.jsonsafe import dumps
@@ -60,6 +62,35 @@ cols[3].download_button("Download run manifest (JSON)",
                         dumps(manifest, indent=2).encode("utf-8"),
                         file_name=f"{stem}_puaudit_manifest.json", mime="application/json",
                         key="dl_manifest", on_click="ignore")
+
+st.subheader("Audit report")
+st.caption("One HTML file to share: the verdict, agreement with people before and after the "
+           "audit with intervals, per-type results, score densities, the rankings, the "
+           "annotators, the judge's consistency, every setting and the command that reproduces "
+           "it. It opens offline: nothing in it links or loads from the internet.")
+# the change over seeds joins the report once the Audit page's background spread has finished
+spread, n_seeds = None, default_spread_seeds(len(table))
+if n_seeds > 1 and result.metrics["n"]:
+    fut, _ = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
+    if fut.done() and not fut.cancelled() and fut.exception() is None:
+        spread = fut.result()
+report_key = (state.table_hash(table), repr(sorted(params.items())), spread is not None)
+
+
+def _build_report(key: tuple, *args, **kwargs) -> None:
+    """The button's callback (run before the page, so the download appears in the same run)."""
+    ss["_report_html"] = (key, report_html(*args, **kwargs))
+
+
+st.button("Build the audit report", key="build_report", on_click=_build_report,
+          args=(report_key, table, result, state.audit_config(params)),
+          kwargs={"spread": spread, "encoder": params["encoder"],
+                  "source": {"name": ss.get("source_name", ""), "sha256": ss.get("source_sha256")}},
+          help="Rankings with bootstrap intervals take a few seconds.")
+built = ss.get("_report_html")
+if built is not None and built[0] == report_key:
+    st.download_button("Download report (HTML)", built[1], file_name=f"{stem}_puaudit_report.html",
+                       mime="text/html", key="dl_report", on_click="ignore")
 
 risky = formula_cells(table.frame)
 if risky:

@@ -14,7 +14,7 @@ import math
 from puaudit.data.jsonsafe import to_jsonable
 from puaudit.report.parts import ReportParts
 
-__all__ = ["build_card", "gate", "agreement", "CARD_KIND", "SPREAD_KEYS"]
+__all__ = ["build_card", "gate", "agreement", "report_command", "CARD_KIND", "SPREAD_KEYS"]
 
 CARD_KIND = "puaudit audit card"
 #: what ``puaudit audit --json`` keeps of the change over seeded splits
@@ -79,6 +79,16 @@ def _trustjudge(parts: ReportParts) -> dict | None:
         return None
     return {"before": parts.trust_before.to_dict(violations=False),
             "after": (parts.trust_after or parts.trust_before).to_dict(violations=False)}
+
+
+def report_command(input_name: str, config, *, output: str = "audit.html") -> str:
+    """``puaudit report INPUT -o OUTPUT`` with every setting of ``config`` (an
+    :class:`~puaudit.audit.config.AuditConfig`); column mappings and input options are the
+    caller's to add."""
+    import shlex
+
+    return " ".join(shlex.quote(str(w)) for w in
+                    ["puaudit", "report", input_name, "-o", output, *config.to_cli()])
 
 
 def _reproduce(parts: ReportParts) -> dict:
