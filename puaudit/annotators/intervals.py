@@ -26,22 +26,13 @@ def share_interval(k, n, *, method: str = "wilson",
     annotator who never did something is not shown a positive lower bound). NaN where
     ``n == 0``.
     """
-    from statsmodels.stats.proportion import proportion_confint
+    from puaudit.stats.proportions import proportion_interval
 
     if method not in CI_METHODS:
         raise PUAuditError(f"Unknown interval method '{method}': choose one of {list(CI_METHODS)}.")
     if not 0 < confidence < 1:
         raise PUAuditError(f"confidence must lie strictly between 0 and 1, got {confidence}.")
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    ok = n > 0
-    # statsmodels divides by n: give it 1 where n == 0 and blank those entries afterwards
-    lo, hi = proportion_confint(np.where(ok, k, 0.0), np.where(ok, n, 1.0),
-                                alpha=1.0 - confidence, method=method)
-    if method == "jeffreys":
-        lo = np.where(k > 0, lo, 0.0)
-        hi = np.where(k < n, hi, 1.0)
-    return np.where(ok, lo, np.nan), np.where(ok, hi, np.nan)
+    return proportion_interval(k, n, alpha=1.0 - confidence, method=method)
 
 
 def wilson_interval(k, n, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -67,25 +67,22 @@ def lower_bound(k: float, n: float, *, risk: float) -> float:
     r"""One-sided exact (Clopper–Pearson) lower confidence bound of a share, level ``1 − risk``.
 
     :math:`L = \mathrm{Beta}^{-1}(\delta; k, n - k + 1)` (0 when :math:`k = 0` or :math:`n = 0`);
-    equal to ``statsmodels`` ``proportion_confint(k, n, alpha=2 * risk, method="beta")[0]``.
+    the lower end of :func:`puaudit.stats.proportions.proportion_interval` at ``alpha = 2 *
+    risk``, method ``"beta"``.
     """
-    from scipy.stats import beta
+    from puaudit.stats.proportions import proportion_interval
 
     if n <= 0 or k <= 0:
         return 0.0
-    return float(beta.ppf(risk, k, n - k + 1))
+    return float(proportion_interval(k, n, alpha=2 * risk, method="beta")[0])
 
 
 def two_sided_interval(k: float, n: float, *, level: float = 0.95) -> tuple[float, float]:
     """Exact (Clopper–Pearson) two-sided interval of a share; ``(nan, nan)`` when ``n == 0``."""
-    from scipy.stats import beta
+    from puaudit.stats.proportions import proportion_interval
 
-    if n <= 0:
-        return (float("nan"), float("nan"))
-    a = (1 - level) / 2
-    lo = 0.0 if k <= 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k >= n else float(beta.ppf(1 - a, k + 1, n - k))
-    return (lo, hi)
+    lo, hi = proportion_interval(k, n, alpha=1 - level, method="beta")
+    return (float(lo), float(hi))
 
 
 def rows_needed(target: float, *, risk: float) -> int:
@@ -186,15 +183,14 @@ def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, ri
            "n_items": int(len(p_sorted)), "n_needed": n_needed, "n_start": n_start,
            "n_tested": 0,
            "stopped_at": None, "target": target, "risk": risk, "message": ""}
-    from scipy.stats import beta
+    from puaudit.stats.proportions import proportion_interval
 
     # the sequence: candidates from the start (n >= n_start) down to the floor, in order
     last = np.asarray(last, dtype=np.int64)
     seq = last[(last + 1 >= n_start) & (p_sorted[last] >= floor)] if len(last) else last
     n_seq = (seq + 1).astype(float)
     k_seq = k_cum[seq] if len(seq) else np.zeros(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lower = np.where(k_seq > 0, beta.ppf(risk, k_seq, n_seq - k_seq + 1), 0.0)
+    lower = proportion_interval(k_seq, n_seq, alpha=2 * risk, method="beta")[0]
     passed = lower >= target
     # fixed-sequence testing: everything before the first failure is rejected, nothing after
     n_run = int(np.argmin(passed)) if not passed.all() else len(seq)

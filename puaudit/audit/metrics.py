@@ -16,21 +16,13 @@ def wilson_bounds(k, n, *, z: float = 1.959963984540054) -> tuple[np.ndarray, np
         \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1-\hat p)}{n} + \frac{z^2}{4n^2}}
 
     ``k`` may be fractional (a share times ``n``). Returns ``(lo, hi)`` clipped to [0, 1];
-    NaN where ``n <= 0``. Computed by statsmodels' ``proportion_confint(method="wilson")``.
+    NaN where ``n <= 0``. Computed by :func:`puaudit.stats.proportions.proportion_interval`.
     """
     from scipy.stats import norm
-    from statsmodels.stats.proportion import proportion_confint
 
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    ok = n > 0
-    safe_n = np.where(ok, n, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo, hi = proportion_confint(np.where(ok, k, 0.0), safe_n, alpha=2 * norm.sf(z),
-                                    method="wilson")
-    lo = np.where(ok, np.clip(lo, 0.0, 1.0), np.nan)
-    hi = np.where(ok, np.clip(hi, 0.0, 1.0), np.nan)
-    return lo, hi
+    from puaudit.stats.proportions import proportion_interval
+
+    return proportion_interval(k, n, alpha=2 * norm.sf(z), method="wilson")
 
 
 def wilson_interval(k: float, n: float, *, z: float = 1.959963984540054) -> tuple[float, float]:
