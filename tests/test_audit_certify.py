@@ -192,11 +192,21 @@ def test_certified_audit_exports_trusted_rows_and_summary_fields(planted_audits)
     frame = res.to_frame(table)
     trusted = frame["puaudit_trusted"].to_numpy()
     audited = frame["puaudit_split"].isin(["unlabelled", "validation"]).to_numpy()
-    # trusted on audited rows exactly where the (unshifted) calibrated probability clears t
-    # and the row is not reversed
+    # audited rows: the certified share of P's items, carried over as a share: the top
+    # floor(share * n_U) rows by (unshifted) calibrated probability, ties by raw score, that
+    # also clear t, less the reversed ones
     u = c.u_rows
-    want = (c.u_prob >= t) & (res.group[u] != "negative")
+    share = s["certification"]["n_certified_items"] / s["certification"]["n_p_items"]
+    assert s["certification"]["certified_share"] == pytest.approx(share)
+    k = int(np.floor(share * np.isfinite(c.u_prob).sum() + 1e-9))
+    order = np.lexsort((np.arange(len(u)), -res.score[u], -np.nan_to_num(c.u_prob, nan=-1)))
+    top = np.zeros(len(u), bool)
+    top[order[:k]] = True
+    top &= c.u_prob >= t
+    want = top & (res.group[u] != "negative")
     assert np.array_equal(trusted[u].astype(bool), want)
+    assert s["certification"]["threshold_audited"] == pytest.approx(c.u_prob[top].min())
+    assert not (trusted[u].astype(bool) & (c.u_prob < c.u_prob[top].min())).any()
     assert s["coverage"] == pytest.approx(want.mean())
     assert 0 < s["coverage"] < 1
     assert s["certification"]["n_trusted"] + s["certification"]["n_escalated"] == audited.sum()

@@ -221,10 +221,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     if config.target_agreement is not None:
         from puaudit.audit.certify import certify_split
 
-        certification = certify_split(prep, scored, target=config.target_agreement,
-                                      risk=config.risk, method=config.calibration,
-                                      bags=config.calibration_bags,
-                                      random_state=config.random_state,
+        certification = certify_split(prep, scored, config,
                                       reversed_rows=rel["group"] == GROUP_NEG)
         stages.done("certify")
     params = {**config.to_dict(), "m_used": scored.m, "scorer_used": scored.scorer,
