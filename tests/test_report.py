@@ -184,3 +184,14 @@ def test_export_page_offers_the_report(downloads):  # noqa: F811 - the imported 
     cons = at.session_state["_report_html"]  # the page built it for this audit
     assert cons[1].decode("utf-8") == page
     assert "PUAudit audit card" in page and "Plotly.newPlot(" in page
+
+
+def test_certification_is_in_the_card_when_configured(demo):
+    d = demo
+    assert main(["report", str(d / "demo.csv"), "-o", str(d / "cert.json"), "--embeddings",
+                 str(d / "emb.npz"), "--scorer", "centroid", "--spread-seeds", "1",
+                 "--target-agreement", "0.8"]) == 0
+    card = json.loads((d / "cert.json").read_text())
+    assert card["config"]["target_agreement"] == 0.8
+    assert card["audit"]["certification"]["target"] == 0.8
+    assert "--target-agreement 0.8" in card["reproduce"]["report"]

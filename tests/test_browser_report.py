@@ -1,0 +1,73 @@
+"""The audit report in a real browser (Debian's Chromium, Playwright): the HTML file written by
+``puaudit report`` for a table whose names and texts hold planted markup is opened from disk
+with every request routed through the test; nothing but the file itself may be requested, the
+plots must draw, and no planted image or link may appear. A screenshot goes to tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from puaudit.cli.commands import main
+from tests.doubles import HashingEncoder
+from tests.make_hostile_files import PLANTED_HOST, markup_frame
+from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+# every node that would fetch or link: an image, an anchor, a frame, an external script
+_LINKING_NODES = """() => [...document.querySelectorAll('img, image, a, iframe, script[src], link')]
+    .map(e => e.outerHTML.slice(0, 120))"""
+
+
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("browser_report")
+    df = markup_frame()
+    df.to_csv(d / "bad.csv", index=False)
+    enc = HashingEncoder()
+    np.savez(d / "emb.npz", e_a=enc.encode(df["prompt"] + " " + df["response_a"]),
+             e_b=enc.encode(df["prompt"] + " " + df["response_b"]))
+    assert main(["report", str(d / "bad.csv"), "-o", str(d / "report.html"), "--embeddings",
+                 str(d / "emb.npz"), "--scorer", "centroid", "--spread-seeds", "2"]) == 0
+    return d / "report.html"
+
+
+def test_report_opens_offline_and_draws_its_plots(report_file):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("playwright")
+    from playwright.sync_api import sync_playwright
+
+    url = report_file.resolve().as_uri()
+    requested, errors = [], []
+
+    def route(r):  # the page itself may load; anything else is recorded and refused
+        requested.append(r.request.url)
+        (r.continue_() if r.request.url == url else r.abort())
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.route("**/*", route)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url, wait_until="load")
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+            page.wait_for_timeout(1500)  # the last figures draw after the first
+            n_plots = page.locator(".js-plotly-plot").count()
+            linking = page.evaluate(_LINKING_NODES)
+            text = page.inner_text("body")
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert [u for u in requested if u != url] == [], requested
+    assert errors == []
+    assert n_plots >= 6  # radar, densities, two rankings, two annotator plots, consistency
+    assert linking == []
+    assert f"http://{PLANTED_HOST}/puaudit-planted-ann" in text  # shown as typed, as text
+    assert "Verdict" in text and "Model rankings" in text
