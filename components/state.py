@@ -258,37 +258,21 @@ def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings
     bar created outside it cannot be."""
     encoder = load_encoder(encoder_label)
     key = table_hash(table)
-    counts = {"done": 0, "total": 0}
-    box: dict = {}
+    start: dict = {}
 
-    def report(d: int, t: int) -> None:
-        # the first report counts the cached texts: the rate is measured from there
-        counts.setdefault("start", (d, time.monotonic()))
-        counts.update(done=d, total=t)
+    def work(report):
+        def on_batch(d: int, t: int) -> None:
+            # the first report counts the cached texts: the rate is measured from there
+            start.setdefault("at", (d, time.monotonic()))
+            report(d, t)
+        return _embeddings(key, encoder_label, table, encoder, on_batch)
 
-    def work():
-        try:
-            box["emb"] = _embeddings(key, encoder_label, table, encoder, report)
-        except BaseException as exc:  # re-raised in the script thread
-            box["error"] = exc
+    def describe(d: int, t: int) -> str:
+        d0, t0 = start.get("at", (d, time.monotonic()))
+        return (f"Embedding with {encoder_label}: {d:,} of {t:,} distinct texts"
+                f"{time_left_text(d - d0, t - d, time.monotonic() - t0)}")
 
-    th = threading.Thread(target=work, name="puaudit-embed", daemon=True)
-    add_script_run_ctx(th, get_script_run_ctx())
-    th.start()
-    th.join(0.3)
-    if th.is_alive():
-        bar = st.progress(0.0, text=f"Embedding with {encoder_label}…")
-        while th.is_alive():
-            th.join(0.25)
-            d, t = counts["done"], counts["total"]
-            d0, t0 = counts.get("start", (d, time.monotonic()))
-            bar.progress(min(d / t, 1.0) if t else 0.0,
-                         text=f"Embedding with {encoder_label}: {d:,} of {t:,} distinct texts"
-                              f"{time_left_text(d - d0, t - d, time.monotonic() - t0)}")
-        bar.empty()
-    if "error" in box:
-        raise box["error"]
-    return box["emb"]
+    return with_progress(work, f"Embedding with {encoder_label}…", describe=describe)
 
 
 def time_left_text(embedded: int, left: int, seconds: float) -> str:
@@ -350,12 +334,13 @@ def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *
                                                  emb, report), "Comparing scorers")
 
 
-def with_progress(work, label: str):
+def with_progress(work, label: str, *, describe=None):
     """``work(report)`` run in a worker thread while this script thread draws a progress bar
     (from 0.3 s on) saying what is being done, how far it is and for how long;
-    ``report(done, total, text=None)`` updates it. Errors are raised here. Like
-    :func:`get_embeddings`, the bar lives outside the cached function (Streamlit replays what a
-    cached function draws)."""
+    ``report(done, total, text=None)`` updates it. Errors are raised here. The bar lives
+    outside the cached function ``work`` calls (Streamlit replays what a cached function
+    draws). ``describe(done, total)``, when given, writes the bar's text instead (the
+    embeddings' bar counts texts and the time left)."""
     now = {"done": 0, "total": 0, "text": label}
     box: dict = {}
 
@@ -378,9 +363,10 @@ def with_progress(work, label: str):
         while th.is_alive():
             th.join(0.25)
             d, t = now["done"], now["total"]
-            bar.progress(min(d / t, 1.0) if t else 0.0,
-                         text=f"{now['text']} (step {min(d + 1, t)} of {t}, "
-                              f"{time.monotonic() - t0:.0f} s)" if t else now["text"])
+            text = (describe(d, t) if describe is not None
+                    else f"{now['text']} (step {min(d + 1, t)} of {t}, "
+                         f"{time.monotonic() - t0:.0f} s)" if t else now["text"])
+            bar.progress(min(d / t, 1.0) if t else 0.0, text=text)
         bar.empty()
     if "error" in box:
         raise box["error"]
