@@ -57,9 +57,12 @@ def certification_text(summary: dict) -> str:
     real_txt = ("no trusted validation rows" if real is None or not math.isfinite(real) else
                 f"trusted validation rows agree {real:.1%} (95% interval {lo:.1%}–{hi:.1%}, "
                 f"{c['n_validation_trusted']:,} items)")
+    floor = c.get("threshold_audited", c["threshold"])
+    floor_txt = f"P(judge right) ≥ {floor:.3f}" if math.isfinite(floor) else "none"
     return (f"{c['n_trusted']:,} of {c['n_trusted'] + c['n_escalated']:,} audited verdicts are "
-            f"trusted ({c['coverage']:.1%}): calibrated P(judge right) ≥ {c['threshold']:.3f}, "
-            f"where agreement with people is at least {c['certified_lower']:.3f} ≥ "
-            f"{c['target']:g} with {1 - c['risk']:.0%} confidence ({c['n_certified_items']:,} P "
-            f"items). The other {c['n_escalated']:,} are escalated to people (Review page). "
-            f"Check: {real_txt}.")
+            f"trusted ({c['coverage']:.1%}; {floor_txt}): the most confident "
+            f"{c.get('certified_share', 0):.0%}, as certified on P, whose "
+            f"{c['n_certified_items']:,} most confident items (held-out P(judge right) ≥ "
+            f"{c['threshold']:.3f}) agree with people at least {c['certified_lower']:.3f} ≥ "
+            f"{c['target']:g} with {1 - c['risk']:.0%} confidence. The other "
+            f"{c['n_escalated']:,} are escalated to people (Review page). Check: {real_txt}.")

@@ -330,9 +330,11 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
     cert = summary.get("certification")
     if cert is not None:  # --target-agreement: what is trusted, or why nothing is
         print(f"certified: {cert['n_trusted']} of {cert['n_trusted'] + cert['n_escalated']} "
-              f"audited rows trusted (coverage {_fmt(cert['coverage'])}; P(judge right) >= "
-              f"{_fmt(cert['threshold'])}, agreement lower bound {_fmt(cert['certified_lower'])} "
-              f">= {cert['target']:g} at risk {cert['risk']:g}); the rest are escalated"
+              f"audited rows trusted (coverage {_fmt(cert['coverage'])}: the certified share "
+              f"{_fmt(cert['certified_share'])} of P's items, P(judge right) >= "
+              f"{_fmt(cert['threshold_audited'])}; agreement lower bound "
+              f"{_fmt(cert['certified_lower'])} >= {cert['target']:g} at risk {cert['risk']:g}); "
+              "the rest are escalated"
               if not cert["message"] else f"warning: {cert['message']}",
               file=sys.stderr if cert["message"] else sys.stdout)
 
