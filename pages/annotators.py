@@ -7,17 +7,15 @@ import numpy as np
 import streamlit as st
 
 
-from components import state
+from components import page_data, state
 from components.annotators import (METRIC_LABELS, agreement_figure,
                                    annotator_table, bias_scatter, disagreements_table)
 from components.messages import for_dashboard
 from components.safe_text import md, md_label
-from components.uploads import read_upload
 from components.annotator_models import (STAT_LABELS, confusion_figure,
                                          consensus_changes, consensus_summary, model_table,
                                          skill_figure)
-from puaudit.annotators.models import MODEL_NAMES, MODELS, annotator_model_report
-from puaudit.annotators.agreement import annotator_report
+from puaudit.annotators.models import MODEL_NAMES, MODELS
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes
 from puaudit.data.schema import COLUMN_ALIASES, load_comparisons
@@ -38,20 +36,9 @@ def _load_table():
     upload = st.file_uploader("Comparison table with an annotator column",
                               type=["csv", "tsv", "parquet", "jsonl", "json", "gz"])
     if upload is not None:
-        cache = st.session_state.get("_annotators_upload")
-        if cache is None or cache[0] != upload.file_id:
-            # the same limits as the Data page (decompressed size, rows, columns)
-            df = read_upload(upload.getvalue(), upload.name,
-                             max_upload_mb=int(st.get_option("server.maxUploadSize")))
-            st.session_state["_annotators_upload"] = (upload.file_id, df)
-        return st.session_state["_annotators_upload"][1], upload.name
-    try:
-        from puaudit.data.demo import generate_demo
-    except ImportError:
-        return None, ""
-    if "_annotators_demo" not in st.session_state:
-        st.session_state["_annotators_demo"] = generate_demo(n_rows=1200, random_state=0)
-    return st.session_state["_annotators_demo"], "the demo data (upload a file to replace it)"
+        return page_data.read_page_upload(upload.getvalue(), upload.name), upload.name
+    demo = page_data.annotator_demo_frame()
+    return demo, "" if demo is None else "the demo data (upload a file to replace it)"
 
 
 # Names, ids, labels and messages quoting cells are data: shown as text, never Markdown.
@@ -91,12 +78,7 @@ try:
     params = dict(min_votes_flag=int(min_votes), judge_in_alpha=judge_in_alpha,
                   peer_margin=peer_margin, judge_margin=judge_margin,
                   position_margin=position_margin, length_margin=length_margin)
-    key = (id(frame), len(frame), ann_col, tuple(sorted(params.items())))
-    cached = st.session_state.get("_annotators_report")
-    if cached is None or cached[0] != key:
-        cached = (key, annotator_report(table, judge_name=JUDGE_NAME, **params))
-        st.session_state["_annotators_report"] = cached
-    report = cached[1]
+    report = page_data.annotator_report_for(table, judge_name=JUDGE_NAME, **params)
 except PUAuditError as exc:
     st.error(md(for_dashboard(exc)))
     st.caption("Annotator column names looked for: " + ", ".join(COLUMN_ALIASES["annotator"]))
@@ -160,18 +142,13 @@ if model_name == "crowdlab":
 mparams = dict(model=model_name, include_judge=judge_in_model, n_boot=n_boot,
                min_votes_flag=int(min_votes), skill_bar=skill_bar,
                position_margin=model_pos_margin, length_margin=model_len_margin)
-mkey = (key, tuple(sorted(mparams.items())), None if p_right is None else id(p_right))
-mcached = st.session_state.get("_annotators_model")
 try:
     if p_right is not None and len(p_right) != len(table):
         raise PUAuditError("CROWDLAB weighs the votes against the audit of the table loaded "
                            "on the Data page; load this table there to use it.")
-    if mcached is None or mcached[0] != mkey:
-        with st.spinner(f"Fitting {MODEL_NAMES[model_name]} and {n_boot} bootstrap refits..."):
-            mcached = (mkey, annotator_model_report(table, judge_name=JUDGE_NAME,
-                                                    p_judge_right=p_right, **mparams))
-        st.session_state["_annotators_model"] = mcached
-    mreport = mcached[1]
+    with st.spinner(f"Fitting {MODEL_NAMES[model_name]} and {n_boot} bootstrap refits..."):
+        mreport = page_data.annotator_model_for(table, judge_name=JUDGE_NAME,
+                                                p_judge_right=p_right, **mparams)
 except PUAuditError as exc:  # e.g. every item has one vote: nothing to fit, not a failure
     st.info(md(exc))
     mreport = None

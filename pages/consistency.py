@@ -6,68 +6,27 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import state
+from components import page_data, state
 from components.consistency import (candidate_scores, cycle_graph,
                                     default_score_method, method_options, metrics_bar_chart,
-                                    metrics_table, pairwise_fit, question_violations,
+                                    metrics_table, question_violations,
                                     score_options, weakest_edges)
 from components.metrics import points_delta
 from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from components.state import DEMO_NAME
-from components.uploads import read_upload
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes
-from puaudit.trustjudge import (KIND_LABELS, analyse, make_demo, read_pairwise,
-                                read_scores)
+from puaudit.trustjudge import KIND_LABELS
 
 FILE_TYPES = ["csv", "tsv", "parquet", "jsonl", "json", "gz"]
-K = (3, 4, 5)
+K = page_data.CONSISTENCY_K
 
 state.through_navigation()
 st.title("Consistency")
 st.caption("Does the judge contradict itself? Conflict Ratio (single scores vs pairwise verdicts) "
            "and NTR_k (share of k-candidate sets whose verdicts admit no ranking), before and "
            "after likelihood-aware aggregation of both answer orders (TrustJudge).")
-
-
-def _upload_table(data: bytes, name: str):
-    """An uploaded table, read within the server's upload limits (as on the Data page)."""
-    return read_upload(data, name, max_upload_mb=int(st.get_option("server.maxUploadSize")))
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _load_pairs(source: tuple):
-    """The pairwise table of the generated demo, ``("demo",)``, or of an upload,
-    ``("upload", bytes, name)``."""
-    if source[0] == "demo":
-        return read_pairwise(make_demo()[0], name="demo")
-    return read_pairwise(_upload_table(source[1], source[2]), name=source[2])
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _data_page_pairs(key: tuple, _frame):
-    """The Data page's table as a pairwise table, or why it is not one. ``key`` names the data
-    (hash of the uploaded bytes, or the generated demo) so that ``_frame`` is never hashed."""
-    return pairwise_fit(_frame, name=key[2])
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _load_scores(score_data: bytes, score_name: str):
-    return read_scores(_upload_table(score_data, score_name), name=score_name)
-
-
-@st.cache_data(show_spinner="Counting cycles…", max_entries=16)
-def _analyse(source: tuple, _pairs, score_data: bytes | None, score_name: str, method: str,
-             delta: float, gamma: float, score_method: str | None,
-             rescale: tuple[float, float] | None, tol: float):
-    # the demo brings its own scores; any other table is scored only by an uploaded scores file
-    scores = make_demo()[1] if source[0] == "demo" else None
-    if score_data is not None:
-        scores = _load_scores(score_data, score_name)
-    return analyse(_pairs, scores, method=method, delta=delta, k=K, gamma=gamma,
-                   score_method=score_method if scores is not None else None,
-                   rescale_to=rescale if scores is not None else None, tol=tol)
 
 
 with st.sidebar:
@@ -88,13 +47,7 @@ score_bytes = score_file.getvalue() if score_file is not None else None
 score_name = score_file.name if score_file is not None else ""
 
 # The Data page's table, when it reads as a pairwise table (e.g. the output of puaudit judge).
-ss = st.session_state
-data_pairs, data_reason, data_name = None, None, str(ss.get("source_name") or "")
-if ss.get("raw_frame") is not None:
-    frame = ss["raw_frame"]
-    data_key = ("data", ss.get("source_sha256") or "generated", data_name, len(frame),
-                tuple(map(str, frame.columns)))
-    data_pairs, data_reason = _data_page_pairs(data_key, frame)
+data_key, data_pairs, data_reason, data_name = page_data.data_page_pairs()
 
 # messages quote names and cells from the files: shown as text, never Markdown
 if pair_file is not None:
@@ -115,9 +68,8 @@ else:
     label = f"Data page: {data_name}" if choice == "data" else "generated TrustJudge demo"
 
 try:
-    pairs = data_pairs if source[0] == "data" else _load_pairs(source)
-    scores_in = (_load_scores(score_bytes, score_name) if score_bytes is not None
-                 else make_demo()[1] if source[0] == "demo" else None)
+    pairs = data_pairs if source[0] == "data" else page_data.consistency_pairs(source)
+    scores_in = page_data.consistency_scores(source, score_bytes, score_name)
 except PUAuditError as exc:
     st.error(md(for_dashboard(exc)))
     st.stop()
@@ -180,10 +132,12 @@ if pairs.attrs.get("ppl_from_logprobs"):
     st.caption("Perplexities computed from the judge's token log-probabilities.")
 
 try:
-    before = _analyse(source, pairs, score_bytes, score_name, "baseline", 0.0, 1.0,
-                      "baseline", None, float(tol))
-    after = _analyse(source, pairs, score_bytes, score_name, method, float(delta), float(gamma),
-                     score_method, rescale, float(tol))
+    before = page_data.consistency_analysis(source, pairs, score_bytes, score_name,
+                                            method="baseline", delta=0.0, gamma=1.0,
+                                            score_method="baseline", rescale=None, tol=tol)
+    after = page_data.consistency_analysis(source, pairs, score_bytes, score_name, method=method,
+                                           delta=delta, gamma=gamma, score_method=score_method,
+                                           rescale=rescale, tol=tol)
 except PUAuditError as exc:
     st.error(md(for_dashboard(exc)))
     st.stop()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import state
+from components import page_data, state
 from components.embedding_map import embedding_scatter
 from components.safe_text import md
-from puaudit.embed.projection import oriented_differences, project_2d, umap_ready
+from puaudit.embed.projection import oriented_differences, umap_ready
 
 state.through_navigation()
 st.title("Embedding map")
@@ -20,11 +20,6 @@ st.caption("Each point is one comparison: the difference between the embeddings 
 state.start_umap_warmup()
 table, emb, result, params = state.audit_view()
 key = f"{state.table_hash(table)}|{params['encoder']}|{params['random_state']}"
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _pca(content_key: str, _z):
-    return project_2d(_z, method="pca")
 
 
 z = oriented_differences(emb.e_a, emb.e_b, table.judge)
@@ -48,7 +43,7 @@ def _draw():
             else:
                 st.info("Computing the UMAP layout in the background; showing PCA meanwhile.")
     if xy is None:
-        xy = _pca(key, z)
+        xy = page_data.pca_layout(key, z)
     st.plotly_chart(embedding_scatter(xy, result, table, method=shown), width="stretch")
     if shown == "umap" and pending:
         st.rerun()  # the layout arrived during a timed fragment run: redraw once, stop polling

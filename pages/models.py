@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import streamlit as st
 
 
-from components import state
+from components import page_data, state
 from components.models import (HEATMAP_MODELS, SHORT_LABELS, STAT_LABELS, interval_figure,
                                rank_figure, rank_table, shown_note, style_rank_table,
                                win_probability_caption, win_probability_figure)
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes
-from puaudit.rankings.estimate import SOURCE_LABELS, table_models, table_rankings
+from puaudit.rankings.estimate import SOURCE_LABELS, table_models
 from puaudit.rankings.limits import TOP_MODELS
 from puaudit.data.safety import spreadsheet_safe
 
@@ -55,33 +53,21 @@ with st.sidebar:
                           help="Tables and figures show the first N models of the leaderboard; "
                                "the CSV download has all of them.")
 
-audited, audit_key = None, "none"
+audited = None
 if with_audit:
     try:
-        params = state.audit_params()
-        emb = state.get_embeddings(table, params["encoder"])
-        audited = state.run_audit(table, emb, params).adjusted
+        audited = page_data.audited_verdicts(table)
     except PUAuditError as exc:  # e.g. too few human labels: rank without the audited source
         st.warning("The audit could not run on this table, so the audited columns stay empty:")
         st.text(str(exc))
-    else:
-        audit_key = hashlib.sha1("\x1f".join(map(str, audited)).encode()).hexdigest()
 
-key = (state.table_hash(table), audit_key, ties, length_control, int(n_resamples), int(seed))
-cached = st.session_state.get("_models_rankings")
-if cached is None or cached[0] != key:
-    with st.spinner("Fitting the four leaderboards…"):
-        try:
-            rankings = table_rankings(table, audited=audited, ties=ties,
-                                      length_control=length_control,
-                                      n_resamples=int(n_resamples), random_state=int(seed))
-        except PUAuditError as exc:
-            st.error("The leaderboard could not be computed:")
-            st.text(str(exc))
-            st.stop()
-    cached = (key, rankings)
-    st.session_state["_models_rankings"] = cached
-rankings = cached[1]
+try:
+    rankings = page_data.model_rankings(table, audited, ties=ties, length_control=length_control,
+                                        n_resamples=int(n_resamples), random_state=int(seed))
+except PUAuditError as exc:
+    st.error("The leaderboard could not be computed:")
+    st.text(str(exc))
+    st.stop()
 diag = rankings.diagnostics
 
 c1, c2, c3, c4 = st.columns(4)

@@ -6,20 +6,18 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
-from components import state
+from components import page_data, state
 from components.review import (VERDICT_BUTTONS, VERDICT_SHORTCUTS, decision_log, decision_record,
                                disagreements_frame, empty_queue_text, export_frame, pending_queue,
                                progress_counts, reviewer_identity, row_view)
 from components.safe_text import md
 from puaudit.data.io import table_to_bytes
 from puaudit.errors import PUAuditError
-from puaudit.review.feedback import base_table, latest_votes, merge_decisions
-from puaudit.review.keys import row_keys
+from puaudit.review.feedback import latest_votes, merge_decisions
 from puaudit.review.queue import review_queue
-from puaudit.review.store import default_url, empty_decisions, get_store, store_exists
+from puaudit.review.store import default_url, get_store
 
 state.through_navigation()
 st.title("Review")
@@ -30,8 +28,7 @@ st.caption("Check the rows where a human verdict is worth most: the audit's unce
 
 table, emb, result, params = state.audit_view()
 ss = st.session_state
-base = base_table(table)
-keys = row_keys(base)
+base, keys = page_data.review_rows(table)
 
 # -- who reviews ---------------------------------------------------------------------------------
 try:
@@ -56,33 +53,8 @@ if flash:
     (st.success if flash[0] == "success" else st.error)(md(flash[1]))
 
 # -- the store (created with the first decision: visiting this page writes nothing) --------------
-try:
-    store = get_store() if store_exists() else None
-except PUAuditError as exc:
-    state.show_error(exc)
-    st.stop()
-pending = ss.setdefault("review_pending", [])
-if pending:  # decisions the database refused earlier: retried on every run, never dropped
-    try:
-        store = get_store()
-        store.add_many(pending)
-        st.success(f"Saved {len(pending)} decision(s) that were waiting for the database.")
-        ss["review_pending"] = pending = []
-    except PUAuditError as exc:
-        st.warning(f"{len(pending)} decision(s) are kept in this browser session until the "
-                   f"database accepts them. {md(exc)}")
-try:
-    decisions = store.decisions(keys) if store is not None else empty_decisions()
-except PUAuditError as exc:
-    state.show_error(exc)
-    st.stop()
-if pending:
-    extra = pd.DataFrame(pending)
-    extra["created_at"] = pd.to_datetime(extra["created_at"], utc=True)
-    seen = pd.concat([decisions, extra[[c for c in decisions.columns if c in extra]]],
-                     ignore_index=True)
-else:
-    seen = decisions
+store, decisions, seen, ss["review_pending"] = page_data.review_decisions(
+    keys, ss.setdefault("review_pending", []))
 
 # -- the queue -----------------------------------------------------------------------------------
 with st.expander("Queue order and filters", expanded=False):
