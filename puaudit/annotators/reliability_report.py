@@ -19,6 +19,7 @@ from puaudit.annotators.votes import LABELS, VoteData, collect_votes
 from puaudit.data.jsonsafe import to_jsonable
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
+from puaudit.stats.bootstrap import cluster_bootstrap_weights
 
 __all__ = ["ModelReport", "annotator_model_report"]
 
@@ -133,10 +134,9 @@ def _bootstrap(votes: VoteData, *, model: str, include_judge: bool, pred_probs, 
     counted and skipped."""
     boot: dict = {k: [] for k in _stat_keys(model)}
     boot_conf = []
-    rng = np.random.default_rng(random_state)
     n_failed = 0
-    for _ in range(int(n_boot)):
-        wts = rng.multinomial(votes.n_items, np.full(votes.n_items, 1 / votes.n_items))
+    # the fit takes one weight per item: each item is its own group here
+    for wts in cluster_bootstrap_weights(votes.n_items, n_boot, random_state=random_state):
         try:
             f = fit_truth_model(votes, model=model, include_judge=include_judge,
                                 pred_probs=pred_probs, weights=wts, engine="numpy",

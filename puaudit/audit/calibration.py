@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from puaudit.errors import PUAuditError
+from puaudit.stats.bootstrap import cluster_bootstrap_indices
 
 __all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss", "row_log_loss"]
 
@@ -161,19 +162,13 @@ class MonotoneCalibrator:
 
         n = len(s)
         grid = np.unique(np.quantile(s, np.linspace(0.0, 1.0, min(n, 1024))))
-        if g is None:
-            inv = np.arange(n)
-        else:
-            _, inv = np.unique(g.astype(str), return_inverse=True)
-        n_groups = int(inv.max()) + 1 if n else 0
-        rng = np.random.default_rng(self.random_state)
         single = MonotoneCalibrator("isotonic", min_bin=self.min_bin,
                                     prior_strength=self.prior_strength, bounds=False)
         curves = np.empty((int(self.n_bags), len(grid)))
-        for b in range(int(self.n_bags)):
-            # resample groups (items), each drawn group bringing all of its rows
-            weight = np.bincount(rng.integers(0, n_groups, n_groups), minlength=n_groups)[inv]
-            idx = np.repeat(np.arange(n), weight)
+        # resample groups (items), each drawn group bringing all of its rows
+        draws = cluster_bootstrap_indices(n if g is None else g, int(self.n_bags),
+                                          random_state=self.random_state)
+        for b, idx in enumerate(draws):
             # the shrinkage towards the base rate can bend a fit down by ~1e-4 where a small
             # block meets a large one; the running maximum keeps every bag (so their mean and
             # quantiles) monotone

@@ -11,6 +11,7 @@ from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.metrics import consistency, consistency_by_type
 from puaudit.audit.splits import SPLIT_P, SPLIT_VAL
 from puaudit.errors import PUAuditError
+from puaudit.stats.bootstrap import cluster_bootstrap_indices
 
 if TYPE_CHECKING:
     from puaudit.audit.crossfit import ScoredSplit
@@ -96,12 +97,15 @@ def adjust_verdicts(judge: np.ndarray, groups: np.ndarray) -> np.ndarray:
 def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCalibrator | None,
                           scores: np.ndarray, cv_scores: np.ndarray, cv_correct: np.ndarray, *,
                           n_boot: int = 100, random_state: int | None = 0,
-                          prior_target: float | None = None) -> dict:
+                          prior_target: float | None = None,
+                          groups: np.ndarray | None = None) -> dict:
     """Expected share of audited rows whose verdict matches a person, before and after relabelling.
 
     :math:`E_{orig} = \\mathrm{mean}_j\\, p_j`, :math:`E_{adj} = \\mathrm{mean}_j\\, (r_j(1-p_j) + (1-r_j)p_j)`
     with ``p`` the calibrated P(judge right) and ``r`` the reversal indicator; the 95% interval of
-    the change comes from refitting the calibrator on bootstrap resamples of the cross-fitted P rows.
+    the change comes from refitting the calibrator on bootstrap resamples of the cross-fitted P
+    rows' items (:func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`): ``groups`` holds
+    the item id of each of ``cv_scores``' rows (None: each row its own item).
     """
     if cal is None or len(p) == 0:
         nan = float("nan")
@@ -113,10 +117,9 @@ def _expected_consistency(p: np.ndarray, reversed_: np.ndarray, cal: MonotoneCal
         return float(np.mean(r * (1 - pp) + (1 - r) * pp))
 
     e_orig, e_adj = float(np.mean(p)), adj(p)
-    rng = np.random.default_rng(random_state)
     deltas = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(cv_scores), len(cv_scores))
+    items = len(cv_scores) if groups is None else groups
+    for idx in cluster_bootstrap_indices(items, n_boot, random_state=random_state):
         c = MonotoneCalibrator(cal.method, bounds=False).fit(cv_scores[idx], cv_correct[idx])
         pb = prior_shift(c.predict(scores), base_rate=c.base_rate_, target=prior_target)
         deltas.append(adj(pb) - float(np.mean(pb)))
@@ -187,9 +190,18 @@ def relabel_split(prep: PreparedSplit, scored: ScoredSplit, config: AuditConfig 
     expected = _expected_consistency(
         scored.p_judge_right[u], group[u] == GROUP_NEG, scored.calibrator, scored.score[u],
         scored.cv_scores, scored.cv_correct, n_boot=n_boot, random_state=prep.random_state,
-        prior_target=scored.prior_target)
+        prior_target=scored.prior_target, groups=_cv_items(prep, scored))
     return {"group": group, "adjusted": adjusted, "metrics": metrics, "per_type": per_type,
             "thresholds": thresholds, "expected": expected}
+
+
+def _cv_items(prep, scored: ScoredSplit) -> np.ndarray | None:
+    """The item id of each cross-fitted P row (None when the rows are not known: each row is
+    then its own item)."""
+    rows = np.asarray(scored.cv_rows, dtype=int)
+    if len(rows) != len(scored.cv_scores) or getattr(prep, "item_id", None) is None:
+        return None
+    return np.asarray(prep.item_id)[rows]
 
 
 def _guarded_thresholds(scored: ScoredSplit, margin: float) -> dict:

@@ -1,8 +1,11 @@
-"""Percentile bootstrap intervals over units, reproducible and capped.
+"""Percentile bootstrap intervals over units (items), reproducible and capped.
 
-``ppi_py`` draws from numpy's global generator, so each interval runs under a seed taken from
-``random_state``; the number of draws per statistic family is capped by draws × models
-(:mod:`puaudit.rankings.limits`), and a note says when it is.
+The judge's, audited and human intervals resample units with
+:func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`, seeded from ``random_state``;
+``ppi_py.ppboot`` (the prediction-powered interval) draws from numpy's global generator, so it
+runs under a seed taken from ``random_state`` (:func:`_global_seed`). The number of draws per
+statistic family is capped by draws × models (:mod:`puaudit.rankings.limits`), and a note says
+when it is.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from puaudit.rankings.bradley_terry import bradley_terry
 from puaudit.rankings.limits import MIN_DRAWS, WINRATE_WORK
 from puaudit.rankings.result import SOURCE_LABELS
 from puaudit.rankings.units import _I, _J, _N, _W, _X, _estimators, _Units
+from puaudit.stats.bootstrap import cluster_bootstrap_indices
 
 # ppi_py's bootstrap draws from numpy's global generator: seed it under a lock (and put the
 # previous state back) so that results are reproducible with ``random_state`` even when several
@@ -114,9 +118,22 @@ def _plan(units: _Units, *, n_models: int, prior: float, length_control: bool, n
                  n_models=n_models, prior=prior, length_control=length_control)
 
 
+def _percentile_interval(est, s: np.ndarray, *, n_resamples: int, alpha: float,
+                         random_state: int) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of ``est`` over the units (rows) of ``s``.
+
+    Each unit gathers every row of one item (:mod:`puaudit.rankings.units`), so resampling
+    units with :func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`, each unit its own
+    item, resamples items. A coordinate undefined in some draw (NaN) has no interval, as in
+    ``ppi_py.classical_bootstrap_ci``, which this replaces.
+    """
+    dist = np.array([est(s[idx]) for idx in cluster_bootstrap_indices(
+        len(s), n_resamples, random_state=random_state)])
+    return np.quantile(dist, alpha / 2, axis=0), np.quantile(dist, 1 - alpha / 2, axis=0)
+
+
 def _classical_intervals(s: np.ndarray, plan: _Plan, *, seed_offset: int) -> dict:
     """Point estimate and percentile bootstrap interval of every statistic on one stats matrix."""
-    ppi = _ppi_py()
     out = {}
     plan.warm_start(s)
     for f_i, (name, est) in enumerate(plan.ests.items()):
@@ -124,9 +141,8 @@ def _classical_intervals(s: np.ndarray, plan: _Plan, *, seed_offset: int) -> dic
         if not plan.draws[name]:
             out[name] = (point, plan.nan(), plan.nan())
             continue
-        with _global_seed(int(plan.seeds[seed_offset + f_i])):
-            lo_, hi_ = ppi.classical_bootstrap_ci(est, s, n_resamples=plan.draws[name],
-                                                  alpha=plan.alpha)
+        lo_, hi_ = _percentile_interval(est, s, n_resamples=plan.draws[name], alpha=plan.alpha,
+                                        random_state=int(plan.seeds[seed_offset + f_i]))
         out[name] = (point, np.asarray(lo_, float), np.asarray(hi_, float))
     return out
 

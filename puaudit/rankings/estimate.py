@@ -21,8 +21,9 @@ Bradley–Terry model with the length difference as a covariate, read with the c
 
 Inference. Rows are grouped into **units**: rows of one item (``groups``, e.g. the table's item
 id: question, turn and model pair) share a unit, so several votes on one item count as several
-comparisons in the estimate but as one draw in the bootstrap. Intervals are percentile bootstrap
-intervals over units (``ppi_py.classical_bootstrap_ci``) for ``judge``, ``audited`` and
+comparisons in the estimate but as one draw in the bootstrap; without ``groups`` each row is its
+own item. Intervals are percentile bootstrap intervals over units
+(:func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`) for ``judge``, ``audited`` and
 ``human``, and the prediction-powered bootstrap (``ppi_py.ppboot``, Zrnic 2024) for ``ppi``, whose
 power-tuning weight :math:`\lambda` (PPI++) is estimated from bootstrap draws as in ``ppboot`` and
 clipped to [0, 1]. ``judge`` and ``audited`` intervals describe sampling noise only: a biased judge

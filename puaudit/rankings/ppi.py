@@ -20,17 +20,22 @@ import numpy as np
 from puaudit.rankings.bootstrap import _global_seed, _Plan, _ppi_py
 from puaudit.rankings.limits import MIN_DRAWS
 from puaudit.rankings.units import _N
+from puaudit.stats.bootstrap import cluster_bootstrap_indices
 
 def _power_tuning(est, y, yhat, yhat_u, *, n_resamples: int, rng) -> float:
     r"""PPI++ weight :math:`\lambda = \sum_k \mathrm{Cov}(\hat\theta_k(Y), \hat\theta_k(\hat Y)) /
     \sum_k [\mathrm{Var}\,\hat\theta_k(\hat Y) + \mathrm{Var}\,\hat\theta_k(\hat Y^u)]` over
     bootstrap draws (the rule of ``ppi_py.ppboot``), clipped to [0, 1]; coordinates undefined in a
-    draw are left out of that draw."""
+    draw are left out of that draw.
+
+    The labelled and unlabelled units are resampled separately (as ``ppboot`` does), each by
+    :func:`puaudit.stats.bootstrap.cluster_bootstrap_indices` with every unit its own item: a
+    unit already gathers all rows of one item (:mod:`puaudit.rankings.units`)."""
     a, b, c = [], [], []
-    n, m = len(y), len(yhat_u)
-    for _ in range(n_resamples):
-        idx = rng.integers(0, n, n)
-        idu = rng.integers(0, m, m)
+    # one generator, the labelled and the unlabelled draw alternating
+    draws = zip(cluster_bootstrap_indices(len(y), n_resamples, random_state=rng),
+                cluster_bootstrap_indices(len(yhat_u), n_resamples, random_state=rng))
+    for idx, idu in draws:
         a.append(est(y[idx]))
         b.append(est(yhat[idx]))
         c.append(est(yhat_u[idu]))
