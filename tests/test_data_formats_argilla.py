@@ -164,3 +164,34 @@ def test_hub_layout_parquet(tmp_path):
     assert df["human_winner"].tolist() == ["A", "tie", ""]
     assert df["annotator"].tolist() == ["u1", "u2", ""]
     assert df["p_A"].tolist() == pytest.approx([0.4, 0.4, 0.9])
+
+
+def test_hub_parquet_with_parquet_output_goes_through_the_reader(tmp_path, monkeypatch):
+    """Parquet in and out streams a comparison table of our own, but a tool's Parquet file
+    (Argilla's Hub records) becomes other rows: the export holds the converted rows, one per
+    vote, not the file's rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from puaudit.cli.commands import main
+
+    monkeypatch.setenv("PUAUDIT_TEST_ENCODER", "hashing")
+    n = 40
+    pq.write_table(pa.table({
+        "id": [f"r{i}" for i in range(n)],
+        "prompt": [f"question {i}" for i in range(n)],
+        "response1": [f"answer one {i} " * (1 + i % 3) for i in range(n)],
+        "response2": [f"answer two {i} " * (1 + i % 2) for i in range(n)],
+        "pref.responses": [["response1", "response2"] if i % 2 else ["tie"] for i in range(n)],
+        "pref.responses.users": [["u1", "u2"] if i % 2 else ["u3"] for i in range(n)],
+        "pref.responses.status": [["submitted", "submitted"] if i % 2 else ["submitted"]
+                                  for i in range(n)],
+        "pref.suggestion": ["response1" if i % 3 else "response2" for i in range(n)]}),
+        tmp_path / "records.parquet")
+    out = tmp_path / "out.parquet"
+    rc = main(["audit", str(tmp_path / "records.parquet"), "-o", str(out)])
+    assert rc == 0
+    export = pq.read_table(out).to_pandas()
+    assert len(export) == 60  # 20 records with two votes, 20 with one
+    assert set(export["annotator"]) == {"u1", "u2", "u3"}
+    assert "puaudit_adjusted" in export.columns

@@ -123,12 +123,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _streams(args) -> bool:
-    """Parquet in and Parquet out: read only the audit's columns, stream the export."""
+    """Parquet in and Parquet out: read only the audit's columns, stream the export.
+
+    Only for a comparison table of our own: a tool's file (Argilla records on the Hub are
+    Parquet) or one joined with ``--human`` / ``--answers`` becomes other rows, so it goes
+    through the format readers and the export is written from the converted table."""
     from puaudit.data.parquet_stream import is_parquet_path
 
-    return (is_parquet_path(args.input) and Path(args.input).is_file()
+    if not (is_parquet_path(args.input) and Path(args.input).is_file()
             and getattr(args, "export_format", "table") == "table"
-            and is_parquet_path(getattr(args, "output", None) or ""))
+            and is_parquet_path(getattr(args, "output", None) or "")):
+        return False
+    if getattr(args, "human", None) or getattr(args, "answers", None):
+        return False
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from puaudit.data.formats import detect
+
+    try:
+        names = pq.read_schema(args.input).names
+    except Exception:  # unreadable: the reader that follows says why, with its own message
+        return False
+    return detect(pd.DataFrame(columns=names)) is None
 
 
 def _progress(what: str):
@@ -147,7 +164,7 @@ def _load(args):
 
     _check_split(args)
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
-    if _streams(args) and not (args.human or args.answers):
+    if _streams(args):
         from puaudit.cli.limits import limits_from
         from puaudit.data.parquet_stream import read_comparisons_parquet
 
