@@ -497,7 +497,14 @@ def _spread_pool() -> tuple[ThreadPoolExecutor, dict, threading.Lock]:
 
 
 class SpreadSuperseded(RuntimeError):
-    """A spread over seeds stopped between two splits because newer settings asked for one."""
+    """A spread over seeds stopped between two splits because newer settings asked for one, or
+    nobody asked for it for :data:`SPREAD_UNWATCHED_S` seconds."""
+
+
+#: a spread nobody asked for this long (its visitor left or closed the tab) stops at its next
+#: split: one worker serves every session, and an abandoned MT-Bench spread kept the next
+#: visitor's audits waiting behind minutes of work nobody would read
+SPREAD_UNWATCHED_S = 60.0
 
 
 def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result, *,
@@ -515,19 +522,24 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
     pool, jobs, lock = _spread_pool()
     with lock:
         job = jobs.get(key)
+        if job is not None:
+            job[1]["seen"] = time.monotonic()  # the Audit page polls this: someone is watching
         if job is None or job[0].cancelled() or (job[0].done() and job[0].exception() is not None):
             # a slider moved on: spreads of earlier settings that have not started yet are
             # dropped, so the one asked for now does not wait behind them
             for other, value in jobs.items():
                 if other not in (key, "__latest__"):
                     value[0].cancel()
-            prog = {"done": 0, "total": int(n_seeds) - 1}
+            prog = {"done": 0, "total": int(n_seeds) - 1, "seen": time.monotonic()}
             jobs["__latest__"] = key
 
             def report(done: int, total: int, key=key) -> None:
                 prog.update(done=done, total=total)
                 if jobs.get("__latest__") != key:  # one pool: newer settings go first
                     raise SpreadSuperseded("newer settings asked for their own spread")
+                if time.monotonic() - prog["seen"] > SPREAD_UNWATCHED_S:
+                    raise SpreadSuperseded("nobody has asked for this spread for "
+                                           f"{SPREAD_UNWATCHED_S:.0f} s")
 
             fut = pool.submit(delta_over_seeds, table, emb, cfg, n_seeds=int(n_seeds),
                               first_delta=result.metrics.get("delta"), progress=report)
