@@ -149,7 +149,7 @@ def _spread():
 pending = (default_spread_seeds(len(table)) > 1 and bool(result.metrics["n"])
            and not state.spread_job(table, emb, params, result,
                                     n_seeds=default_spread_seeds(len(table)))[0].done())
-st.fragment(_spread, run_every=1.0 if pending else None)()
+st.fragment(_spread, run_every=2.0 if pending else None)()
 st.info(expected_text(result))
 choice = auto_choice_text(result)
 if choice:
