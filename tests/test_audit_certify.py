@@ -336,3 +336,14 @@ def test_only_escalated_rows_go_to_the_second_judge_and_the_rerun_certifies(
     summary = json.loads(captured.out.strip().splitlines()[-1])
     assert {"coverage", "certified_lower", "threshold"} <= set(summary)
     assert summary["n_rows"] == n_esc
+
+
+def test_distance_below_is_positive_exactly_on_escalated_audited_rows(planted_audits):
+    """The Review queue's tiers read ``distance_below() > 0`` as escalated: on audited rows that
+    must be exactly the rows not trusted, ties at the last trusted probability included."""
+    _, _, _, res = planted_audits
+    c = res.certification
+    below = c.distance_below()[c.u_rows]
+    trusted = np.asarray(c.trusted[c.u_rows], dtype=bool)
+    ok = np.isfinite(c.u_prob)
+    assert np.array_equal((below > 0)[ok], ~trusted[ok])

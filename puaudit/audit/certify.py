@@ -356,7 +356,9 @@ class Certification:
         tu = self.u_threshold if math.isfinite(self.u_threshold) else 1.0
         out = np.full(self.n_rows, np.nan)
         out[self.p_rows] = t - self.p_prob
-        out[self.u_rows] = tu - self.u_prob
+        below = tu - self.u_prob
+        # an escalated row tied with the last trusted one (cut by rank) is still below it
+        out[self.u_rows] = np.where(self._u_trusted(), below, np.maximum(below, 1e-12))
         return out
 
     def coverage(self) -> float:
