@@ -292,6 +292,17 @@ class Certification:
     choice: dict = field(default_factory=dict)
     #: raw scores of the audited rows: break ties of ``u_prob`` (a calibrator's flat steps)
     u_raw: np.ndarray | None = None
+    #: audited rows from the most confident down (probability, then raw score, then row);
+    #: filled once from ``u_prob`` and ``u_raw``, and carried by :meth:`at`, so certifying again
+    #: at each target of a curve does not sort the audited rows again
+    u_order: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.u_order is None:
+            prob = np.nan_to_num(self.u_prob, nan=-np.inf)
+            raw = (np.zeros(len(prob)) if self.u_raw is None
+                   else np.nan_to_num(np.asarray(self.u_raw, dtype=np.float64), nan=-np.inf))
+            self.u_order = np.lexsort((np.arange(len(prob)), -raw, -prob))
 
     @property
     def threshold(self) -> float:
@@ -305,13 +316,6 @@ class Certification:
         if not math.isfinite(self.threshold) or not n_items:
             return 0.0
         return self.choice["n"] / n_items
-
-    def _u_order(self) -> np.ndarray:
-        """Audited rows from the most confident down: probability, then raw score, then row."""
-        prob = np.nan_to_num(self.u_prob, nan=-np.inf)
-        raw = (np.zeros(len(prob)) if self.u_raw is None
-               else np.nan_to_num(np.asarray(self.u_raw, dtype=np.float64), nan=-np.inf))
-        return np.lexsort((np.arange(len(prob)), -raw, -prob))
 
     @property
     def u_threshold(self) -> float:
@@ -330,7 +334,7 @@ class Certification:
         :attr:`threshold`."""
         top = np.zeros(len(self.u_prob), bool)
         k = int(math.floor(self.share * int(np.isfinite(self.u_prob).sum()) + 1e-9))
-        top[self._u_order()[:k]] = True
+        top[self.u_order[:k]] = True
         return top & (np.nan_to_num(self.u_prob, nan=-np.inf) >= self.threshold)
 
     def _u_trusted(self) -> np.ndarray:
