@@ -414,15 +414,12 @@ def _p_probabilities(prep, scored, config) -> tuple[np.ndarray, np.ndarray]:
     with less noise than one draw of the folds (MT-Bench GPT-4, target 0.90, 20 seeds: mean
     coverage 0.36 from the first repetition alone, 0.41 from the mean of three)."""
     items = np.asarray(prep.item_id).astype(str)
-    reps = scored.cv_repeat_scores
+    reps, fold_sets = scored.cv_repeat_scores, scored.cv_repeat_folds
     p_rows = np.asarray(prep.p_rows, dtype=np.int64)
-    if reps is None or scored.calibrator is None or len(scored.cv_rows) == 0:
+    if (reps is None or fold_sets is None or scored.calibrator is None
+            or len(scored.cv_rows) == 0):
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    from puaudit.audit.crossfit import fold_sets_of
-
     correct = np.asarray(prep.judge[p_rows] == prep.human[p_rows], dtype=np.float64)
-    k = len(np.unique(scored.cv_folds))
-    fold_sets = fold_sets_of(prep, k, reps.shape[0], config.random_state)
     q = np.full(reps.shape, np.nan)
     for r, folds in enumerate(fold_sets):
         ok = np.isfinite(reps[r])

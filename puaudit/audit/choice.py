@@ -225,4 +225,4 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict,
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=first.in_p_prime,
                        m=first.m, scorer=STACKED, calibrator=cal, cv_scores=cv, cv_correct=y,
                        cv_rows=cv_rows, cv_folds=first.cv_folds, diagnostics=diagnostics,
-                       cv_repeat_scores=stacked)
+                       cv_repeat_scores=stacked, cv_repeat_folds=first.cv_repeat_folds)

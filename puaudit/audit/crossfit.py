@@ -47,6 +47,8 @@ class ScoredSplit:
     prior_target: float | None = None     # the m the probabilities were shifted to (None: none)
     #: (repeats, len(P rows)) out-of-fold scores of every cross-fitting repetition (NaN: none)
     cv_repeat_scores: np.ndarray | None = None
+    #: (repeats, len(P rows)) the fold of each P row in every repetition (:func:`fold_sets_of`)
+    cv_repeat_folds: np.ndarray | None = None
 
 
 
@@ -225,7 +227,8 @@ def crossfit_scorer(prep: PreparedSplit, config: AuditConfig, scorer: str, *, m_
                        scorer=scorer, calibrator=calibrator, cv_scores=cv_scores,
                        cv_correct=cv_correct, cv_rows=cv_rows, cv_folds=cv_folds,
                        diagnostics=diagnostics,
-                       cv_repeat_scores=cv_all if crossfit else None)
+                       cv_repeat_scores=cv_all if crossfit else None,
+                       cv_repeat_folds=np.asarray(fold_sets) if crossfit else None)
 
 
 def fit_pooled(prep: PreparedSplit, oof: np.ndarray, method: str, *, bags: int,

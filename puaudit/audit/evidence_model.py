@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from puaudit.audit.calibration import logit
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.crossfit import ScoredSplit, fit_pooled, fold_sets_of, snap
+from puaudit.audit.crossfit import ScoredSplit, fit_pooled, snap
 from puaudit.audit.splits import PreparedSplit
 from puaudit.errors import PUAuditError
 
@@ -125,7 +125,7 @@ def score_evidence(prep: PreparedSplit, fitted: dict, usable: list, config: Audi
         return None
     p_rows, u = prep.p_rows, prep.u_rows
     repeats = first.cv_repeat_scores.shape[0]
-    fold_sets = fold_sets_of(prep, first.diagnostics["n_folds"], repeats, config.random_state)
+    fold_sets = first.cv_repeat_folds
     levels = sorted(set(prep.question_type[p_rows].tolist()))
     names = ev.names + ([f"type={t}" for t in levels] if len(levels) > 1 else []) + [
         f"scorer:{c}" for c in usable]
@@ -181,7 +181,8 @@ def score_evidence(prep: PreparedSplit, fitted: dict, usable: list, config: Audi
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=first.in_p_prime,
                        m=first.m, scorer=EVIDENCE, calibrator=cal, cv_scores=cv_scores,
                        cv_correct=first.cv_correct, cv_rows=first.cv_rows,
-                       cv_folds=first.cv_folds, diagnostics=diagnostics, cv_repeat_scores=cv_all)
+                       cv_folds=first.cv_folds, diagnostics=diagnostics, cv_repeat_scores=cv_all,
+                       cv_repeat_folds=first.cv_repeat_folds)
 
 
 def _coef_summary(full: dict, folds: list[dict]) -> list[dict]:
