@@ -74,12 +74,12 @@ if n_seeds > 1 and result.metrics["n"]:
     fut, _ = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
     if fut.done() and not fut.cancelled() and fut.exception() is None:
         spread = fut.result()
-report_key = (state.table_hash(table), repr(sorted(params.items())), spread is not None)
+report_key = (state.table_hash(table), repr(sorted(params.items())))
 
 
 def _build_report(key: tuple, *args, **kwargs) -> None:
     """The button's callback (run before the page, so the download appears in the same run)."""
-    ss["_report_html"] = (key, report_html(*args, **kwargs))
+    ss["_report_html"] = (key, report_html(*args, **kwargs), kwargs["spread"] is not None)
 
 
 st.button("Build the audit report", key="build_report", on_click=_build_report,
@@ -91,6 +91,9 @@ built = ss.get("_report_html")
 if built is not None and built[0] == report_key:
     st.download_button("Download report (HTML)", built[1], file_name=f"{stem}_puaudit_report.html",
                        mime="text/html", key="dl_report", on_click="ignore")
+    if spread is not None and not built[2]:
+        st.caption("The change over seeds has finished since this report was built: build it "
+                   "again to include it.")
 
 risky = formula_cells(table.frame)
 if risky:
