@@ -130,7 +130,7 @@ CASES = {
         import numpy as np
         import pandas as pd
         from puaudit.audit.estimator import PUAudit, PairEmbeddings
-        from puaudit.embed.settings import upload_limits
+        from puaudit.data.upload_limits import upload_limits
         from puaudit.embed.cache import text_key
         from puaudit.embed.encoders import format_text
         from puaudit.data.io import table_to_bytes

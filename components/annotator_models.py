@@ -1,5 +1,5 @@
 """Tables and figures of a latent-truth annotator model: pure functions of a
-:class:`puaudit.annotators.models.ModelReport`.
+:class:`puaudit.annotators.ModelReport`.
 
 No Streamlit here: every function returns a DataFrame or a plotly figure. Annotator names are
 data: they go into figures through :func:`components.safe_text.plotly_texts`.
@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from components.safe_text import plotly_text, plotly_texts
-from puaudit.annotators.models import LABELS, MODEL_NAMES, ModelReport
+from puaudit.annotators import LABELS, MODEL_NAMES, ModelReport
 
 __all__ = ["STAT_LABELS", "model_table", "skill_figure", "confusion_figure",
            "consensus_changes", "consensus_summary"]

@@ -107,7 +107,7 @@ def annotator_report_for(table: ComparisonTable, *, judge_name: str, **params):
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _annotator_model(key: str, p_key: str, judge_name: str, params: tuple, _table, _p_right):
-    from puaudit.annotators.models import annotator_model_report
+    from puaudit.annotators import annotator_model_report
 
     return annotator_model_report(_table, judge_name=judge_name, p_judge_right=_p_right,
                                   **dict(params))
@@ -115,7 +115,7 @@ def _annotator_model(key: str, p_key: str, judge_name: str, params: tuple, _tabl
 
 def annotator_model_for(table: ComparisonTable, *, judge_name: str, p_judge_right=None,
                         **params):
-    """:func:`puaudit.annotators.models.annotator_model_report` of ``table`` (cached by
+    """:func:`puaudit.annotators.annotator_model_report` of ``table`` (cached by
     :func:`table_key`, the audit's probabilities' values and ``params``)."""
     return _annotator_model(table_key(table), array_key(p_judge_right), judge_name,
                             tuple(sorted(params.items())), table, p_judge_right)

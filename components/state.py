@@ -42,7 +42,7 @@ from puaudit.audit.estimator import (PairEmbeddings, audit_table, embed_table, h
                                      prepare_split)
 from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
-from puaudit.embed.settings import encoder_choices
+from puaudit.embed.choices import encoder_choices
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import ComparisonTable, load_comparisons
 

@@ -4,7 +4,7 @@
 for a ``.gz`` file says little about what the server must hold: a 1 MB upload can expand to
 gigabytes of short rows, and a 34 KB Parquet file to 10 GB of list values. Every page that
 accepts an upload reads it with :func:`read_upload`, which applies
-:func:`puaudit.embed.settings.upload_limits` (decoded size, rows, columns) through
+:func:`puaudit.data.upload_limits.upload_limits` (decoded size, rows, columns) through
 :func:`puaudit.data.io.read_table`'s budget: a gzip is measured before anything is kept, a Parquet
 file from its footer before any page is read and again batch by batch; the message names the
 limit and the command line for larger files.
@@ -12,7 +12,7 @@ limit and the command line for larger files.
 
 from __future__ import annotations
 
-from puaudit.embed.settings import UploadLimits, upload_limits
+from puaudit.data.upload_limits import UploadLimits, upload_limits
 from puaudit.errors import PUAuditError
 from puaudit.data.io import read_table
 
@@ -38,7 +38,7 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
     max_upload_mb : int, optional
         ``server.maxUploadSize``: the browser enforces it, this covers any client that does not.
     limits : UploadLimits, optional
-        Default: :func:`puaudit.embed.settings.upload_limits` (the operator's environment).
+        Default: :func:`puaudit.data.upload_limits.upload_limits` (the operator's environment).
 
     Returns
     -------

@@ -15,7 +15,7 @@ from components.safe_text import md, md_label
 from components.annotator_models import (STAT_LABELS, confusion_figure,
                                          consensus_changes, consensus_summary, model_table,
                                          skill_figure)
-from puaudit.annotators.models import MODEL_NAMES, MODELS
+from puaudit.annotators import MODEL_NAMES, MODELS
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes
 from puaudit.data.schema import COLUMN_ALIASES, load_comparisons

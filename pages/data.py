@@ -13,7 +13,7 @@ from components.data_summary import (ROLE_LABELS, excluded_rows, excluded_text,
 from components.metrics import spreadsheet_safe_copy
 from components.safe_text import md
 from components.uploads import limits_text, read_upload
-from puaudit.embed.settings import upload_limits
+from puaudit.data.upload_limits import upload_limits
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import REQUIRED_ROLES, ROLES
 

@@ -1,4 +1,4 @@
-"""puaudit.annotators.models: the EM ports against crowd-kit, statistics against known answers,
+"""puaudit.annotators: the EM ports against crowd-kit, statistics against known answers,
 a planted population with spammers and biased voters, CROWDLAB against cleanlab, kappas against
 statsmodels / scikit-learn, and the model-based human source of the audit."""
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from puaudit.annotators.agreement import consensus_labels
-from puaudit.annotators.models import (
+from puaudit.annotators import (
     LABELS,
     annotator_model_report,
     annotator_stats,

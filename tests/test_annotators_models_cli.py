@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from puaudit.annotators.cli import main as cli_main
-from puaudit.annotators.models import annotator_model_report, simulate_votes
+from puaudit.annotators import annotator_model_report, simulate_votes
 from puaudit.cli.commands import main as puaudit_main
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons

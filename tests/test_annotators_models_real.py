@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from puaudit.annotators.agreement import consensus_labels
-from puaudit.annotators.models import (
+from puaudit.annotators import (
     annotator_model_report,
     collect_votes,
     fit_truth_model,

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import beta
 from statsmodels.stats.proportion import proportion_confint
 
-from puaudit.audit.certify import (Certification, choose_threshold, lower_bound,
+from puaudit.audit.certify import (choose_threshold, lower_bound,
                                    out_of_fold_probabilities, realised_agreement, rows_needed,
                                    with_target)
 from puaudit.audit.config import AuditConfig

@@ -2,7 +2,6 @@
 and inside functions) is an edge, and no two modules reach each other."""
 
 import ast
-from pathlib import Path
 
 import networkx as nx
 

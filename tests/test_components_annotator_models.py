@@ -13,7 +13,7 @@ from components.annotator_models import (
     model_table,
     skill_figure,
 )
-from puaudit.annotators.models import annotator_model_report, simulate_votes
+from puaudit.annotators import annotator_model_report, simulate_votes
 from puaudit.data.schema import load_comparisons
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from puaudit.annotators.models import simulate_votes
+from puaudit.annotators import simulate_votes
 from puaudit.data.schema import load_comparisons
 
 pytestmark = pytest.mark.usefixtures("app_env")

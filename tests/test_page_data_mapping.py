@@ -4,7 +4,6 @@ dashboard's messages name its own controls, not command-line flags."""
 
 from __future__ import annotations
 
-import io
 
 import pandas as pd
 import pytest
@@ -23,7 +22,6 @@ def _data_page(frame: pd.DataFrame) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     at.run()
     at.switch_page("pages/data.py").run()
-    from components import state  # noqa: F401  (the page's own module, for set_source)
 
     at.session_state["raw_frame"] = frame
     at.session_state["source_name"] = "upload.csv"

@@ -5,7 +5,7 @@ Prints a human summary; with ``--json`` the last line of stdout is one JSON obje
 ``flags``, plus the latent-truth model's ``skill``, ``skill_lo``, ``skill_hi``, ``cohen_kappa``,
 ... and ``model_flags``), ``overall`` (``krippendorff_alpha``, ``n_items_multi``, ...,
 ``fleiss_kappa`` where defined) and ``models`` (one full report per fitted model, confusion
-matrices included; see :mod:`puaudit.annotators.models`). Bad input prints the message on stderr
+matrices included; see :mod:`puaudit.annotators`). Bad input prints the message on stderr
 and returns 2.
 """
 
@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from puaudit.annotators.agreement import annotator_report
-from puaudit.annotators.models import MODEL_NAMES, MODELS, annotator_model_report
+from puaudit.annotators import MODEL_NAMES, MODELS, annotator_model_report
 from puaudit.cli.limits import add_input_arguments, read_input
 from puaudit.data.io import check_output_path, write_table
 from puaudit.data.jsonsafe import dumps

@@ -106,7 +106,7 @@ class AuditConfig:
         the most probable truth of a Dawid-Skene model of the people's votes; ``crowdlab`` by
         CROWDLAB's consensus of the votes and the audit's own ``p_judge_right`` (a first audit
         on single votes, same configuration), so its validation is not independent of the
-        scorer (see :mod:`puaudit.annotators.models`).
+        scorer (see :mod:`puaudit.annotators`).
     evidence : "auto", "none" or tuple of str, default "auto"
         Label-free signals about each verdict (:mod:`puaudit.audit.evidence`: the judge's own
         Bradley–Terry model, lengths, position, both-order consistency, its probabilities,

@@ -162,7 +162,7 @@ def human_labels(table: ComparisonTable, config: AuditConfig,
 
         return consensus_labels(table)
     if config.human_source in ("ds", "crowdlab"):
-        from puaudit.annotators.models import model_consensus_labels
+        from puaudit.annotators import model_consensus_labels
 
         if config.human_source == "ds":
             return model_consensus_labels(table, model="ds")

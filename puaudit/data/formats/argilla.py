@@ -32,7 +32,7 @@ import pandas as pd
 
 from puaudit.data.formats.records import is_empty, locate, missing_field_error
 from puaudit.data.formats.tool_votes import (ANNOTATOR, HUMAN, add_response_copies,
-                                             judge_probabilities, json_cell, rows_frame,
+                                             judge_probabilities, rows_frame,
                                              set_aside, vote_word)
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError

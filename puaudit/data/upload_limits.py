@@ -1,10 +1,5 @@
-"""Deployment settings read from the environment (never from page visitors).
+"""The operator's limits on one dashboard upload, read from the environment (never from visitors).
 
-``PUAUDIT_ENCODERS``
-    Local Hugging Face model folders a dashboard visitor may choose from, separated by the OS path
-    separator (``:`` on Linux). The default encoder is always offered. Visitors cannot type paths.
-``PUAUDIT_CACHE_DIR``
-    Embedding cache folder (default ``~/.cache/puaudit``).
 ``PUAUDIT_MAX_UPLOAD_MB``, ``PUAUDIT_MAX_UPLOAD_ROWS``, ``PUAUDIT_MAX_UPLOAD_COLUMNS``
     Limits on one dashboard upload, checked while it is decompressed and parsed (see
     :func:`upload_limits`). The browser's ``server.maxUploadSize`` only caps the *compressed*
@@ -12,7 +7,8 @@
     is the upload's decoded budget (:class:`puaudit.data.io.DecodedBudget`): a gzip's
     decompressed bytes (counted before any is kept), a Parquet file's values as Arrow holds them
     (refused from the footer before any page is read when it says so), JSON values once parsed.
-    Larger files go through the command line, which has higher limits of its own.
+    Larger files go through the command line, which has higher limits of its own
+    (:mod:`puaudit.cli.limits`).
 """
 
 from __future__ import annotations
@@ -20,11 +16,8 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
-__all__ = ["encoder_choices", "DEFAULT_ENCODER_LABEL", "UploadLimits", "upload_limits"]
-
-DEFAULT_ENCODER_LABEL = "all-MiniLM-L6-v2"
+__all__ = ["UploadLimits", "DEFAULT_UPLOAD_LIMITS", "upload_limits"]
 
 _log = logging.getLogger(__name__)
 
@@ -77,22 +70,3 @@ def upload_limits() -> UploadLimits:
     return UploadLimits(max_mb=_positive_int("PUAUDIT_MAX_UPLOAD_MB", d.max_mb),
                         max_rows=_positive_int("PUAUDIT_MAX_UPLOAD_ROWS", d.max_rows),
                         max_columns=_positive_int("PUAUDIT_MAX_UPLOAD_COLUMNS", d.max_columns))
-
-
-def encoder_choices() -> dict[str, str | None]:
-    """Label -> model path (``None`` for the default) for every encoder the dashboard may offer.
-
-    Only folders that exist and hold a ``config.json`` are listed.
-    """
-    out: dict[str, str | None] = {DEFAULT_ENCODER_LABEL: None}
-    for raw in os.environ.get("PUAUDIT_ENCODERS", "").split(os.pathsep):
-        raw = raw.strip()
-        if not raw:
-            continue
-        path = Path(raw).expanduser()
-        if (path / "config.json").is_file():
-            label = path.name
-            while label in out:
-                label += "'"
-            out[label] = str(path)
-    return out
