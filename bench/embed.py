@@ -167,7 +167,7 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
                   flush=True)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="16 texts, one repeat, no audit (a minute or two)")
     ap.add_argument("--n", type=int, default=None, help="number of texts (default 300, quick 16)")
@@ -182,42 +182,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cache-dir", default=None,
                     help="embedding cache of the audit agreement check (default: PUAudit's default cache)")
     args = ap.parse_args(argv)
-    n = args.n or (16 if args.quick else 300)
-    repeats = args.repeats or (1 if args.quick else 2)
+    args.n = args.n or (16 if args.quick else 300)
+    args.repeats = args.repeats or (1 if args.quick else 2)
     args.chunks = args.chunks or (2 if args.quick else 6)
-    audit_seeds = args.audit_seeds if args.audit_seeds is not None else (0 if args.quick else 10)
-    torch.set_num_threads(args.threads)
+    if args.audit_seeds is None:
+        args.audit_seeds = 0 if args.quick else 10
+    return args
 
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        print("bench/embed.py compares against sentence-transformers, which is not installed: "
-              "pip install sentence-transformers", file=sys.stderr)
-        sys.exit(1)
 
-    texts, source, n_rows, n_distinct = load_texts(n, args.seed)
-    path = default_model_path()
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    st = SentenceTransformer(path, device=device)
-    st.max_seq_length = args.max_length
-    ours = {mode: HFEncoder(None, mode=mode, max_length=args.max_length, batch_size=args.batch_size,
-                            device=device, cache_dir=None)
-            for mode in ("full", "fast")}
-    print(f"texts: {len(texts)} from {source}; device {device}; torch threads {args.threads}; "
-          f"batch {args.batch_size}; max_length {args.max_length}; load average {os.getloadavg()[0]:.1f}")
-    warm = sorted(texts, key=len)[:4]  # loads models, kernels and allocator pools; cheap
-    st.encode(warm, batch_size=args.batch_size)
-    for enc in ours.values():
-        enc.encode(warm)
-    print(f"fast mode: {ours['fast'].dtype_} on the {ours['fast'].runtime_} runtime; full mode: "
-          f"{ours['full'].dtype_} on {ours['full'].runtime_}")
-    auto = HFEncoder(None, mode="auto", device=device, cache_dir=None)
-    auto._resolve()
-    auto_mode = auto.mode_
-    print(f"machine: {hardware_class(device)}; auto takes mode {auto_mode} ({auto.dtype_})", flush=True)
+def _race(texts: list[str], st, ours: dict, args: argparse.Namespace, device: str):
+    """Cold runs of the three encoders taking turns chunk by chunk, then a warm-cache rerun.
 
-    # The machine is shared, so load drifts during a run: the texts are cut into chunks and the
-    # three take turns chunk by chunk (who goes first rotates too), so drift hits all of them.
+    The machine is shared, so load drifts during a run: the texts are cut into chunks and the
+    three take turns chunk by chunk (who goes first rotates too), so drift hits all of them.
+    """
     n_chunks = max(1, min(args.chunks, len(texts) // 8))
     bounds = np.linspace(0, len(texts), n_chunks + 1).astype(int)
     chunks = [texts[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
@@ -225,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     best = {k: float("inf") for k in names}
     chunk_ratios = {"fast": [], "full": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for rep in range(repeats):
+        for rep in range(args.repeats):
             # Cold: empty cache folders, so our times include writing every vector to disk.
             for mode, enc in ours.items():
                 enc.cache_dir = os.path.join(tmp, f"cold-{mode}-{rep}")
@@ -248,15 +226,19 @@ def main(argv: list[str] | None = None) -> None:
             vecs = {k: np.concatenate(v) for k, v in parts.items()}
             for k in names:
                 best[k] = min(best[k], total[k])
-            print(f"  repeat {rep + 1}/{repeats}: sentence-transformers {total['st']:.2f} s, full "
+            print(f"  repeat {rep + 1}/{args.repeats}: sentence-transformers {total['st']:.2f} s, full "
                   f"{total['full']:.2f} s, fast {total['fast']:.2f} s ({n_chunks} rotating chunks)", flush=True)
         # Warm rerun: a new encoder over the last cold fast run's cache (its model never loads).
         rerun = HFEncoder(None, mode="fast", max_length=args.max_length, batch_size=args.batch_size,
                           device=device, cache_dir=ours["fast"].cache_dir)
         warm_vecs, t_warm = timed(lambda: rerun.encode(texts))
         assert getattr(rerun, "model_", None) is None, "warm rerun loaded the model"
+    return best, chunk_ratios, vecs, warm_vecs, t_warm
 
-    tps = {k: len(texts) / best[k] for k in names}
+
+def _report(texts, best, vecs, warm_vecs, t_warm, n_rows, n_distinct) -> dict[str, float]:
+    """Print the times and the vectors' agreement; return texts/s of each run."""
+    tps = {k: len(texts) / best[k] for k in best}
     print(f"{'run':44s} {'time':>10s} {'texts/s':>10s}")
     for label, k in (("sentence-transformers encode (float32)", "st"),
                      ("puaudit HFEncoder mode full (cold cache)", "full"),
@@ -273,9 +255,45 @@ def main(argv: list[str] | None = None) -> None:
     if n_rows:
         print(f"dedupe: the audit embeds {n_rows} row texts of this file as {n_distinct} distinct ones "
               f"({n_rows / n_distinct:.1f}x fewer forward passes than encoding rows as given; not in ratio)")
-    if audit_seeds and MTBENCH.exists():
+    return tps
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _arguments(argv)
+    torch.set_num_threads(args.threads)
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        print("bench/embed.py compares against sentence-transformers, which is not installed: "
+              "pip install sentence-transformers", file=sys.stderr)
+        sys.exit(1)
+
+    texts, source, n_rows, n_distinct = load_texts(args.n, args.seed)
+    path = default_model_path()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    st = SentenceTransformer(path, device=device)
+    st.max_seq_length = args.max_length
+    ours = {mode: HFEncoder(None, mode=mode, max_length=args.max_length, batch_size=args.batch_size,
+                            device=device, cache_dir=None)
+            for mode in ("full", "fast")}
+    print(f"texts: {len(texts)} from {source}; device {device}; torch threads {args.threads}; "
+          f"batch {args.batch_size}; max_length {args.max_length}; load average {os.getloadavg()[0]:.1f}")
+    warm = sorted(texts, key=len)[:4]  # loads models, kernels and allocator pools; cheap
+    st.encode(warm, batch_size=args.batch_size)
+    for enc in ours.values():
+        enc.encode(warm)
+    print(f"fast mode: {ours['fast'].dtype_} on the {ours['fast'].runtime_} runtime; full mode: "
+          f"{ours['full'].dtype_} on {ours['full'].runtime_}")
+    auto = HFEncoder(None, mode="auto", device=device, cache_dir=None)
+    auto._resolve()
+    auto_mode = auto.mode_
+    print(f"machine: {hardware_class(device)}; auto takes mode {auto_mode} ({auto.dtype_})", flush=True)
+
+    best, chunk_ratios, vecs, warm_vecs, t_warm = _race(texts, st, ours, args, device)
+    tps = _report(texts, best, vecs, warm_vecs, t_warm, n_rows, n_distinct)
+    if args.audit_seeds and MTBENCH.exists():
         print(f"audit agreement on {MTBENCH.name} (default audit: scorer auto, guarded rule):", flush=True)
-        audit_agreement(audit_seeds, args.max_length, args.batch_size,
+        audit_agreement(args.audit_seeds, args.max_length, args.batch_size,
                         args.cache_dir or DEFAULT)
     print(f"median per-chunk speed ratio vs sentence-transformers: fast {np.median(chunk_ratios['fast']):.3f}, "
           f"full {np.median(chunk_ratios['full']):.3f} over {len(chunk_ratios['fast'])} chunks")
