@@ -169,14 +169,15 @@ def _data_page_pairs(key: tuple, _frame):
 def data_page_pairs() -> tuple[tuple | None, object, str | None, str]:
     """The Data page's table as a pairwise table: ``(key, pairs, reason, name)``, pairs None
     (and ``reason`` why) when it does not read as one, key None without a table. The key names
-    the data by the uploaded bytes' hash (or the generated demo), never by the frame object."""
+    the data by the uploaded bytes' hash (or the generated demo) and the split read from them
+    (one zipped folder, several tables), never by the frame object."""
     ss = st.session_state
     name = str(ss.get("source_name") or "")
     frame = ss.get("raw_frame")
     if frame is None:
         return None, None, None, name
-    key = ("data", ss.get("source_sha256") or "generated", name, len(frame),
-           tuple(map(str, frame.columns)))
+    key = ("data", ss.get("source_sha256") or "generated", name, ss.get("source_split"),
+           len(frame), tuple(map(str, frame.columns)))
     pairs, reason = _data_page_pairs(key, frame)
     return key, pairs, reason, name
 

@@ -7,6 +7,7 @@ session); nothing user-specific is kept in module globals. Keys other pages may 
 ``raw_frame``      the table as read (every row and column)
 ``source_name``    file name or "demo data (generated)"
 ``source_sha256``  sha256 of the uploaded bytes (None for the demo)
+``source_split``   the split read from an uploaded dataset folder (None for a table file)
 ``columns``        role -> column mapping in use
 ``audit``          every :class:`AuditConfig` field by its name, plus ``encoder`` (the
                    widgets' values; :func:`audit_config` makes the config); ``m`` None = the
@@ -44,6 +45,7 @@ from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
 from puaudit.embed.choices import encoder_choices
 from puaudit.errors import PUAuditError
+from puaudit.data.folder_tables import SPLIT
 from puaudit.data.schema import ComparisonTable, load_comparisons
 
 __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "SCORER_CHOICES", "RULE_CHOICES",
@@ -151,15 +153,22 @@ def _demo_frame(n_rows: int, random_state: int):
     return generate_demo(n_rows=n_rows, random_state=random_state)
 
 
-def set_source(frame, name: str, sha256: str | None) -> None:
-    """Make ``frame`` this session's data: detected column mapping, a fresh table, fresh widgets."""
+def set_source(frame, name: str, sha256: str | None, *, columns: dict | None = None) -> None:
+    """Make ``frame`` this session's data: detected column mapping (``columns`` instead when
+    every column it names is in ``frame``), a fresh table, fresh widgets."""
     from components.data_summary import mapping_defaults
 
     ss = st.session_state
     ss["raw_frame"] = frame
     ss["source_name"] = name
     ss["source_sha256"] = sha256
-    ss["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
+    # the same bytes hold one table per split: the split is part of what the data are
+    ss["source_split"] = frame.attrs.get(SPLIT)
+    held = {str(c) for c in frame.columns}
+    if columns and all(str(c) in held for c in columns.values()):
+        ss["columns"] = dict(columns)
+    else:
+        ss["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
     ss["data_version"] = ss.get("data_version", 0) + 1
     ss.pop("table", None)
     # New data, default settings; the encoder choice is kept (it is the visitor's, not the data's).

@@ -8,15 +8,22 @@ accepts an upload reads it with :func:`read_upload`, which applies
 :func:`puaudit.data.io.read_table`'s budget: a gzip is measured before anything is kept, a Parquet
 file from its footer before any page is read and again batch by batch; the message names the
 limit and the command line for larger files.
+
+A zipped dataset folder with several splits is read at its default split; the frame's
+``attrs`` name the others (:func:`offered_splits`), which the Data page offers in a picker that
+reads the same bytes again with ``split=``, within the same limits.
 """
 
 from __future__ import annotations
 
+import pandas as pd
+
+from puaudit.data.folder_tables import ANOTHER_SPLIT, SPLIT, SPLITS
+from puaudit.data.io import read_table
 from puaudit.data.upload_limits import UploadLimits, upload_limits
 from puaudit.errors import PUAuditError
-from puaudit.data.io import read_table
 
-__all__ = ["read_upload", "limits_text"]
+__all__ = ["read_upload", "limits_text", "offered_splits", "read_note_caption"]
 
 
 def limits_text(limits: UploadLimits) -> str:
@@ -26,7 +33,7 @@ def limits_text(limits: UploadLimits) -> str:
 
 
 def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
-                limits: UploadLimits | None = None):
+                limits: UploadLimits | None = None, split: str | None = None) -> pd.DataFrame:
     """Read uploaded bytes as a table, refusing what this server should not hold.
 
     Parameters
@@ -39,6 +46,9 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
         ``server.maxUploadSize``: the browser enforces it, this covers any client that does not.
     limits : UploadLimits, optional
         Default: :func:`puaudit.data.upload_limits.upload_limits` (the operator's environment).
+    split : str, optional
+        The split of a zipped dataset folder to read (default: the only one, else ``train``,
+        else ``test``); the limits apply to that split as to any upload.
 
     Returns
     -------
@@ -50,13 +60,32 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
         Bad content, or a limit passed; the message says how to audit the file anyway.
     """
     limits = limits or upload_limits()
+    # the command that reads what this upload was asked to read, split included
+    chosen = f" --split {split}" if split is not None else ""
     cli = (f"Audit larger files with the command line, which has higher limits "
-           f"(puaudit audit {name} -o audited.csv), or ask the operator to raise "
+           f"(puaudit audit {name}{chosen} -o audited.csv), or ask the operator to raise "
            "PUAUDIT_MAX_UPLOAD_MB / PUAUDIT_MAX_UPLOAD_ROWS / PUAUDIT_MAX_UPLOAD_COLUMNS.")
     if max_upload_mb is not None and len(data) > max_upload_mb * 1024 * 1024:
         raise PUAuditError(
             f"{name} is {len(data) / 2**20:,.1f} MB, over this server's {max_upload_mb} MB upload "
             f"limit (server.maxUploadSize in .streamlit/config.toml). {cli}")
     return read_table(data, name=name, max_bytes=limits.max_bytes, max_rows=limits.max_rows,
-                      max_columns=limits.max_columns,
+                      max_columns=limits.max_columns, split=split,
                       limit_hint=f"This server accepts uploads {limits_text(limits)}. {cli}")
+
+
+def offered_splits(frame: pd.DataFrame) -> list[str]:
+    """The splits a picker offers for ``frame``: every split of the dataset folder it was read
+    from when there are several (the one read among them), else none (a table file, a folder
+    of one split: nothing to choose)."""
+    splits = [str(s) for s in frame.attrs.get(SPLITS) or ()]
+    return splits if len(splits) > 1 and frame.attrs.get(SPLIT) in splits else []
+
+
+def read_note_caption(note: str, *, picker: bool) -> str:
+    """A folder's read note as the Data page shows it: the command line's ``--split`` is not a
+    dashboard control, so the note points to the Split picker when one is shown, and says the
+    flag belongs to the command line otherwise."""
+    if picker:
+        return note.replace(ANOTHER_SPLIT, "another: the Split box")
+    return note.replace("--split NAME", "the command line's --split NAME")

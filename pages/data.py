@@ -12,7 +12,8 @@ from components.data_summary import (ROLE_LABELS, excluded_rows, excluded_text,
                                      summary_metrics)
 from components.metrics import spreadsheet_safe_copy
 from components.safe_text import md
-from components.uploads import limits_text, read_upload
+from components.split_picker import picker_key, read_split
+from components.uploads import limits_text, offered_splits, read_note_caption, read_upload
 from puaudit.data.upload_limits import upload_limits
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import REQUIRED_ROLES, ROLES
@@ -44,6 +45,7 @@ with demo_col:
     if st.button("Load demo data", help="600 generated comparisons with a biased judge, a "
                  "padding-attacked copy of its verdicts and selective human labels."):
         state.set_source(state._demo_frame(600, 0), state.DEMO_NAME, None)
+        ss.pop("source_upload_id", None)
         ss["upload_id"] = upload.file_id if upload is not None else None
 
 if upload is not None and ss.get("upload_id") != upload.file_id:
@@ -58,6 +60,8 @@ if upload is not None and ss.get("upload_id") != upload.file_id:
         ss.pop("upload_error", None)
         # a zipped dataset folder: which split and how many files were read
         ss["read_note"] = (upload.name, frame.attrs.get("read_note"))
+        # the Split picker re-reads these bytes: only while the table shown came from them
+        ss["source_upload_id"] = upload.file_id
         state.set_source(frame, upload.name, state.sha256_bytes(data))
 if upload is None:
     ss.pop("upload_error", None)
@@ -67,10 +71,19 @@ if ss.get("upload_error"):
     st.caption(f"Still showing: {md(ss['source_name'])}.")
 
 frame = ss["raw_frame"]
+splits = (offered_splits(frame) if upload is not None
+          and ss.get("source_upload_id") == upload.file_id else [])
 st.subheader(f"{md(ss['source_name'])} · {len(frame):,} rows × {len(frame.columns)} columns")
 note = ss.get("read_note") or (None, None)
 if note[1] and note[0] == ss["source_name"]:
-    st.caption(md(note[1].replace("--split NAME", "the command line's --split NAME")))
+    st.caption(md(read_note_caption(note[1], picker=bool(splits))))
+if splits:
+    # split names are data: the selectbox shows them as plain text
+    st.selectbox("Split", splits, index=splits.index(frame.attrs["split"]),
+                 key=picker_key(upload.file_id), on_change=read_split,
+                 args=(upload, picker_key(upload.file_id)), kwargs={"max_upload_mb": MAX_MB},
+                 help="The uploaded folder holds several splits; the table, the mapping and "
+                      "every page use the one chosen here.")
 
 for warning in mapping_warnings(ss["columns"]):
     st.warning(warning)  # our own text: it names controls, never data

@@ -57,7 +57,7 @@ for col, (fmt, mime) in zip(cols, (("csv", "text/csv"), ("parquet", "application
     col.download_button(f"Download {fmt.upper()}", data,
                         file_name=f"{stem}_puaudit.{fmt}", mime=mime, key=f"dl_{fmt}", on_click="ignore")
 manifest = run_manifest(result, input_name=ss.get("source_name", ""),
-                        input_sha256=ss.get("source_sha256"))
+                        input_sha256=ss.get("source_sha256"), split=ss.get("source_split"))
 cols[3].download_button("Download run manifest (JSON)",
                         dumps(manifest, indent=2).encode("utf-8"),
                         file_name=f"{stem}_puaudit_manifest.json", mime="application/json",

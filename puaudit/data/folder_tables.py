@@ -24,10 +24,20 @@ from puaudit.data.parquet_read import arrow_frame_fixups
 from puaudit.errors import PUAuditError
 
 __all__ = ["FolderRead", "choose_split", "inside", "check_same_columns", "frame_of_tables",
-           "unreadable", "READ_NOTE"]
+           "unreadable", "READ_NOTE", "SPLITS", "SPLIT", "ANOTHER_SPLIT"]
 
 #: Key of ``DataFrame.attrs`` saying what a folder read chose (which split, how many files).
 READ_NOTE = "read_note"
+#: Key of ``DataFrame.attrs`` listing the split names the folder holds, each one a value that
+#: ``split=`` accepts (empty when the folder has no named split: a Dataset saved without one,
+#: a flat folder of shards), so that a caller can offer the others without reading the folder
+#: again.
+SPLITS = "splits"
+#: Key of ``DataFrame.attrs`` naming the split that was read (None when the folder has none).
+SPLIT = "split"
+#: How the read note points to the other splits; the dashboard, which offers them in a picker,
+#: replaces this part of the note.
+ANOTHER_SPLIT = "another: --split NAME"
 
 #: Split read when a dataset has several and none is named, in this order.
 DEFAULT_SPLITS = ("train", "test")
@@ -102,8 +112,7 @@ def choose_split(splits: Sequence[str], wanted: str | None, *, name: str) -> tup
         chosen = found[0]
     if len(splits) == 1:
         return chosen, f"read split '{chosen}' of {name}"
-    return chosen, (f"read split '{chosen}' of {name} (its splits: {listed}; another: --split "
-                    "NAME)")
+    return chosen, f"read split '{chosen}' of {name} (its splits: {listed}; {ANOTHER_SPLIT})"
 
 
 def inside(root: Path, relative: str, *, name: str, what: str) -> Path:
@@ -158,9 +167,12 @@ def check_same_columns(first, schema, *, first_name: str, name: str) -> None:
                            "or move this file out of the folder.", column=extra[0])
 
 
-def frame_of_tables(tables: list, *, name: str, note: str) -> pd.DataFrame:
+def frame_of_tables(tables: list, *, name: str, note: str, splits: Sequence[str] = (),
+                    split: str | None = None) -> pd.DataFrame:
     """One frame of the shards' Arrow ``tables`` in order (their columns in the first's order),
-    as :func:`puaudit.data.io.read_table` returns a table, with ``attrs[READ_NOTE] = note``."""
+    as :func:`puaudit.data.io.read_table` returns a table, with ``attrs[READ_NOTE] = note``,
+    ``attrs[SPLITS] = list(splits)`` (the folder's split names) and ``attrs[SPLIT] = split``
+    (the one read)."""
     import pyarrow as pa
 
     first = tables[0].schema
@@ -174,4 +186,6 @@ def frame_of_tables(tables: list, *, name: str, note: str) -> pd.DataFrame:
         raise PUAuditError(f"{name}: its data files hold no rows. Save a dataset with at least "
                            "one comparison.")
     df.attrs[READ_NOTE] = note
+    df.attrs[SPLITS] = list(splits)
+    df.attrs[SPLIT] = split
     return df

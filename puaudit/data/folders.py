@@ -9,7 +9,8 @@ folder that is none of them gets one message naming what each kind holds.
 The table that comes back is what :func:`puaudit.data.io.read_table` returns for a file, so the
 evaluation-tool formats (:mod:`puaudit.data.formats`) are detected on it as on a file; its
 ``attrs["read_note"]`` says what was read (which split, how many files), which the command
-line prints.
+line prints; ``attrs["splits"]`` lists the folder's split names and ``attrs["split"]`` names
+the one read, so that a caller (the dashboard's Split picker) can offer the others.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from pathlib import Path
 import pandas as pd
 
 from puaudit.data import hf_disk, parquet_shards
-from puaudit.data.folder_tables import READ_NOTE, FolderRead
+from puaudit.data.folder_tables import READ_NOTE, SPLIT, SPLITS, FolderRead
 from puaudit.errors import PUAuditError
 
-__all__ = ["FolderKind", "FOLDER_KINDS", "read_folder", "READ_NOTE"]
+__all__ = ["FolderKind", "FOLDER_KINDS", "read_folder", "READ_NOTE", "SPLITS", "SPLIT"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,9 @@ def read_folder(path: str | os.PathLike, *, split: str | None = None, name: str 
     Returns
     -------
     pandas.DataFrame
-        With ``attrs["read_note"]``: what was read.
+        With ``attrs["read_note"]``: what was read; ``attrs["splits"]``: the split names the
+        folder holds, each a value ``split`` accepts (empty for a folder without named
+        splits); ``attrs["split"]``: the one read (None when it has none).
 
     Raises
     ------

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.folder_tables import (READ_NOTE, FolderRead, check_same_columns, choose_split,
-                                        frame_of_tables, inside, unreadable)
+from puaudit.data.folder_tables import (READ_NOTE, SPLIT, SPLITS, FolderRead, check_same_columns,
+                                        choose_split, frame_of_tables, inside, unreadable)
 from puaudit.data.limits import _mb
 from puaudit.errors import PUAuditError
 
@@ -73,10 +73,12 @@ def read_dataset_dict(root: Path, opts: FolderRead) -> pd.DataFrame:
     sub = FolderRead(**{**vars(opts), "name": f"{opts.name}/{split}", "split": None})
     df = read_dataset(folder, sub)
     df.attrs[READ_NOTE] = note + "; " + df.attrs[READ_NOTE].split("; ", 1)[-1]
+    df.attrs[SPLITS], df.attrs[SPLIT] = list(splits), split
     return df
 
 
-def _data_files(root: Path, opts: FolderRead) -> list[Path]:
+def _data_files(root: Path, opts: FolderRead) -> tuple[list[Path], str | None]:
+    """The data files ``state.json`` lists, and the split it names (``_split``)."""
     state = _json(root / STATE, name=opts.name)
     entries = state.get("_data_files") if isinstance(state, dict) else None
     own = state.get("_split") if isinstance(state, dict) else None
@@ -95,12 +97,12 @@ def _data_files(root: Path, opts: FolderRead) -> list[Path]:
             raise PUAuditError(f"{opts.name}: {STATE} lists {fname}, which is not in the folder. "
                                "Copy the whole folder, or save the dataset again.")
         files.append(path)
-    return files
+    return files, own if isinstance(own, str) else None
 
 
 def read_dataset(root: Path, opts: FolderRead) -> pd.DataFrame:
     """A ``Dataset`` folder: its data files in ``state.json``'s order, as one table."""
-    files = _data_files(root, opts)
+    files, own = _data_files(root, opts)
     scans = [_scan(path, name=f"{opts.name}/{path.name}") for path in files]
     first = scans[0]["schema"]
     for path, scan in zip(files[1:], scans[1:]):
@@ -113,7 +115,9 @@ def read_dataset(root: Path, opts: FolderRead) -> pd.DataFrame:
               for path, scan in zip(files, scans)]
     labels = _class_labels(root / INFO, opts.name)
     count = f"{len(files)} data file{'s' if len(files) > 1 else ''}, {rows:,} rows"
-    df = frame_of_tables(tables, name=opts.name, note=f"read {opts.name}; {count}")
+    # a lone Dataset's own split is the one value split= accepts for it
+    df = frame_of_tables(tables, name=opts.name, note=f"read {opts.name}; {count}",
+                         splits=[own] if own else [], split=own)
     for col, names in labels.items():
         if col in df.columns and pd.api.types.is_integer_dtype(df[col].dtype):
             df[col] = _label_names(df[col], names)

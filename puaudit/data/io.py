@@ -177,7 +177,8 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         Where the table is. Gzip-compressed content is recognised whatever the name says. A
         folder (a Hugging Face ``save_to_disk`` folder, Parquet shards), or a zip archive of
         one, is read as one table (:func:`puaudit.data.folders.read_folder`), the limits
-        counting over all its files; ``attrs["read_note"]`` then says what was read.
+        counting over all its files; ``attrs["read_note"]`` then says what was read,
+        ``attrs["splits"]`` the folder's split names and ``attrs["split"]`` the one read.
     fmt : {"csv", "tsv", "parquet", "jsonl"}, optional
         Force a format instead of detecting it.
     name : str, optional

@@ -28,7 +28,7 @@ from puaudit.data.limits import _check_columns, _check_header
 from puaudit.data.parquet_read import parquet_decoded_sizes, parquet_table
 from puaudit.errors import PUAuditError
 
-__all__ = ["has_parquet", "parquet_groups", "read_parquet_shards"]
+__all__ = ["has_parquet", "parquet_groups", "split_names", "read_parquet_shards"]
 
 SUFFIXES = (".parquet", ".pq")
 #: Folders below the top searched for shards (``<config>/<split>/`` is two).
@@ -69,6 +69,12 @@ def parquet_groups(root: Path) -> dict[str, list[Path]]:
         groups.setdefault("/".join(parts), []).append(path)
     return {label: sorted(files, key=lambda p: p.relative_to(root).as_posix())
             for label, files in sorted(groups.items())}
+
+
+def split_names(groups: dict[str, list[Path]]) -> list[str]:
+    """The split labels as ``split=`` takes them: the top folder's own shards are ``.``; a
+    flat folder of unnamed shards has none."""
+    return [] if list(groups) == [""] else [lb or "." for lb in groups]
 
 
 def _pick(groups: dict[str, list[Path]], wanted: str | None, name: str) -> tuple[str, str]:
@@ -136,4 +142,6 @@ def read_parquet_shards(root: Path, opts: FolderRead) -> pd.DataFrame:
             tables.append(parquet_table(str(path), meta, schema, budget, group_bytes))
     if len(files) > 1 or label:
         note += f"; {len(files)} shard{'s' if len(files) > 1 else ''}, {rows:,} rows"
-    return frame_of_tables(tables, name=opts.name, note=note)
+    splits = split_names(groups)
+    return frame_of_tables(tables, name=opts.name, note=note, splits=splits,
+                           split=(label or ".") if splits else None)
