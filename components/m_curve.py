@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
 import plotly.graph_objects as go
+
+# the m values live with the curve's numbers, which the audit report reads too
+from puaudit.audit.m_curve import M_RANGE, m_grid
 
 __all__ = ["M_RANGE", "M_STEP", "m_grid", "m_curve_figure"]
 
-#: the Audit page's m slider: (lowest, highest); the curve spans exactly this range
-M_RANGE = (0.05, 1.0)
+#: the Audit page's m slider's step (its range is :data:`M_RANGE`)
 M_STEP = 0.01
-
-
-def m_grid(current_m: float | None = None) -> tuple[float, ...]:
-    """The m values the curve is drawn at: both ends of the slider, every 0.2 between (and
-    0.9, where the judge is usually trusted), and the current m (so the curve's point there is
-    the audit the page reports). Eight points: a scorer that uses m is fitted again for each."""
-    lo, hi = M_RANGE
-    grid = {lo, hi, 0.9, *np.round(np.arange(0.2, hi, 0.2), 2).tolist()}
-    if current_m is not None:
-        grid = {v for v in grid if abs(v - current_m) > 1e-9} | {float(current_m)}
-    return tuple(sorted(float(v) for v in grid if lo <= v <= hi))
 
 
 def m_curve_figure(curve: list[dict], *, current_m: float | None = None) -> go.Figure:

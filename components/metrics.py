@@ -13,6 +13,8 @@ __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", 
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
+# re-exported: the audit report pins its m curve's current point the same way
+from puaudit.audit.m_curve import with_current_point  # noqa: E402
 
 
 def _pct(x: float | None) -> str:
@@ -158,14 +160,6 @@ def spread_text(spread: dict | None) -> str | None:
     from puaudit.audit.evaluate import spread_sentence
 
     return spread_sentence(spread)
-
-
-def with_current_point(curve: list[dict], m: float, n_reversed: int) -> list[dict]:
-    """The m curve with its point at the current ``m`` taken from the audit the page reports,
-    so the chart and the headline can never disagree there."""
-    out = [dict(c) for c in curve if abs(c["m"] - m) > 1e-9]
-    out.append({"m": float(m), "n_reversed": int(n_reversed)})
-    return sorted(out, key=lambda c: c["m"])
 
 
 def auto_choice_text(result) -> str | None:

@@ -28,6 +28,7 @@ from components.annotators import agreement_figure, annotator_table, bias_scatte
 from components.certify import CURVE_TARGETS, certification_text, coverage_curve_figure
 from components.consistency import metrics_bar_chart, metrics_table
 from components.data_summary import question_type_frame, summary_metrics
+from components.m_curve import m_curve_figure
 from components.metrics import expected_text, headline_metrics, per_type_table
 from components.models import interval_figure, rank_figure, rank_table
 from components.radar import consistency_radar
@@ -121,8 +122,28 @@ def _note(words: str) -> str:
     return f'<p class="note">{text(words)}</p>'
 
 
-def _headline(parts, card: dict) -> str:
-    """The verdict, agreement before/after with intervals, reversals, spread over seeds."""
+def _reversals_vs_m(card: dict, fig: _Figures) -> str:
+    """The Audit page's reversals-vs-m curve, drawn from the card's numbers ("" without it)."""
+    curve = card.get("m_curve")
+    if not curve:
+        return ""
+    points = [{"m": m, "n_reversed": n} for m, n in zip(curve["m"], curve["n_reversed"])]
+    lo, hi = curve["range"]
+    of = "" if curve.get("n_audited") is None else f" (of {curve['n_audited']:,} audited rows)"
+    return ("<h3>How many verdicts are reversed as m varies</h3>"
+            + fig(m_curve_figure(points, current_m=curve["current_m"]))
+            + _note(f"Rows the {curve['rule'] or 'guarded'} rule would reverse{of} at each m "
+                    f"from {lo:g} to {hi:g}, the Audit page's slider, on this audit's split and "
+                    "scores: m is the share of the judge's verdicts believed right, so further "
+                    "right means more trust in the judge and, as a rule, fewer reversals; the "
+                    f"marked point is this report's m = {curve['current_m']:.3f}, and the steeper "
+                    "the curve around it, the more the exported verdicts depend on the choice "
+                    "of m."))
+
+
+def _headline(parts, card: dict, fig: _Figures) -> str:
+    """The verdict, agreement before/after with intervals, reversals and their curve over m,
+    spread over seeds."""
     audit = card["audit"]
     if audit is None:
         return _section("Verdict", f'<p class="verdict">{text(card["notes"].get("audit"))}</p>',
@@ -138,6 +159,7 @@ def _headline(parts, card: dict) -> str:
                    f"{audit.get('scorer_used')}.")]
     lines += [_note(t) for t in (spread or "The change over seeded splits was not measured.",
                                  expected_text(res)) if t]
+    lines.append(_reversals_vs_m(card, fig))  # last: its sub-heading closes the section
     return _section("Verdict and agreement with people (validation rows)", *lines)
 
 
@@ -242,7 +264,7 @@ def render_report(parts, card: dict) -> str:
     body = [f"<h1>PUAudit audit card</h1><p class=\"note\">{text(card['input']['name'])} · "
             f"{card['input']['n_rows']:,} rows · judge column "
             f"{text(card['input']['judge_column'])}</p>",
-            _headline(parts, card), _audit_plots(parts, card, fig), _data(parts, card),
+            _headline(parts, card, fig), _audit_plots(parts, card, fig), _data(parts, card),
             _rankings(parts, card, fig), _annotators(parts, card, fig),
             _trustjudge(parts, card, fig), _settings(card)]
     missing = [f"{part}: {why}" for part, why in card["notes"].items()]
@@ -256,8 +278,9 @@ def render_report(parts, card: dict) -> str:
             + "".join(body) + "</body></html>")
 
 
-def report_html(table, result, config, *, spread: dict | None = None,
-                source: dict | None = None, encoder: str = "") -> bytes:
+def report_html(table, result, config, *, m_curve: list[dict] | None = None,
+                spread: dict | None = None, source: dict | None = None,
+                encoder: str = "") -> bytes:
     """The report page of an audit as UTF-8 bytes (the Export page's download).
 
     Parameters
@@ -265,6 +288,9 @@ def report_html(table, result, config, *, spread: dict | None = None,
     table : ComparisonTable
     result : AuditResult
     config : AuditConfig
+    m_curve : list of dict, optional
+        The Audit page's reversals vs m for this audit (``components.state.m_curve`` over
+        :func:`~puaudit.audit.m_curve.m_grid` of its m); the report notes when it is missing.
     spread : dict, optional
         The change over seeded splits, when it has been measured.
     source : dict, optional
@@ -272,10 +298,15 @@ def report_html(table, result, config, *, spread: dict | None = None,
     encoder : str
         The encoder's label.
     """
+    from puaudit.audit.m_curve import with_current_point
+    from puaudit.audit.relabel import GROUP_NEG
     from puaudit.report.card import build_card, report_command
     from puaudit.report.parts import assemble
 
     source = dict(source or {})
-    parts = assemble(table, config, result, spread=spread, source=source, encoder=encoder,
-                     command=report_command(source.get("name") or "INPUT", config))
+    if m_curve is not None:  # pinned to the audit at its m, as the Audit page draws it
+        m_curve = with_current_point(m_curve, result.m, int((result.group == GROUP_NEG).sum()))
+    parts = assemble(table, config, result, m_curve=m_curve, spread=spread, source=source,
+                     encoder=encoder, command=report_command(source.get("name") or "INPUT",
+                                                             config))
     return render_report(parts, build_card(parts)).encode("utf-8")

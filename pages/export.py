@@ -8,6 +8,7 @@ import streamlit as st
 
 
 from components import state
+from components.m_curve import m_grid
 from components.metrics import formula_cells, spreadsheet_safe_copy
 from components.report_html import report_html
 from components.review import review_export
@@ -16,6 +17,7 @@ from puaudit.audit.evaluate import default_spread_seeds
 from puaudit.audit.manifest import run_manifest
 from puaudit.data.io import table_to_bytes
 from puaudit.data.jsonsafe import dumps
+from puaudit.errors import PUAuditError
 
 state.through_navigation()
 st.title("Export")
@@ -65,7 +67,8 @@ cols[3].download_button("Download run manifest (JSON)",
 
 st.subheader("Audit report")
 st.caption("One HTML file to share: the verdict, agreement with people before and after the "
-           "audit with intervals, per-type results, score densities, the rankings, the "
+           "audit with intervals, how many verdicts are reversed as m varies, per-type "
+           "results, score densities, the rankings, the "
            "annotators, the judge's consistency, every setting and the command that reproduces "
            "it. It opens offline: nothing in it links or loads from the internet.")
 # the change over seeds joins the report once the Audit page's background spread has finished
@@ -74,6 +77,11 @@ if n_seeds > 1 and result.metrics["n"]:
     fut, _ = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
     if fut.done() and not fut.cancelled() and fut.exception() is None:
         spread = fut.result()
+# the Audit page's reversals-vs-m curve (cached there, same arguments) joins the report
+try:
+    m_curve = state.m_curve(table, emb, params, m_grid(float(result.m)))
+except PUAuditError:
+    m_curve = None
 report_key = (state.table_hash(table), repr(sorted(params.items())))
 
 
@@ -84,7 +92,7 @@ def _build_report(key: tuple, *args, **kwargs) -> None:
 
 st.button("Build the audit report", key="build_report", on_click=_build_report,
           args=(report_key, table, result, state.audit_config(params)),
-          kwargs={"spread": spread, "encoder": params["encoder"],
+          kwargs={"m_curve": m_curve, "spread": spread, "encoder": params["encoder"],
                   "source": {"name": ss.get("source_name", ""), "sha256": ss.get("source_sha256")}},
           help="Rankings with bootstrap intervals take a few seconds.")
 built = ss.get("_report_html")

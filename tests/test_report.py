@@ -1,7 +1,8 @@
 """``puaudit report``: the JSON card's numbers are ``puaudit audit --json``'s, the HTML page is
 self-contained (plotly inlined, no link out, data shown as text), the agreement gate exits 0 or
-1, a table without human labels still gets what needs none, and the Export page offers the
-report. Embeddings come from the hashing test encoder, written to an .npz (no model runs)."""
+1, a table without human labels still gets what needs none, the Export page offers the
+report, and the card and page carry the Audit page's reversals-vs-m curve of the same audit.
+Embeddings come from the hashing test encoder, written to an .npz (no model runs)."""
 
 from __future__ import annotations
 
@@ -195,3 +196,95 @@ def test_certification_is_in_the_card_when_configured(demo):
     assert card["config"]["target_agreement"] == 0.8
     assert card["audit"]["certification"]["target"] == 0.8
     assert "--target-agreement 0.8" in card["reproduce"]["report"]
+
+
+
+# an audit with reversals at its m (probe ignores m when fitting: the curve reuses its scores)
+M_AUDIT = ["--scorer", "probe", "--m", "0.5", "--seed", "1", "--spread-seeds", "1"]
+
+
+@pytest.fixture(scope="module")
+def m_card(demo):
+    d = demo
+    assert main(["report", str(d / "demo.csv"), "-o", str(d / "m.json"), "--embeddings",
+                 str(d / "emb.npz"), *M_AUDIT]) == 0
+    return json.loads((d / "m.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def demo_inputs(demo):
+    """The demo table and its embeddings, loaded in this process."""
+    import pandas as pd
+
+    from puaudit.data.schema import load_comparisons
+    from puaudit.embed.pairs import PairEmbeddings
+
+    arrays = np.load(demo / "emb.npz")
+    return (load_comparisons(pd.read_csv(demo / "demo.csv")),
+            PairEmbeddings(e_a=arrays["e_a"], e_b=arrays["e_b"], encoder="file:emb.npz"))
+
+
+@pytest.fixture(scope="module")
+def m_parts(demo_inputs):
+    """The report's parts of the same audit as :func:`m_card`."""
+    from puaudit.audit.config import AuditConfig
+    from puaudit.audit.m_curve import audit_with_m_curve
+    from puaudit.report.parts import assemble
+
+    table, emb = demo_inputs
+    cfg = AuditConfig(scorer="probe", m=0.5, random_state=1)
+    result, curve = audit_with_m_curve(table, emb, cfg)
+    return assemble(table, cfg, result, m_curve=curve, source={"name": "demo.csv"})
+
+
+def test_card_carries_the_audit_pages_m_curve(m_card):
+    from components.m_curve import M_RANGE, m_grid  # what the Audit page draws with
+
+    curve, audit = m_card["m_curve"], m_card["audit"]
+    assert curve["current_m"] == audit["m"] == 0.5
+    assert curve["m"] == list(m_grid(0.5)) and curve["range"] == list(M_RANGE)
+    assert curve["m"][0] == M_RANGE[0] and curve["m"][-1] == M_RANGE[1]
+    n = dict(zip(curve["m"], curve["n_reversed"]))
+    # the point at the audit's m is the audit; the computed points on either side of it keep
+    # the curve's order below, which another split or other scores would not be held to
+    assert n[0.5] == audit["groups"]["negative"] > 0
+    groups = audit["groups"]
+    assert curve["n_audited"] == sum(groups.values()) - groups["verified"] - groups["excluded"]
+    # scores reused across m (probe), so reversals never increase as m rises; none at m = 1
+    assert all(a >= b for a, b in zip(curve["n_reversed"], curve["n_reversed"][1:]))
+    assert n[M_RANGE[0]] > n[0.5] and n[1.0] == 0
+    assert curve["rule"] == "guarded" and "m_curve" not in m_card["notes"]
+
+
+def test_html_draws_the_m_curve_under_the_reversals(m_parts):
+    from components.report_html import render_report
+    from puaudit.report.card import build_card
+    from puaudit.report.parts import assemble
+
+    card = build_card(m_parts)
+    page = render_report(m_parts, card)
+    # the same audit reported without its curve (as before the curve joined the report)
+    without = assemble(m_parts.table, m_parts.config, m_parts.result, source=m_parts.source,
+                       ranking_resamples=50)
+    before = render_report(without, build_card(without))
+    assert page.count("Plotly.newPlot(") == before.count("Plotly.newPlot(") + 1
+    assert "m_curve" in without.notes  # said missing, not dropped in silence
+    # in the headline section, where the reversals are described, before the per-type results
+    head = page[page.index("Reversed share of audited rows"):page.index("<h2>Per question type")]
+    assert "How many verdicts are reversed as m varies" in head and "rows reversed" in head
+    assert "the marked point is this report&#x27;s m &#61; 0.500" in head
+    assert card["m_curve"]["n_reversed"] == [c["n_reversed"] for c in m_parts.m_curve]
+    assert LINK_OUT.search(page) is None
+
+
+def test_paper_rule_curve_moves_with_m(demo_inputs):
+    from puaudit.audit.config import AuditConfig
+    from puaudit.audit.m_curve import audit_with_m_curve
+
+    cfg = AuditConfig(scorer="centroid", rule="paper", m=0.6, random_state=3)
+    result, curve = audit_with_m_curve(*demo_inputs, cfg)
+    n = [c["n_reversed"] for c in curve]
+    # the paper rule keeps the top m share of each type: fewer reversals as m rises, none at 1
+    assert all(a >= b for a, b in zip(n, n[1:])) and n[0] > n[-1] == 0
+    here = next(c for c in curve if c["m"] == 0.6)
+    assert here["n_reversed"] == int((result.group == "negative").sum()) > 0

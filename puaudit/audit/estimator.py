@@ -202,19 +202,26 @@ def _peak_rss_mb() -> float | None:
 
 
 def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
-                prep: PreparedSplit | None = None, map_fn: Callable | None = None) -> AuditResult:
+                prep: PreparedSplit | None = None, scored: ScoredSplit | None = None,
+                map_fn: Callable | None = None) -> AuditResult:
     """One audit: split, score, relabel, certify and measure (the functional form of
     :class:`PUAudit`).
 
-    ``map_fn``: runs the scoring jobs (see :func:`score_split`; the Ray backend's tasks).
+    ``prep``, ``scored``: the split (:func:`prepare_split`) and its scores
+    (:func:`score_split` of ``prep`` with ``config``) when the caller already has them, e.g. to
+    draw :func:`reversals_vs_m` from the very scores of this audit
+    (:func:`puaudit.audit.m_curve.audit_with_m_curve`); given scores are not timed in
+    ``diagnostics["stages"]``. ``map_fn``: runs the scoring jobs (see :func:`score_split`; the
+    Ray backend's tasks).
     """
     stages = _StageLog()
     if prep is None:
         prep = prepare_split(table, embeddings, config,
                              human=human_labels(table, config, embeddings))
     stages.done("split + evidence")
-    scored = score_split(prep, config, map_fn=map_fn)
-    stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
+    if scored is None:
+        scored = score_split(prep, config, map_fn=map_fn)
+        stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
     rel = relabel_split(prep, scored, config)
     stages.done("relabel + measure")
     certification = None
@@ -248,7 +255,10 @@ def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
 
     For scorers whose scores do not depend on ``m`` (:attr:`ScorerSpec.uses_m`; the stack and
     the evidence scorer count as not), the scores and calibration of ``scored`` are reused and
-    only the prior shift changes; otherwise each ``m`` is scored again.
+    only the prior shift (and the paper rule's kept share) changes; otherwise each ``m`` is
+    scored again. With reused scores the reversals never increase as ``m`` rises (the shift
+    raises every probability, the paper rule keeps more rows); a scorer fitted again at each
+    ``m`` carries no such guarantee.
     """
     if scored is None:
         scored = score_split(prep, config)
@@ -267,6 +277,7 @@ def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
             if s.p_upper is not None:
                 s.p_upper = prior_shift(s.p_upper, base_rate=scored.base_rate, target=cfg.m)
             s.prior_target = cfg.m
+            s.m = cfg.m  # the paper rule keeps the top m share of each type
         else:
             s = score_split(prep, cfg.replace(scorer=scored.scorer) if spec is not None else cfg)
         rel = relabel_split(prep, s, cfg, n_boot=0)

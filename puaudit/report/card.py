@@ -81,6 +81,21 @@ def _trustjudge(parts: ReportParts) -> dict | None:
             "after": (parts.trust_after or parts.trust_before).to_dict(violations=False)}
 
 
+def _m_curve(parts: ReportParts) -> dict | None:
+    """The audit's reversals vs m: ``m`` and ``n_reversed`` (same order), ``current_m`` (the
+    audit's, one of ``m``), ``range`` (the Audit page's m slider), ``n_audited`` and ``rule``."""
+    from puaudit.audit.m_curve import M_RANGE
+
+    if parts.result is None or parts.m_curve is None:
+        return None
+    points = parts.m_curve
+    # the pinned point at the audit's m has no n_audited: the others all carry the same one
+    n_audited = next((c["n_audited"] for c in points if "n_audited" in c), None)
+    return {"m": [c["m"] for c in points], "n_reversed": [c["n_reversed"] for c in points],
+            "current_m": float(parts.result.m), "range": list(M_RANGE), "n_audited": n_audited,
+            "rule": parts.result.params.get("rule")}
+
+
 def report_command(input_name: str, config, *, output: str = "audit.html") -> str:
     """``puaudit report INPUT -o OUTPUT`` with every setting of ``config`` (an
     :class:`~puaudit.audit.config.AuditConfig`); column mappings and input options are the
@@ -105,7 +120,8 @@ def build_card(parts: ReportParts, *, created: str | None = None) -> dict:
     content hash, rows, the columns used, the judge column); ``data`` (the table's summary and
     the judge's label-free ``judge_tendencies``); ``config`` (every :class:`AuditConfig` field),
     ``encoder``, ``seeds`` (the audit's and the spread's); ``audit`` (as ``puaudit audit
-    --json``; None without an audit), ``agreement`` (see :func:`agreement`), ``rankings``,
+    --json``; None without an audit), ``agreement`` (see :func:`agreement`), ``m_curve``
+    (the audit's reversals vs m, see :func:`_m_curve`; None without them), ``rankings``,
     ``annotators``, ``trustjudge`` (None where the table does not allow them), ``notes`` (part
     -> why it is missing) and ``reproduce`` (the ``puaudit audit`` and ``puaudit report``
     commands).
@@ -126,6 +142,7 @@ def build_card(parts: ReportParts, *, created: str | None = None) -> dict:
         "seeds": {"random_state": parts.config.random_state, "spread": parts.spread_seeds},
         "audit": summary,
         "agreement": agreement(summary),
+        "m_curve": _m_curve(parts),
         "rankings": _rankings(parts),
         "annotators": _annotators(parts),
         "trustjudge": _trustjudge(parts),

@@ -116,23 +116,25 @@ def command_line(args) -> str:
 
 
 def _audit(args, table, cfg):
-    """(result, spread, no_audit, encoder): the audit as ``puaudit audit`` runs it, or why not."""
-    from puaudit.audit.estimator import PUAudit
+    """(result, m_curve, spread, no_audit, encoder): the audit as ``puaudit audit`` runs it
+    with its reversals vs m, or why not."""
     from puaudit.audit.evaluate import default_spread_seeds, delta_over_seeds
+    from puaudit.audit.m_curve import audit_with_m_curve
     from puaudit.cli.commands import _embeddings, _preload_scorers
 
     if not table.n_annotated:
-        return None, None, ("The table has no human verdicts: nothing measures the judge's "
-                            "agreement with people, so the audit is not run."), ""
+        return None, None, None, ("The table has no human verdicts: nothing measures the "
+                                  "judge's agreement with people, so the audit is not run."), ""
     _preload_scorers()
     emb = _embeddings(args, table)
     t0 = time.perf_counter()
-    print(f"auditing {len(table):,} rows (scorer {cfg.scorer}, rule {cfg.rule})...",
-          file=sys.stderr, flush=True)
+    print(f"auditing {len(table):,} rows (scorer {cfg.scorer}, rule {cfg.rule}) and its "
+          "reversals vs m...", file=sys.stderr, flush=True)
     try:
-        res = PUAudit(cfg).fit(table, emb).result_
+        # the same audit as PUAudit(cfg).fit; the curve reuses its split and scores
+        res, curve = audit_with_m_curve(table, emb, cfg)
     except PUAuditError as exc:  # e.g. too few labels: the report says so and shows the rest
-        return None, None, f"The audit could not run: {exc}", emb.encoder
+        return None, None, None, f"The audit could not run: {exc}", emb.encoder
     print(f"audited in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     n_spread = args.spread_seeds or default_spread_seeds(len(table))
     spread = None
@@ -141,7 +143,7 @@ def _audit(args, table, cfg):
               flush=True)
         spread = delta_over_seeds(table, emb, cfg, n_seeds=n_spread,
                                   first_delta=res.summary()["delta"])
-    return res, spread, None, emb.encoder
+    return res, curve, spread, None, emb.encoder
 
 
 def _write(args, parts, card) -> int:
@@ -167,12 +169,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = _check(args)
         table = _load(args)
-        result, spread, no_audit, encoder = _audit(args, table, cfg)
+        result, curve, spread, no_audit, encoder = _audit(args, table, cfg)
         t0 = time.perf_counter()
         source = {"name": args.input, "sha256": file_sha256(args.input)
                   if Path(args.input).is_file() else None}
-        parts = assemble(table, cfg, result, spread=spread, no_audit=no_audit, source=source,
-                         encoder=encoder, command=command_line(args))
+        parts = assemble(table, cfg, result, m_curve=curve, spread=spread, no_audit=no_audit,
+                         source=source, encoder=encoder, command=command_line(args))
         card = build_card(parts)
         size = _write(args, parts, card)
     except PUAuditError as exc:

@@ -40,6 +40,10 @@ class ReportParts:
     config : AuditConfig
         The audit's settings (also when the audit could not run).
     result : AuditResult or None
+    m_curve : list of dict or None
+        The audit's reversals vs m (:func:`puaudit.audit.m_curve.audit_with_m_curve`: the
+        points of :func:`~puaudit.audit.estimator.reversals_vs_m`, the one at the audit's m
+        its own reversals), None when they could not be computed.
     spread : dict or None
         The change over seeded splits as :func:`puaudit.audit.evaluate.delta_over_seeds`
         returns it (``mean``, ``min``, ``max``, ``n``, ``seeds``, ``deltas``), None when not
@@ -65,6 +69,7 @@ class ReportParts:
     table: ComparisonTable
     config: AuditConfig
     result: object = None
+    m_curve: list | None = None
     spread: dict | None = None
     spread_seeds: list = field(default_factory=list)
     rankings: object = None
@@ -146,7 +151,8 @@ def _trustjudge(table: ComparisonTable, notes: dict, name: str):
 
 
 def assemble(table: ComparisonTable, config: AuditConfig, result=None, *,
-             spread: dict | None = None, no_audit: str | None = None,
+             m_curve: list[dict] | None = None, spread: dict | None = None,
+             no_audit: str | None = None,
              source: dict | None = None, encoder: str = "", command: str = "",
              ranking_resamples: int = RANKING_RESAMPLES) -> ReportParts:
     """The parts of a report on ``table`` audited as ``result`` (None: not audited, and
@@ -157,6 +163,9 @@ def assemble(table: ComparisonTable, config: AuditConfig, result=None, *,
     table : ComparisonTable
     config : AuditConfig
     result : AuditResult, optional
+    m_curve : list of dict, optional
+        The audit's reversals vs m, drawn from its own split and scores
+        (:func:`puaudit.audit.m_curve.audit_with_m_curve`).
     spread : dict, optional
         The change over seeded splits (:func:`puaudit.audit.evaluate.delta_over_seeds`).
     no_audit : str, optional
@@ -174,6 +183,8 @@ def assemble(table: ComparisonTable, config: AuditConfig, result=None, *,
     notes: dict = {}
     if result is None:
         notes["audit"] = no_audit or "The audit was not run."
+    elif m_curve is None:
+        notes["m_curve"] = "The reversals vs m could not be computed for this audit."
     audited = None if result is None else result.adjusted
     seed = 0 if config.random_state is None else int(config.random_state)
     rankings = _try(notes, "rankings", lambda: table_rankings(
@@ -185,7 +196,8 @@ def assemble(table: ComparisonTable, config: AuditConfig, result=None, *,
     else:
         notes["annotators"] = "No human verdicts: there is no annotator to audit."
     before, after = _trustjudge(table, notes, str((source or {}).get("name") or "table"))
-    return ReportParts(table=table, config=config, result=result, spread=spread,
+    return ReportParts(table=table, config=config, result=result, m_curve=m_curve,
+                       spread=spread,
                        spread_seeds=list((spread or {}).get("seeds") or []),
                        rankings=rankings, annotators=annotators, trust_before=before,
                        trust_after=after, tendencies=judge_tendencies(table),

@@ -1,0 +1,107 @@
+"""The "verdicts reversed vs m" curve's numbers: the m values it is drawn at and one audit's curve.
+
+The Audit page draws the curve beside its m slider (``components/m_curve.py``) and the audit
+report carries it (``puaudit report``); both take their m values from :func:`m_grid` and each
+point from :func:`puaudit.audit.estimator.reversals_vs_m`. :func:`audit_with_m_curve` runs an
+audit and draws its curve from that audit's own split and scores (nothing is scored twice).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from puaudit.audit.config import AuditConfig
+from puaudit.audit.estimator import (audit_table, human_labels, prepare_split, reversals_vs_m,
+                                     score_split)
+from puaudit.audit.relabel import GROUP_NEG
+from puaudit.audit.result import AuditResult
+from puaudit.data.schema import ComparisonTable
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.errors import PUAuditError
+
+__all__ = ["M_RANGE", "m_grid", "with_current_point", "audit_with_m_curve"]
+
+#: the Audit page's m slider: (lowest, highest); the curve spans exactly this range
+M_RANGE = (0.05, 1.0)
+
+
+def m_grid(current_m: float | None = None) -> tuple[float, ...]:
+    """The m values the curve is drawn at.
+
+    Parameters
+    ----------
+    current_m : float, optional
+        The audit's m: added (replacing a grid value within 1e-9 of it), so the curve's point
+        there is the audit the page or report shows.
+
+    Returns
+    -------
+    tuple of float
+        Sorted: both ends of :data:`M_RANGE`, every 0.2 between, 0.9 (where the judge is
+        usually trusted) and ``current_m``; eight points at most, since a scorer that uses m is
+        fitted again for each.
+    """
+    lo, hi = M_RANGE
+    grid = {lo, hi, 0.9, *np.round(np.arange(0.2, hi, 0.2), 2).tolist()}
+    if current_m is not None:
+        grid = {v for v in grid if abs(v - current_m) > 1e-9} | {float(current_m)}
+    return tuple(sorted(float(v) for v in grid if lo <= v <= hi))
+
+
+def with_current_point(curve: list[dict], m: float, n_reversed: int) -> list[dict]:
+    """The curve with its point at the current ``m`` taken from the audit that is shown.
+
+    Parameters
+    ----------
+    curve : list of dict
+        :func:`~puaudit.audit.estimator.reversals_vs_m`'s points (``m``, ``n_reversed``, …).
+    m : float
+        The audit's m.
+    n_reversed : int
+        The rows the audit reversed.
+
+    Returns
+    -------
+    list of dict
+        Copies of the points, sorted by ``m``; the one at ``m`` is ``{"m", "n_reversed"}`` of
+        the audit, so the curve and the headline can never disagree there.
+    """
+    out = [dict(c) for c in curve if abs(c["m"] - m) > 1e-9]
+    out.append({"m": float(m), "n_reversed": int(n_reversed)})
+    return sorted(out, key=lambda c: c["m"])
+
+
+def audit_with_m_curve(table: ComparisonTable, embeddings: PairEmbeddings,
+                       config: AuditConfig) -> tuple[AuditResult, list[dict]]:
+    """One audit (as :func:`~puaudit.audit.estimator.audit_table` runs it) and its reversals vs
+    m, drawn from the audit's own split and scores.
+
+    Parameters
+    ----------
+    table : ComparisonTable
+    embeddings : PairEmbeddings
+    config : AuditConfig
+
+    Returns
+    -------
+    (AuditResult, list of dict or None)
+        The audit, and :func:`~puaudit.audit.estimator.reversals_vs_m` over
+        :func:`m_grid` of the audit's m with its point there set to the audit's own reversals
+        (:func:`with_current_point`); None when a refit at some m fails (the audit stands
+        without its curve, as on the Audit page).
+
+    Raises
+    ------
+    PUAuditError
+        When the audit itself cannot run.
+    """
+    prep = prepare_split(table, embeddings, config,
+                         human=human_labels(table, config, embeddings))
+    scored = score_split(prep, config)
+    # the audit first: reversals_vs_m shifts copies of the scores, the audit reads them as fitted
+    result = audit_table(table, embeddings, config, prep=prep, scored=scored)
+    try:
+        curve = reversals_vs_m(prep, config, m_grid(result.m), scored=scored)
+    except PUAuditError:
+        return result, None
+    return result, with_current_point(curve, result.m, int((result.group == GROUP_NEG).sum()))
