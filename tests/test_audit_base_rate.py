@@ -41,3 +41,16 @@ def test_a_scorer_that_beats_the_base_rate_reverses(planted):
     assert res.diagnostics["auto"]["beats_base_rate"]
     assert (res.group == "negative").sum() > 0
     assert res.summary()["verdict"].startswith("Reversals help on validation (+")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_m_curve_reverses_nothing_where_the_audit_found_noise(seed):
+    from puaudit.audit.m_curve import audit_with_m_curve, m_grid
+
+    table, emb = _noise_table(seed=seed)
+    res, curve = audit_with_m_curve(table, emb, AuditConfig(random_state=seed,
+                                                             calibration_bags=10))
+    assert not res.diagnostics["auto"]["beats_base_rate"]
+    assert [c["m"] for c in curve] == list(m_grid(res.m))
+    # refits at other m (prior-ot, pot) keep the audit's finding: no point reverses
+    assert [c["n_reversed"] for c in curve] == [0] * len(curve), (res.scorer, curve)

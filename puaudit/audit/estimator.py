@@ -35,7 +35,8 @@ from puaudit.audit.calibration import prior_shift
 from puaudit.audit.choice import AUTO_CANDIDATES, score_split
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit
-from puaudit.audit.relabel import GROUP_EXCLUDED, GROUP_NEG, GROUP_VERIFIED, relabel_split
+from puaudit.audit.relabel import (GROUP_EXCLUDED, GROUP_NEG, GROUP_VERIFIED, beats_base_rate,
+                                   relabel_split)
 from puaudit.audit.result import EXPORT_COLUMNS, AuditResult, InputInfo
 from puaudit.audit.scorers import SCORER_SPECS
 from puaudit.audit.splits import DiffRows, PreparedSplit, prepare_split
@@ -258,7 +259,9 @@ def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
     only the prior shift (and the paper rule's kept share) changes; otherwise each ``m`` is
     scored again. With reused scores the reversals never increase as ``m`` rises (the shift
     raises every probability, the paper rule keeps more rows); a scorer fitted again at each
-    ``m`` carries no such guarantee.
+    ``m`` carries no such guarantee. Where the audit's automatic choice found its scorer no
+    better than P's base rate (so the guarded rule reverses nothing), every refit keeps that
+    finding, so the curve agrees with the audit at every ``m``.
     """
     if scored is None:
         scored = score_split(prep, config)
@@ -280,6 +283,10 @@ def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
             s.m = cfg.m  # the paper rule keeps the top m share of each type
         else:
             s = score_split(prep, cfg.replace(scorer=scored.scorer) if spec is not None else cfg)
+            if not beats_base_rate(scored):
+                # the audit found this scorer no better than the base rate and reverses nothing;
+                # a refit at another m must not reverse on that same evidence
+                s.diagnostics = {**(s.diagnostics or {}), "auto": scored.diagnostics["auto"]}
         rel = relabel_split(prep, s, cfg, n_boot=0)
         out.append({"m": float(mv), "n_reversed": int((rel["group"][u] == GROUP_NEG).sum()),
                     "n_audited": int(len(u)),
