@@ -9,16 +9,18 @@ accepts an upload reads it with :func:`read_upload`, which applies
 file from its footer before any page is read and again batch by batch; the message names the
 limit and the command line for larger files.
 
-A zipped dataset folder with several splits is read at its default split; the frame's
-``attrs`` name the others (:func:`offered_splits`), which the Data page offers in a picker that
-reads the same bytes again with ``split=``, within the same limits.
+A zipped dataset folder with several splits is read at its default split (``train``, else
+``test``; when it has neither, at its first split in the folder's own order, where the command
+line asks for ``--split``); the frame's ``attrs`` name the others (:func:`offered_splits`),
+which the Data page offers in a picker that reads the same bytes again with ``split=``, within
+the same limits.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from puaudit.data.folder_tables import ANOTHER_SPLIT, SPLIT, SPLITS
+from puaudit.data.folder_tables import ANOTHER_SPLIT, SPLIT, SPLITS, SplitNotChosen
 from puaudit.data.io import read_table
 from puaudit.data.upload_limits import UploadLimits, upload_limits
 from puaudit.errors import PUAuditError
@@ -48,7 +50,8 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
         Default: :func:`puaudit.data.upload_limits.upload_limits` (the operator's environment).
     split : str, optional
         The split of a zipped dataset folder to read (default: the only one, else ``train``,
-        else ``test``); the limits apply to that split as to any upload.
+        else ``test``, else the first in the folder's order: the dashboard's Split picker
+        offers the others); the limits apply to that split as to any upload.
 
     Returns
     -------
@@ -69,9 +72,17 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
         raise PUAuditError(
             f"{name} is {len(data) / 2**20:,.1f} MB, over this server's {max_upload_mb} MB upload "
             f"limit (server.maxUploadSize in .streamlit/config.toml). {cli}")
-    return read_table(data, name=name, max_bytes=limits.max_bytes, max_rows=limits.max_rows,
-                      max_columns=limits.max_columns, split=split,
-                      limit_hint=f"This server accepts uploads {limits_text(limits)}. {cli}")
+    try:
+        return read_table(data, name=name, max_bytes=limits.max_bytes,
+                          max_rows=limits.max_rows, max_columns=limits.max_columns, split=split,
+                          limit_hint=f"This server accepts uploads {limits_text(limits)}. {cli}")
+    except SplitNotChosen as exc:
+        if split is not None or not exc.splits:
+            raise
+        # no default split: read the first, and the picker offers the others (the command
+        # line, which has no picker, keeps asking for --split NAME)
+        return read_upload(data, name, max_upload_mb=max_upload_mb, limits=limits,
+                           split=exc.splits[0])
 
 
 def offered_splits(frame: pd.DataFrame) -> list[str]:

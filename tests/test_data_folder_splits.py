@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from components.uploads import offered_splits, read_note_caption, read_upload
+from puaudit.cli.commands import main
 from puaudit.data.io import read_table
 from puaudit.data.upload_limits import UploadLimits
 from puaudit.errors import PUAuditError
@@ -73,3 +74,41 @@ def test_the_read_note_points_to_the_picker_only_when_one_is_shown():
     assert "--split" not in shown and "command line" not in shown
     assert shown.endswith("(its splits: train, test; another: the Split box)")
     assert "the command line's --split NAME" in read_note_caption(note, picker=False)
+
+
+def test_the_dashboard_reads_the_first_split_when_none_is_train_or_test(tmp_path, capsys):
+    root = tmp_path / "dd"
+    save_to_disk(root / "validation", _rows(8), n_files=1, split="validation")
+    save_to_disk(root / "dev", _rows(5, start=200), n_files=1, split="dev")
+    (root / "dataset_dict.json").write_text(json.dumps({"splits": ["validation", "dev"]}))
+    data = _zip(root)
+    # the command line (read_table) still asks for --split, naming both
+    with pytest.raises(PUAuditError, match=r"several splits \(validation, dev\).*--split NAME"):
+        read_table(data, name="dd.zip")
+    (tmp_path / "dd.zip").write_bytes(data)
+    rc = main(["audit", str(tmp_path / "dd.zip"), "-o", str(tmp_path / "out.csv")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "several splits (validation, dev)" in err and "--split NAME" in err, err
+    # the dashboard reads the first, in the folder's order, and names both for the picker
+    first = read_upload(data, "dd.zip", limits=UploadLimits(50, 100, 50))
+    assert first.attrs["split"] == "validation" and len(first) == 8
+    assert first.attrs["splits"] == ["validation", "dev"]
+    assert offered_splits(first) == ["validation", "dev"]
+    assert read_note_caption(first.attrs["read_note"], picker=True).startswith(
+        "read split 'validation' of dd.zip:ds (its splits: validation, dev; another: the Split "
+        "box)")
+    dev = read_upload(data, "dd.zip", limits=UploadLimits(50, 100, 50), split="dev")
+    assert dev["prompt"].iloc[0] == "question 200" and dev.attrs["split"] == "dev"
+    # a split asked for by name and missing is still refused, not replaced by the first
+    with pytest.raises(PUAuditError, match="has no split 'test'; its splits are validation, dev"):
+        read_upload(data, "dd.zip", split="test")
+    # the Hub's Parquet layout too (its splits in name order)
+    hub = tmp_path / "hub" / "data"
+    hub.mkdir(parents=True)
+    pq.write_table(_rows(4), hub / "validation-00000-of-00001.parquet")
+    pq.write_table(_rows(3, start=50), hub / "dev-00000-of-00001.parquet")
+    hub_zip = _zip(tmp_path / "hub")
+    with pytest.raises(PUAuditError, match=r"several splits \(dev, validation\)"):
+        read_table(hub_zip, name="hub.zip")
+    shards = read_upload(hub_zip, "hub.zip", limits=UploadLimits(50, 100, 50))
+    assert shards.attrs["split"] == "dev" and len(shards) == 3

@@ -30,6 +30,18 @@ def _two_split_zip(tmp_path, *, test_rows: int = 24) -> bytes:
     return _zip(root, "dd")
 
 
+def _no_default_split_zip(tmp_path) -> bytes:
+    """A zipped DatasetDict whose splits, ``validation`` (40 planted rows) then ``dev`` (30
+    others), include neither ``train`` nor ``test``."""
+    df, _, _, _ = planted_set(n=70)
+    root = tmp_path / "vd"
+    for split, part in (("validation", df.iloc[:40]), ("dev", df.iloc[40:])):
+        save_to_disk(root / split, pa.Table.from_pandas(part, preserve_index=False),
+                     split=split)
+    (root / "dataset_dict.json").write_text(json.dumps({"splits": ["validation", "dev"]}))
+    return _zip(root, "vd")
+
+
 def _uploaded(data: bytes) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     at.run()
@@ -121,3 +133,20 @@ def test_the_export_manifest_names_the_split_chosen(tmp_path, downloads):  # noq
     manifest = json.loads(downloads["dd_puaudit_manifest.json"])
     assert manifest["input"]["split"] == "test" and manifest["input"]["n_rows"] == 120
     assert "--split test" in manifest["reproduce"]
+
+
+def test_a_folder_without_train_or_test_opens_at_its_first_split(tmp_path):
+    # the command line asks for --split here; the dashboard reads the first and offers the rest
+    at = _uploaded(_no_default_split_zip(tmp_path))
+    assert _picker(at).options == ["validation", "dev"] and _picker(at).value == "validation"
+    assert at.subheader[0].value.endswith("40 rows × 8 columns")
+    assert "read split 'validation' of dd.zip:vd" in _shown(at)
+    assert "another: the Split box" in _shown(at) and "--split" not in _shown(at)
+    assert at.session_state["source_split"] == "validation"
+
+    _picker(at).select("dev").run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.session_state["raw_frame"]) == 30 and at.session_state["source_split"] == "dev"
+    assert at.dataframe[-1].value["prompt"].iloc[0] == "prompt 40"
+    assert "read split 'dev' of dd.zip:vd" in _shown(at)

@@ -23,7 +23,7 @@ from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BY
 from puaudit.data.parquet_read import arrow_frame_fixups
 from puaudit.errors import PUAuditError
 
-__all__ = ["FolderRead", "choose_split", "inside", "check_same_columns", "frame_of_tables",
+__all__ = ["FolderRead", "SplitNotChosen", "choose_split", "inside", "check_same_columns", "frame_of_tables",
            "unreadable", "READ_NOTE", "SPLITS", "SPLIT", "ANOTHER_SPLIT"]
 
 #: Key of ``DataFrame.attrs`` saying what a folder read chose (which split, how many files).
@@ -41,6 +41,20 @@ ANOTHER_SPLIT = "another: --split NAME"
 
 #: Split read when a dataset has several and none is named, in this order.
 DEFAULT_SPLITS = ("train", "test")
+
+
+class SplitNotChosen(PUAuditError):
+    """A folder holds several splits and no default one (none is ``train`` or ``test``, or
+    several configs have one), and no split was asked for.
+
+    The message asks for ``--split NAME``, as the command line must; ``splits`` lists the
+    folder's split names in its own order, each a value ``split=`` accepts, so that a caller
+    that can offer the others (the dashboard's Split picker) may read ``splits[0]`` instead.
+    """
+
+    def __init__(self, message: str, *, splits: Sequence[str]):
+        super().__init__(message)
+        self.splits = list(splits)
 
 
 @dataclass
@@ -91,7 +105,8 @@ def choose_split(splits: Sequence[str], wanted: str | None, *, name: str) -> tup
     """The split to read and the sentence saying so.
 
     ``wanted`` when given (refused, with the list, when the dataset has no such split); else
-    the only split, else the first of :data:`DEFAULT_SPLITS` the dataset has.
+    the only split, else the first of :data:`DEFAULT_SPLITS` the dataset has; else
+    :class:`SplitNotChosen`, naming them all.
     """
     listed = ", ".join(splits)
     if wanted is not None:
@@ -106,9 +121,10 @@ def choose_split(splits: Sequence[str], wanted: str | None, *, name: str) -> tup
         found = [c for d in DEFAULT_SPLITS for c in splits if c.rsplit("/", 1)[-1] == d]
         if not found or (len(found) > 1 and found[0].rsplit("/", 1)[-1]
                          == found[1].rsplit("/", 1)[-1]):
-            raise PUAuditError(f"{name}: holds several splits ({listed}) and none is called "
-                               "train or test, or several configs have one; say which to audit "
-                               "with --split NAME (or split= in read_table).")
+            raise SplitNotChosen(f"{name}: holds several splits ({listed}) and none is called "
+                                 "train or test, or several configs have one; say which to "
+                                 "audit with --split NAME (or split= in read_table).",
+                                 splits=splits)
         chosen = found[0]
     if len(splits) == 1:
         return chosen, f"read split '{chosen}' of {name}"
