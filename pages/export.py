@@ -77,22 +77,24 @@ if n_seeds > 1 and result.metrics["n"]:
     fut, _ = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
     if fut.done() and not fut.cancelled() and fut.exception() is None:
         spread = fut.result()
-# the Audit page's reversals-vs-m curve (cached there, same arguments) joins the report
-try:
-    m_curve = state.m_curve(table, emb, params, m_grid(float(result.m)))
-except PUAuditError:
-    m_curve = None
 report_key = (state.table_hash(table), repr(sorted(params.items())))
 
 
 def _build_report(key: tuple, *args, **kwargs) -> None:
     """The button's callback (run before the page, so the download appears in the same run)."""
-    ss["_report_html"] = (key, report_html(*args, **kwargs), kwargs["spread"] is not None)
+    # the Audit page's reversals-vs-m curve (cached there, same arguments) joins the report;
+    # computed on the click, so opening this page never waits for its refits
+    try:
+        m_curve = state.m_curve(table, emb, params, m_grid(float(result.m)))
+    except PUAuditError:
+        m_curve = None
+    ss["_report_html"] = (key, report_html(*args, m_curve=m_curve, **kwargs),
+                          kwargs["spread"] is not None)
 
 
 st.button("Build the audit report", key="build_report", on_click=_build_report,
           args=(report_key, table, result, state.audit_config(params)),
-          kwargs={"m_curve": m_curve, "spread": spread, "encoder": params["encoder"],
+          kwargs={"spread": spread, "encoder": params["encoder"],
                   "source": {"name": ss.get("source_name", ""), "sha256": ss.get("source_sha256")}},
           help="Rankings with bootstrap intervals take a few seconds.")
 built = ss.get("_report_html")

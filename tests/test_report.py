@@ -185,6 +185,7 @@ def test_export_page_offers_the_report(downloads):  # noqa: F811 - the imported 
     cons = at.session_state["_report_html"]  # the page built it for this audit
     assert cons[1].decode("utf-8") == page
     assert "PUAudit audit card" in page and "Plotly.newPlot(" in page
+    assert "How many verdicts are reversed as m varies" in page  # the m curve, built on the click
 
 
 def test_certification_is_in_the_card_when_configured(demo):
