@@ -276,10 +276,13 @@ def test_allow_partial_writes_what_arrived(answers, tmp_path, capsys):
 def _subprocess_judge(stub_url, answers_csv, out_csv, *extra):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("OPENAI_API_KEY", None)
+    # a suite started in the background (`pytest &`) ignores SIGINT, and the child would inherit
+    # that and never see the Ctrl-C the test sends: give it the default a terminal gives
     return subprocess.Popen([sys.executable, "-m", "puaudit", "judge", str(answers_csv), "--endpoint",
                              stub_url, "--model", "m", "--both-orders", "--scores", "-o", str(out_csv),
                              "--concurrency", "2", "--no-progress", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _wait_for_lines(path: Path, n: int, proc, timeout: float = 60.0) -> None:
@@ -300,9 +303,7 @@ def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, h
     stub_answers(n_candidates=4, n_questions=4).to_csv(answers_csv, index=False)  # 24 pairs, 16 answers
     out_csv = tmp_path / "pairs.csv"
     cache_path = tmp_path / "pairs.judge-cache.jsonl"
-    # slow answers while the signal is sent (the 52 left take ~8 s): on a loaded machine a
-    # 0.05 s stub finished all 64 before the test process got to send it
-    with StubJudgeServer(delay_s=0.3) as stub:
+    with StubJudgeServer(delay_s=0.05) as stub:
         proc = _subprocess_judge(stub.url, answers_csv, out_csv)
         _wait_for_lines(cache_path, 12, proc)
         proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
@@ -322,7 +323,6 @@ def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, h
         if how == "ctrl-c":
             assert answered_before == cached  # requests in flight finished and were cached
         n_calls = len(stub.calls)
-        stub.delay_s = 0.0
         rc, out, err = judge(capsys, answers_csv, "--endpoint", stub.url, "--model", "m",
                              "--both-orders", "--scores", "-o", out_csv, "--concurrency", "2",
                              "--json", *FAST)
