@@ -2,6 +2,7 @@
 then the disk cache serves every later run)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from puaudit.audit.config import AuditConfig
@@ -128,3 +129,21 @@ def test_coin_flip_verdicts_on_real_texts(mt, flip):
         assert res.summary()["verdict"].startswith("No scorer beats the base rate")
     else:
         assert res.metrics["cons_adj"] - res.metrics["cons_orig"] >= 0.15
+
+
+def test_the_judge_consistency_reads_the_human_judgments_file():
+    """One row per human vote: the GPT-4 verdict repeated on each row of a pair, both listings
+    of some pairs, two turns. The reader makes it one pair per turn and the analysis runs."""
+    from tests.conftest import MTBENCH
+    from puaudit.trustjudge import analyse, read_pairwise
+
+    raw = pd.read_csv(MTBENCH)
+    pairs = read_pairwise(raw, name="mt")
+    unordered = {(q, t, *sorted((a, b))) for q, t, a, b in
+                 zip(raw["question_id"], raw["turn"], raw["model_a"], raw["model_b"])}
+    assert len(pairs) == len(unordered) and pairs.attrs["merged_repeats"] == len(raw) - len(pairs)
+    assert pairs["question_id"].str.endswith((" · turn 1", " · turn 2")).all()
+    both = pairs["verdict_2"].notna()
+    assert 0 < both.sum() < len(pairs)
+    report = analyse(pairs, None, method="baseline")
+    assert 0 <= report.ntr[3] < 0.2 and len(report.violations) > 0

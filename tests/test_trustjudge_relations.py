@@ -169,3 +169,41 @@ def test_read_pairwise_from_csv_bytes():
     csv = b"question_id,candidate_i,candidate_j,verdict_1,verdict_2\n1,x,y,A,B\n1,x,z,b,\n"
     df = read_pairwise(csv)
     assert list(pair_relations(df)["relation"]) == [">", "<"]
+
+
+def test_rows_repeating_a_judgment_are_one_pair_and_the_other_listing_is_the_other_order():
+    # one row per human vote: the judge's verdict repeated, the pair sometimes listed y / x
+    df = read_pairwise(pd.DataFrame({
+        "question": ["q1"] * 5, "human_judge": ["h1", "h2", "h3", "h4", "h5"],
+        "model_a": ["x", "x", "y", "x", "y"], "model_b": ["y", "y", "x", "z", "z"],
+        "judge_winner": ["model_a", "model_a", "model_b", "tie", "model_a"]}))
+    assert df.attrs["merged_repeats"] == 2
+    assert list(df["row"]) == [1, 4, 5]  # each pair keeps its first row's place and number
+    first = df.iloc[0]
+    # row 3 showed y first and picked B = x: the same preference, in the other order
+    assert (first["candidate_i"], first["verdict_1"], first["verdict_2"]) == ("x", "A", "B")
+    assert list(pair_relations(df)["relation"]) == [">", "=", ">"]
+
+
+def test_a_pair_whose_rows_disagree_in_the_same_order_names_the_row():
+    frame = pd.DataFrame({"question": ["q1"] * 4, "model_a": ["x", "x", "x", "y"],
+                          "model_b": ["y", "z", "y", "x"],
+                          "winner": ["A", "B", "A", "A"]})  # row 4: y first, picked y
+    assert read_pairwise(frame.iloc[:3]).attrs["merged_repeats"] == 1
+    with pytest.raises(PUAuditError, match="row 3 repeats the pair x / y .* same answer order"):
+        read_pairwise(frame.assign(winner=["A", "B", "B", "A"]))  # rows 1 and 3 disagree
+    df = read_pairwise(frame)  # row 4 (y first, picked y) is the other order: no clash
+    assert (df["verdict_1"].iloc[0], df["verdict_2"].iloc[0]) == ("A", "A")
+    assert pair_relations(df)["relation"].iloc[0] == "="  # the order decided
+
+
+def test_each_turn_is_its_own_question():
+    df = read_pairwise(pd.DataFrame({"question_id": ["81"] * 4, "turn": [1, 1, 2, 2],
+                                     "model_a": ["x", "y", "x", "y"],
+                                     "model_b": ["y", "z", "y", "z"],
+                                     "winner": ["A", "A", "B", "A"]}))
+    assert df.attrs["merged_repeats"] == 0
+    assert list(df["question_id"]) == ["81 · turn 1"] * 2 + ["81 · turn 2"] * 2
+    one_turn = read_pairwise(pd.DataFrame({"question_id": ["81"], "turn": [1], "model_a": ["x"],
+                                           "model_b": ["y"], "winner": ["A"]}))
+    assert list(one_turn["question_id"]) == ["81"]

@@ -21,6 +21,16 @@ Verdicts are read case-insensitively: ``A``, ``model_a``, ``1``, ``[[A]]``, ``as
 the first-shown response; ``B``, ``model_b``, ``2`` the second; ``tie``, ``draw``, ``equal``,
 ``C``, ``tie (inconsistent)`` a tie. An empty cell means the order was not asked.
 
+Turns and repeated pairs: a ``turn`` column (round) with more than one value makes each turn its
+own question (``"81 · turn 2"``): the judge compared the answers to that turn, so cycles are
+looked for within it. Each pair is one judgment per judge and question. Rows that list the same
+pair again (either way round; a table with one row per *human* vote, like MT-Bench's human
+judgments, repeats the judge's verdict on every row) are merged order by order: an order is
+named by which candidate was shown first, its verdict, probabilities, perplexity and rationale
+move with it, and a row listing the pair the other way round gives the other order. Rows that
+disagree about the same order are refused, naming the row. (A verdict column that already
+combines both orders, as MT-Bench's does, then appears in each order a listing gives.)
+
 Single-score table
 ------------------
 ``question_id`` · ``candidate`` (model, model_name, system) · optional ``judge`` and ``category``
@@ -64,6 +74,7 @@ PAIRWISE_ALIASES: dict[str, tuple[str, ...]] = {
     "verdict_2": ("verdict_2", "verdict_swapped", "winner_2", "verdict_ji"),
     "rationale_1": ("rationale_1", "explanation_1", "reasoning_1", "judgment_1", "rationale"),
     "rationale_2": ("rationale_2", "explanation_2", "reasoning_2", "judgment_2"),
+    "turn": ("turn", "round", "turn_id"),
 }
 
 SCORE_ALIASES: dict[str, tuple[str, ...]] = {
@@ -184,13 +195,15 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
         ``candidate_i``, ``candidate_j``, ``verdict_1``, ``verdict_2`` (``"A"``/``"B"``/``"tie"``
         or ``None``), the six probability columns and ``ppl_1``, ``ppl_2`` (float, NaN when
         absent), ``rationale_1``, ``rationale_2`` (str). ``df.attrs["has_probabilities"]`` and
-        ``df.attrs["has_perplexity"]`` say whether those columns were present.
+        ``df.attrs["has_perplexity"]`` say whether those columns were present;
+        ``df.attrs["merged_repeats"]`` counts the rows merged into an earlier one (turns and
+        repeated pairs: see the module's docstring).
 
     Raises
     ------
     PUAuditError
         Missing required columns, unknown verdicts, non-numeric or out-of-range probabilities,
-        a candidate compared with itself, or the same pair listed twice for a judge and question.
+        a candidate compared with itself, or a pair whose rows disagree about the same order.
     """
     raw, label = _load(source, name)
     columns = [str(c) for c in raw.columns]
@@ -209,6 +222,8 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
     for canon in ("question_id", "candidate_i", "candidate_j"):
         out[canon] = _filled_texts(raw, found[canon], label, what=f" ({canon})",
                                    hint=" Fill it in or delete the row.")
+    if found["turn"]:
+        out["question_id"] = _with_turns(out["question_id"], raw[found["turn"]])
     same = np.flatnonzero(out["candidate_i"].to_numpy() == out["candidate_j"].to_numpy())
     if len(same):
         r = int(same[0]) + 1
@@ -231,6 +246,7 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
         out[canon] = (_ppl_from_logprobs(raw, logprob_cols[canon], rows, label)
                       if canon in from_logprobs
                       else _perplexities(raw, ppl_cols.get(canon), rows, label))
+    out = _merge_repeats(out, label)
     _check_pairs(out, found, label)
     out.attrs["has_probabilities"] = bool(prob_cols)
     out.attrs["has_perplexity"] = bool(ppl_cols) or bool(from_logprobs)
@@ -309,6 +325,77 @@ def _ppl_from_logprobs(raw: pd.DataFrame, col: str, rows: np.ndarray, label: str
                      for v, r in zip(raw[col], rows)], dtype=float)
 
 
+def _with_turns(question_ids: pd.Series, turns: pd.Series) -> pd.Series:
+    """``"<question> · turn <t>"`` where the table has several turns; the ids as they were
+    where it has one (or the cell is empty)."""
+    t = [_text(v) for v in turns]
+    if len({v for v in t if v}) < 2:
+        return question_ids
+    return pd.Series([f"{q} · turn {v}" if v else q for q, v in zip(question_ids, t)],
+                     index=question_ids.index, dtype=object)
+
+
+_ORDER_FIELDS = {1: ("verdict_1", "p1_A", "p1_B", "p1_tie", "ppl_1", "rationale_1"),
+                 2: ("verdict_2", "p2_A", "p2_B", "p2_tie", "ppl_2", "rationale_2")}
+
+
+def _merge_repeats(out: pd.DataFrame, label: str) -> pd.DataFrame:
+    """One row per judge, question and pair: rows listing the same pair (either way round) are
+    combined order by order (see :func:`read_pairwise`'s Notes); ``attrs["merged_repeats"]``
+    counts the rows merged into an earlier one."""
+    ci = out["candidate_i"].to_numpy(dtype=object)
+    cj = out["candidate_j"].to_numpy(dtype=object)
+    flip = np.array([b < a for a, b in zip(ci, cj)], dtype=bool)
+    key = pd.DataFrame({"j": out["judge"], "q": out["question_id"],
+                        "lo": np.where(flip, cj, ci), "hi": np.where(flip, ci, cj)})
+    gid = key.groupby(list(key.columns), sort=False).ngroup().to_numpy()
+    n_groups = int(gid.max()) + 1 if len(gid) else 0
+    out.attrs["merged_repeats"] = len(out) - n_groups
+    if n_groups == len(out):
+        return out
+    # each row's two orders, named by who is shown first: 0 = the lower name, 1 = the higher;
+    # an order's letters, probabilities and perplexity are about that order's display, so a
+    # whole order moves between rows unchanged
+    parts = []
+    for k, fields in _ORDER_FIELDS.items():
+        part = out[list(fields)].copy()
+        part.columns = ["v", "pA", "pB", "pT", "ppl", "rat"]
+        part["gid"], part["shown"], part["i"] = gid, (flip if k == 1 else ~flip).astype(int), out.index
+        parts.append(part[part["v"].notna()])
+    long = pd.concat(parts)
+    values = long.drop(columns="i").astype(str).drop_duplicates()
+    clash = values.duplicated(["gid", "shown"], keep=False).to_numpy()
+    if clash.any():
+        g = int(values["gid"].to_numpy()[clash][0])
+        i = long.loc[long["gid"] == g, "i"].sort_values().to_numpy()[1]
+        r = int(out["row"].iloc[i])
+        raise PUAuditError(
+            f"{label}: row {r} repeats the pair {key['lo'].iloc[i]} / {key['hi'].iloc[i]} for judge "
+            f"'{out['judge'].iloc[i]}' and question '{out['question_id'].iloc[i]}' with a different "
+            "judgment in the same answer order. List each pair once per judge and question (rows "
+            "repeating a judgment, or giving the other order, are merged).", row=r)
+    first_of = long.drop_duplicates(["gid", "shown"]).set_index(["gid", "shown"])["i"]
+    _, firsts = np.unique(gid, return_index=True)
+    merged = out.iloc[np.sort(firsts)].copy()
+    m = merged.index.to_numpy()
+    for k, fields in _ORDER_FIELDS.items():
+        shown = flip[m].astype(int) if k == 1 else (~flip[m]).astype(int)
+        src = np.array([first_of.get((g, s_), -1) for g, s_ in zip(gid[m].tolist(), shown.tolist())])
+        take = (src >= 0) & (src != m)
+        if not take.any():
+            continue
+        # the source row gave this display as its own order 1 (same flip) or its order 2
+        own_first = flip[src[take]].astype(int) == shown[take]
+        for f, f1, f2 in zip(fields, _ORDER_FIELDS[1], _ORDER_FIELDS[2]):
+            col = merged[f].to_numpy(dtype=object).copy()
+            col[take] = np.where(own_first, out[f1].to_numpy(dtype=object)[src[take]],
+                                 out[f2].to_numpy(dtype=object)[src[take]])
+            merged[f] = pd.Series(col, index=merged.index, dtype=out[f].dtype)
+    merged = merged.reset_index(drop=True)
+    merged.attrs = dict(out.attrs)
+    return merged
+
+
 def _check_pairs(out: pd.DataFrame, found: dict, label: str) -> None:
     """Every row has a verdict, and each pair is listed once per judge and question."""
     no_verdict = np.flatnonzero(out["verdict_1"].isna().to_numpy() & out["verdict_2"].isna().to_numpy())
@@ -322,11 +409,13 @@ def _check_pairs(out: pd.DataFrame, found: dict, label: str) -> None:
     key = pd.DataFrame({"j": out["judge"], "q": out["question_id"], "lo": lo, "hi": hi})
     dup = key.duplicated(keep="first").to_numpy()
     if dup.any():
-        r = int(np.flatnonzero(dup)[0]) + 1
+        i = int(np.flatnonzero(dup)[0])
+        r = int(out["row"].iloc[i])  # the source row: repeats merged before may sit above it
         raise PUAuditError(
-            f"{label}: row {r} repeats the pair {lo[r - 1]} / {hi[r - 1]} for judge "
-            f"'{out['judge'].iloc[r - 1]}' and question '{out['question_id'].iloc[r - 1]}'. Put both "
-            "answer orders of a pair in one row (verdict_1, verdict_2), and list each pair once.",
+            f"{label}: row {r} repeats the pair {lo[i]} / {hi[i]} for judge "
+            f"'{out['judge'].iloc[i]}' and question '{out['question_id'].iloc[i]}' with a different "
+            "judgment. Put both answer orders of a pair in one row (verdict_1, verdict_2), and "
+            "list each pair once (rows repeating the same judgment are merged).",
             row=r)
 
 
