@@ -246,8 +246,8 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
         out[canon] = (_ppl_from_logprobs(raw, logprob_cols[canon], rows, label)
                       if canon in from_logprobs
                       else _perplexities(raw, ppl_cols.get(canon), rows, label))
-    out = _merge_repeats(out, label)
-    _check_pairs(out, found, label)
+    _check_verdicts(out, found, label)
+    out = _merge_repeats(out, label)  # one row per judge, question and pair
     out.attrs["has_probabilities"] = bool(prob_cols)
     out.attrs["has_perplexity"] = bool(ppl_cols) or bool(from_logprobs)
     out.attrs["ppl_from_logprobs"] = from_logprobs
@@ -396,27 +396,14 @@ def _merge_repeats(out: pd.DataFrame, label: str) -> pd.DataFrame:
     return merged
 
 
-def _check_pairs(out: pd.DataFrame, found: dict, label: str) -> None:
-    """Every row has a verdict, and each pair is listed once per judge and question."""
+def _check_verdicts(out: pd.DataFrame, found: dict, label: str) -> None:
+    """Every row has a verdict in at least one order."""
     no_verdict = np.flatnonzero(out["verdict_1"].isna().to_numpy() & out["verdict_2"].isna().to_numpy())
     if len(no_verdict):
         r = int(no_verdict[0]) + 1
         raise PUAuditError(f"{label}: row {r} has no verdict in either order. Give verdict_1 (and "
                            "verdict_2 if the judge also saw the swapped order), or delete the row.",
                            column=found["verdict_1"], row=r)
-    lo = np.minimum(out["candidate_i"].to_numpy(dtype=object), out["candidate_j"].to_numpy(dtype=object))
-    hi = np.maximum(out["candidate_i"].to_numpy(dtype=object), out["candidate_j"].to_numpy(dtype=object))
-    key = pd.DataFrame({"j": out["judge"], "q": out["question_id"], "lo": lo, "hi": hi})
-    dup = key.duplicated(keep="first").to_numpy()
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        r = int(out["row"].iloc[i])  # the source row: repeats merged before may sit above it
-        raise PUAuditError(
-            f"{label}: row {r} repeats the pair {lo[i]} / {hi[i]} for judge "
-            f"'{out['judge'].iloc[i]}' and question '{out['question_id'].iloc[i]}' with a different "
-            "judgment. Put both answer orders of a pair in one row (verdict_1, verdict_2), and "
-            "list each pair once (rows repeating the same judgment are merged).",
-            row=r)
 
 
 def _ppl_cell(value: Any, *, column: str, row: int, label: str) -> float:
