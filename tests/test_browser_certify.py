@@ -34,13 +34,18 @@ def _certified_count(page) -> int:
 
 
 def _press_to(page, thumb, value: float) -> None:
-    """Press ArrowLeft on the slider until it shows ``value`` (a press landing during a rerun
-    can be dropped, so the loop reads the value back instead of counting presses)."""
-    for _ in range(60):
-        if float(thumb.input_value()) <= value + 1e-9:
-            return
+    """Press the arrow keys on the slider until it shows ``value`` and stays there (a press
+    landing during a rerun can be dropped or arrive late and overshoot, so the loop reads the
+    value back instead of counting presses, and steps back when it passed ``value``)."""
+    for _ in range(80):
+        now = float(thumb.input_value())
+        if abs(now - value) < 1e-9:
+            page.wait_for_timeout(600)  # a late press would show by now
+            if abs(float(thumb.input_value()) - value) < 1e-9:
+                return
+            continue
         thumb.focus()
-        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("ArrowLeft" if now > value else "ArrowRight")
         page.wait_for_timeout(150)
 
 
