@@ -18,28 +18,27 @@ from tests.test_page_app import downloads  # noqa: F401 - the fixture recording 
 pytestmark = pytest.mark.usefixtures("app_env")
 
 
+def _splits_zip(tmp_path, name: str, sizes: dict[str, int]) -> bytes:
+    """A zipped save_to_disk DatasetDict ``name`` whose splits, in ``sizes``' order, hold
+    consecutive planted rows (other prompts in each, so that the table shown tells them apart)."""
+    df, _, _, _ = planted_set(n=sum(sizes.values()))
+    root, start = tmp_path / name, 0
+    for split, n in sizes.items():
+        save_to_disk(root / split, pa.Table.from_pandas(df.iloc[start:start + n],
+                                                        preserve_index=False), split=split)
+        start += n
+    (root / "dataset_dict.json").write_text(json.dumps({"splits": list(sizes)}))
+    return _zip(root, name)
+
+
 def _two_split_zip(tmp_path, *, test_rows: int = 24) -> bytes:
-    """A zipped save_to_disk DatasetDict: ``train`` holds planted rows 0-59, ``test`` the next
-    ``test_rows`` (other prompts, so that the table shown tells them apart)."""
-    df, _, _, _ = planted_set(n=60 + test_rows)
-    root = tmp_path / "dd"
-    for split, part in (("train", df.iloc[:60]), ("test", df.iloc[60:])):
-        save_to_disk(root / split, pa.Table.from_pandas(part, preserve_index=False),
-                     split=split)
-    (root / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "test"]}))
-    return _zip(root, "dd")
+    """``train`` holds planted rows 0-59, ``test`` the next ``test_rows``."""
+    return _splits_zip(tmp_path, "dd", {"train": 60, "test": test_rows})
 
 
 def _no_default_split_zip(tmp_path) -> bytes:
-    """A zipped DatasetDict whose splits, ``validation`` (40 planted rows) then ``dev`` (30
-    others), include neither ``train`` nor ``test``."""
-    df, _, _, _ = planted_set(n=70)
-    root = tmp_path / "vd"
-    for split, part in (("validation", df.iloc[:40]), ("dev", df.iloc[40:])):
-        save_to_disk(root / split, pa.Table.from_pandas(part, preserve_index=False),
-                     split=split)
-    (root / "dataset_dict.json").write_text(json.dumps({"splits": ["validation", "dev"]}))
-    return _zip(root, "vd")
+    """Splits ``validation`` (40 rows) then ``dev`` (30): neither ``train`` nor ``test``."""
+    return _splits_zip(tmp_path, "vd", {"validation": 40, "dev": 30})
 
 
 def _uploaded(data: bytes) -> AppTest:
