@@ -43,22 +43,58 @@ def probe_scores(zp: np.ndarray, zu, *, C: float = 1.0) -> np.ndarray:
     return blocks(zu, lambda z: clf.predict_proba(z)[:, 1])
 
 
-def knn_scores(zp: np.ndarray, zu, *, n_neighbors: int = 15) -> np.ndarray:
-    """Similarity-weighted share of the ``n_neighbors`` nearest labelled vectors (P and its
-    reversals, cosine distance) that are P."""
+def knn_scores(zp: np.ndarray, zu, *, n_neighbors: int = 15, tie_tol: float = 1e-6) -> np.ndarray:
+    r"""Similarity-weighted share of the ``n_neighbors`` nearest labelled vectors (P and its
+    reversals, cosine distance) that are P; neighbours tied for the last place share it.
+
+    With :math:`d_k` the k-th smallest distance of row j, the neighbours strictly closer
+    (:math:`d_i < d_k - \tau`) count once each and the :math:`t` tied at :math:`d_k`
+    (:math:`|d_i - d_k| \le \tau`) count :math:`(k - n_{closer}) / t` each:
+
+    .. math:: s_j = \frac{\sum_i c_i w_i y_i}{\sum_i c_i w_i},\quad w_i = \max(1 - d_i, 10^{-6})
+
+    Several people judging one pair put identical vectors in P, so the k-th place is often
+    shared; picking some of the tied neighbours (as a plain k-nearest query does) makes the score
+    depend on how the search happened to order them, and a change of the vectors far below
+    float32 precision moved a score by 4/15 and the audit's reversals by 10% (llmfao).
+    """
     from sklearn import config_context
     from sklearn.neighbors import NearestNeighbors
 
     x = np.vstack([zp, -zp])
     lab = np.r_[np.ones(len(zp)), np.zeros(len(zp))]
     k = int(min(n_neighbors, len(x)))
-    nn = NearestNeighbors(n_neighbors=k, metric="cosine").fit(x)
+    # room for ties at the k-th place; rows whose ties overflow it ask for every neighbour
+    # within the k-th distance
+    k_ext = int(min(len(x), 2 * k))
+    nn = NearestNeighbors(n_neighbors=k_ext, metric="cosine").fit(x)
 
     def knn(z):
         # sklearn's distance chunks default to 1 GB of working memory; keep them small
         with config_context(working_memory=64):
             dist, idx = nn.kneighbors(z)
-        w = np.maximum(1.0 - dist, 1e-6)  # closer neighbours count more
-        return (w * lab[idx]).sum(axis=1) / w.sum(axis=1)
+        d_k = dist[:, k - 1]
+        out = _tie_shared(dist, lab[idx], d_k, k, tie_tol)
+        overflow = np.flatnonzero(dist[:, -1] <= d_k + tie_tol) if k_ext < len(x) else []
+        for r in overflow:
+            with config_context(working_memory=64):
+                dr, ir = nn.radius_neighbors(z[r:r + 1], radius=d_k[r] + tie_tol,
+                                             sort_results=True)
+            out[r] = _tie_shared(dr[0][None, :], lab[ir[0]][None, :], d_k[r:r + 1], k,
+                                 tie_tol)[0]
+        return out
 
     return blocks(zu, knn)
+
+
+def _tie_shared(dist: np.ndarray, lab: np.ndarray, d_k: np.ndarray, k: int,
+                tol: float) -> np.ndarray:
+    """Weighted P share of each row's neighbours (``dist`` sorted per row), the neighbours tied
+    at the k-th distance ``d_k`` sharing the places left by those strictly closer."""
+    d_k = d_k[:, None]
+    closer = dist < d_k - tol
+    tied = np.abs(dist - d_k) <= tol
+    share = (k - closer.sum(axis=1, keepdims=True)) / np.maximum(tied.sum(axis=1, keepdims=True), 1)
+    c = np.where(closer, 1.0, np.where(tied, share, 0.0))
+    w = c * np.maximum(1.0 - dist, 1e-6)  # closer neighbours count more
+    return (w * lab).sum(axis=1) / w.sum(axis=1)
