@@ -166,7 +166,8 @@ def _headline(parts, card: dict, fig: _Figures) -> str:
 def _data(parts, card: dict) -> str:
     """Data summary, provenance and the judge's label-free tendencies."""
     data, inp = card["data"], card["input"]
-    prov = [("Input", inp["name"]), ("sha256 of the file", inp["sha256"] or "n/a"),
+    prov = [("Input", inp["name"]), *([("Split", inp["split"])] if inp.get("split") else []),
+            ("sha256 of the file", inp["sha256"] or "n/a"),
             ("Content hash (texts, verdicts, types, items)", inp["content_hash"]),
             ("Judge column", inp["judge_column"]),
             ("Columns used", ", ".join(f"{k}: {v}" for k, v in inp["columns"].items() if v))]
@@ -294,7 +295,8 @@ def report_html(table, result, config, *, m_curve: list[dict] | None = None,
     spread : dict, optional
         The change over seeded splits, when it has been measured.
     source : dict, optional
-        ``name`` and ``sha256`` of the uploaded file.
+        ``name`` and ``sha256`` of the uploaded file, and the ``split`` read from it when it
+        is a dataset folder.
     encoder : str
         The encoder's label.
     """
@@ -308,5 +310,5 @@ def report_html(table, result, config, *, m_curve: list[dict] | None = None,
         m_curve = with_current_point(m_curve, result.m, int((result.group == GROUP_NEG).sum()))
     parts = assemble(table, config, result, m_curve=m_curve, spread=spread, source=source,
                      encoder=encoder, command=report_command(source.get("name") or "INPUT",
-                                                             config))
+                                                             config, split=source.get("split")))
     return render_report(parts, build_card(parts)).encode("utf-8")

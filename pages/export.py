@@ -95,7 +95,8 @@ def _build_report(key: tuple, *args, **kwargs) -> None:
 st.button("Build the audit report", key="build_report", on_click=_build_report,
           args=(report_key, table, result, state.audit_config(params)),
           kwargs={"spread": spread, "encoder": params["encoder"],
-                  "source": {"name": ss.get("source_name", ""), "sha256": ss.get("source_sha256")}},
+                  "source": {"name": ss.get("source_name", ""), "sha256": ss.get("source_sha256"),
+                             "split": ss.get("source_split")}},
           help="Rankings with bootstrap intervals take a few seconds.")
 built = ss.get("_report_html")
 if built is not None and built[0] == report_key:

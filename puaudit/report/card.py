@@ -96,27 +96,31 @@ def _m_curve(parts: ReportParts) -> dict | None:
             "rule": parts.result.params.get("rule")}
 
 
-def report_command(input_name: str, config, *, output: str = "audit.html") -> str:
+def report_command(input_name: str, config, *, output: str = "audit.html",
+                   split: str | None = None) -> str:
     """``puaudit report INPUT -o OUTPUT`` with every setting of ``config`` (an
-    :class:`~puaudit.audit.config.AuditConfig`); column mappings and input options are the
-    caller's to add."""
+    :class:`~puaudit.audit.config.AuditConfig`) and the dataset ``split`` read (when one was);
+    column mappings and other input options are the caller's to add."""
     import shlex
 
+    picked = [] if split is None else ["--split", split]
     return " ".join(shlex.quote(str(w)) for w in
-                    ["puaudit", "report", input_name, "-o", output, *config.to_cli()])
+                    ["puaudit", "report", input_name, "-o", output, *picked, *config.to_cli()])
 
 
 def _reproduce(parts: ReportParts) -> dict:
     from puaudit.audit.manifest import reproduce_command
 
     params = parts.result.params if parts.result is not None else parts.config.to_dict()
-    return {"audit": reproduce_command(params), "report": parts.command}
+    return {"audit": reproduce_command(params, split=parts.source.get("split")),
+            "report": parts.command}
 
 
 def build_card(parts: ReportParts, *, created: str | None = None) -> dict:
     """The audit card of a report (JSON-ready: NaN and infinities become None).
 
-    Keys: ``kind``, ``version``, ``created``; ``input`` (file name and sha256, the table's
+    Keys: ``kind``, ``version``, ``created``; ``input`` (file name and sha256, the split of a
+    dataset folder that was read (None for a table file), the table's
     content hash, rows, the columns used, the judge column); ``data`` (the table's summary and
     the judge's label-free ``judge_tendencies``); ``config`` (every :class:`AuditConfig` field),
     ``encoder``, ``seeds`` (the audit's and the spread's); ``audit`` (as ``puaudit audit
@@ -134,6 +138,7 @@ def build_card(parts: ReportParts, *, created: str | None = None) -> dict:
         "kind": CARD_KIND, "version": __version__,
         "created": created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "input": {"name": parts.source.get("name", ""), "sha256": parts.source.get("sha256"),
+                  "split": parts.source.get("split"),
                   "content_hash": info.content_hash if info else table.content_hash(),
                   "n_rows": len(table), "columns": dict(table.columns),
                   "judge_column": table.judge_column},

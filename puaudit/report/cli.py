@@ -172,7 +172,9 @@ def run(args: argparse.Namespace) -> int:
         result, curve, spread, no_audit, encoder = _audit(args, table, cfg)
         t0 = time.perf_counter()
         source = {"name": args.input, "sha256": file_sha256(args.input)
-                  if Path(args.input).is_file() else None}
+                  if Path(args.input).is_file() else None,
+                  # the split read: the one asked for, else the one a folder opened at
+                  "split": args.split or table.frame.attrs.get("split")}
         parts = assemble(table, cfg, result, m_curve=curve, spread=spread, no_audit=no_audit,
                          source=source, encoder=encoder, command=command_line(args))
         card = build_card(parts)
