@@ -47,7 +47,7 @@ def test_the_score_does_not_depend_on_the_order_of_duplicated_positives():
 
 def test_ties_beyond_the_first_query_are_all_counted(monkeypatch):
     # 40 copies of one P vector and 40 of its reversal at the same distance: more ties than the
-    # 2k neighbours asked for first, so the radius query must take over; half are P
+    # 2k neighbours asked for first, so wider queries follow; half are P
     v = _unit([0])
     zp = np.vstack([np.repeat(v, 40, axis=0), np.repeat(-_unit([90]), 40, axis=0)])
     q = _unit([45])  # equidistant from the P vector (0) and the reversal of the second (270 -> 90)
@@ -57,7 +57,8 @@ def test_ties_beyond_the_first_query_are_all_counted(monkeypatch):
     real = baselines._tie_shared
     monkeypatch.setattr(baselines, "_tie_shared", lambda *a: calls.append(a[0].shape) or real(*a))
     knn_scores(zp, q, n_neighbors=5)
-    assert calls[-1][1] == 80  # the last call saw every tied neighbour
+    # asked for 2k = 10 first, then 40, then all 160: the last call saw every tied neighbour
+    assert [c[1] for c in calls] == [10, 40, 160]
 
 
 def test_noise_far_below_float32_precision_leaves_the_score_where_it_was():

@@ -29,7 +29,7 @@ def _folder(tmp_path):
     return root
 
 
-def test_the_card_and_page_name_the_split_read(tmp_path, capsys):
+def test_the_card_and_page_name_the_split_read(tmp_path):
     root = _folder(tmp_path)
     args = ["--split", "test", "--embeddings", str(tmp_path / "emb.npz"), "--scorer", "centroid",
             "--spread-seeds", "1"]
@@ -41,7 +41,6 @@ def test_the_card_and_page_name_the_split_read(tmp_path, capsys):
     assert main(["report", str(root), "-o", str(tmp_path / "r.html"), *args]) == 0
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<tr><td>Split</td><td>test</td></tr>" in page
-    capsys.readouterr()
 
 
 def test_a_table_file_has_no_split(tmp_path):

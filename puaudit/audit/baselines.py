@@ -64,24 +64,28 @@ def knn_scores(zp: np.ndarray, zu, *, n_neighbors: int = 15, tie_tol: float = 1e
     x = np.vstack([zp, -zp])
     lab = np.r_[np.ones(len(zp)), np.zeros(len(zp))]
     k = int(min(n_neighbors, len(x)))
-    # room for ties at the k-th place; rows whose ties overflow it ask for every neighbour
-    # within the k-th distance
+    # room for ties at the k-th place; rows whose ties fill it are asked again with four times
+    # as many neighbours (in chunks of at most ~8M distances) until every tie is seen
     k_ext = int(min(len(x), 2 * k))
     nn = NearestNeighbors(n_neighbors=k_ext, metric="cosine").fit(x)
 
     def knn(z):
-        # sklearn's distance chunks default to 1 GB of working memory; keep them small
-        with config_context(working_memory=64):
-            dist, idx = nn.kneighbors(z)
-        d_k = dist[:, k - 1]
-        out = _tie_shared(dist, lab[idx], d_k, k, tie_tol)
-        overflow = np.flatnonzero(dist[:, -1] <= d_k + tie_tol) if k_ext < len(x) else []
-        for r in overflow:
-            with config_context(working_memory=64):
-                dr, ir = nn.radius_neighbors(z[r:r + 1], radius=d_k[r] + tie_tol,
-                                             sort_results=True)
-            out[r] = _tie_shared(dr[0][None, :], lab[ir[0]][None, :], d_k[r:r + 1], k,
-                                 tie_tol)[0]
+        out = np.empty(len(z))
+        todo, n_q = np.arange(len(z)), k_ext
+        while len(todo):
+            step = max(1, 8_000_000 // n_q)
+            again = []
+            for s in range(0, len(todo), step):
+                rows = todo[s:s + step]
+                # sklearn's distance chunks default to 1 GB of working memory; keep them small
+                with config_context(working_memory=64):
+                    dist, idx = nn.kneighbors(z[rows], n_neighbors=n_q)
+                d_k = dist[:, k - 1]
+                over = (dist[:, -1] <= d_k + tie_tol) if n_q < len(x) else np.zeros(len(rows), bool)
+                out[rows[~over]] = _tie_shared(dist[~over], lab[idx[~over]], d_k[~over], k,
+                                               tie_tol)
+                again.append(rows[over])
+            todo, n_q = np.concatenate(again), int(min(len(x), 4 * n_q))
         return out
 
     return blocks(zu, knn)
