@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pyarrow as pa
 
 from puaudit.cli.commands import main
 from puaudit.data.demo import generate_demo
-from tests.doubles import HashingEncoder
 from tests.test_data_folders import save_to_disk
+from tests.test_report import _embed
 
 
 def _folder(tmp_path):
@@ -22,10 +21,7 @@ def _folder(tmp_path):
     save_to_disk(root / "test", pa.Table.from_pandas(df.iloc[120:], preserve_index=False),
                  split="test")
     (root / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "test"]}))
-    test = df.iloc[120:]
-    enc = HashingEncoder()
-    np.savez(tmp_path / "emb.npz", e_a=enc.encode(test["prompt"] + " " + test["response_a"]),
-             e_b=enc.encode(test["prompt"] + " " + test["response_b"]))
+    _embed(df.iloc[120:], tmp_path / "emb.npz")
     return root
 
 
@@ -46,9 +42,7 @@ def test_the_card_and_page_name_the_split_read(tmp_path):
 def test_a_table_file_has_no_split(tmp_path):
     df = generate_demo(n_rows=120, random_state=5)
     df.to_csv(tmp_path / "t.csv", index=False)
-    enc = HashingEncoder()
-    np.savez(tmp_path / "emb.npz", e_a=enc.encode(df["prompt"] + " " + df["response_a"]),
-             e_b=enc.encode(df["prompt"] + " " + df["response_b"]))
+    _embed(df, tmp_path / "emb.npz")
     assert main(["report", str(tmp_path / "t.csv"), "-o", str(tmp_path / "card.json"),
                  "--embeddings", str(tmp_path / "emb.npz"), "--scorer", "centroid",
                  "--spread-seeds", "1"]) == 0
