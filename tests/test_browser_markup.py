@@ -9,7 +9,6 @@ The server runs with the hashing test encoder (no model), so the test measures r
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -20,22 +19,15 @@ from tests.make_hostile_files import (
     markup_pairwise,
     planted,
 )
-from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM, _idle, streamlit_server
+from tests.browser_support import (ARTIFACTS, chromium, hashing_server,  # noqa: F401 - fixture
+                                   idle, wait_for_value)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
 # every planted DOM node: an <img> or <image> whose source, or an <a> whose target, is planted
 _PLANTED_NODES = """() => [...document.querySelectorAll('img, image, a')].map(
     e => e.getAttribute('src') || e.getAttribute('href') || e.getAttribute('xlink:href') || '')
     .filter(u => u.includes('puaudit-planted') || u.includes('%s'))""" % PLANTED_HOST
-
-
-@pytest.fixture(scope="module")
-def hashing_server():
-    env = {**os.environ, "PUAUDIT_TEST_ENCODER": "hashing", "PUAUDIT_UMAP_WARMUP": "0"}
-    with streamlit_server(env, "streamlit_markup.log") as url:
-        yield url
 
 
 def _seen(text: str) -> str:
@@ -47,12 +39,11 @@ def _upload(page, path: Path, *, sidebar: bool = False) -> None:
     scope = '[data-testid="stSidebar"] ' if sidebar else '[data-testid="stMain"] '
     page.locator(scope + '[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(
         str(path))
-    _idle(page, 300)
+    idle(page, 300)
 
 
-def test_markup_in_data_is_never_rendered_and_nothing_is_fetched(hashing_server, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_markup_in_data_is_never_rendered_and_nothing_is_fetched(hashing_server,  # noqa: F811
+                                                                 tmp_path):
     bad = markup_frame()
     bad.loc[3, "judge_winner"] = planted("img", "label")  # an unknown label: an error box
     bad_path = tmp_path / "labels.csv"
@@ -63,14 +54,13 @@ def test_markup_in_data_is_never_rendered_and_nothing_is_fetched(hashing_server,
     markup_pairwise().to_csv(pairs_path, index=False)
 
     requests: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 2000})
         page.on("request", lambda r: requests.append(r.url))
         page.set_default_timeout(300_000)
         page.goto(hashing_server)
         page.wait_for_selector('[data-testid="stMetric"]')
-        _idle(page)
+        idle(page)
 
         _upload(page, bad_path)
         box = page.locator('[data-testid="stAlertContainer"]').first
@@ -81,9 +71,7 @@ def test_markup_in_data_is_never_rendered_and_nothing_is_fetched(hashing_server,
         assert page.evaluate(_PLANTED_NODES) == []
 
         _upload(page, good_path)
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('[data-testid=stMetricValue]')]"
-            ".some(e => e.innerText === '180')")
+        wait_for_value(page, "180")
         links = page.locator('[data-testid="stSidebarNav"] a')
         # a link reads "<icon name>\n\n<title>"
         titles = [links.nth(i).inner_text().strip().split("\n")[-1].strip()
@@ -92,21 +80,20 @@ def test_markup_in_data_is_never_rendered_and_nothing_is_fetched(hashing_server,
         shown: dict[str, str] = {}
         for title in titles:
             page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
-            _idle(page, 600)
+            idle(page, 600)
             if title == "Consistency":
                 _upload(page, pairs_path, sidebar=True)
             if title == "Annotators":  # open a disagreement: its label holds a planted name
                 expanders = page.locator('[data-testid="stExpander"] summary')
                 if expanders.count():
                     expanders.last.click()
-                    _idle(page, 120)
+                    idle(page, 120)
             page.wait_for_timeout(1500)  # charts draw after the run ends
             assert page.locator('[data-testid="stException"]').count() == 0, title
             slug = title.lower().replace(" ", "_")
             page.screenshot(path=str(ARTIFACTS / f"markup_{slug}.png"), full_page=True)
             assert page.evaluate(_PLANTED_NODES) == [], title
             shown[title] = _seen(page.locator('[data-testid="stMain"]').inner_text())
-        browser.close()
 
     origin = hashing_server.rstrip("/")
     foreign = [u for u in requests if not (u.startswith(origin + "/") or u == origin

@@ -14,7 +14,7 @@ import pytest
 from puaudit.cli.commands import main
 from tests.doubles import HashingEncoder
 from tests.make_hostile_files import PLANTED_HOST, markup_frame
-from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM
+from tests.browser_support import ARTIFACTS, chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -37,11 +37,6 @@ def report_file(tmp_path_factory) -> Path:
 
 
 def test_report_opens_offline_and_draws_its_plots(report_file):
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("playwright")
-    from playwright.sync_api import sync_playwright
-
     url = report_file.resolve().as_uri()
     requested, errors = [], []
 
@@ -49,22 +44,18 @@ def test_report_opens_offline_and_draws_its_plots(report_file):
         requested.append(r.request.url)
         (r.continue_() if r.request.url == url else r.abort())
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.route("**/*", route)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url, wait_until="load")
-            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
-            page.wait_for_timeout(1500)  # the last figures draw after the first
-            n_plots = page.locator(".js-plotly-plot").count()
-            linking = page.evaluate(_LINKING_NODES)
-            text = page.inner_text("body")
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.route("**/*", route)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url, wait_until="load")
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+        page.wait_for_timeout(1500)  # the last figures draw after the first
+        n_plots = page.locator(".js-plotly-plot").count()
+        linking = page.evaluate(_LINKING_NODES)
+        text = page.inner_text("body")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
     assert [u for u in requested if u != url] == [], requested
     assert errors == []
     assert n_plots >= 6  # radar, densities, two rankings, two annotator plots, consistency

@@ -5,22 +5,20 @@ server restarts; the decisions are all there; the export downloaded from the pag
 
 from __future__ import annotations
 
-import os
 import re
 
 import pandas as pd
 import pytest
 
 from puaudit.review.store import ReviewStore
-from tests.test_browser import ARGS, ARTIFACTS, CHROMIUM, _idle, _metric, streamlit_server
+from tests.browser_support import (ARTIFACTS, chromium, hashing_env, idle, metric,
+                                   streamlit_server)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _env(db) -> dict:
-    env = dict(os.environ)
-    env.update(PUAUDIT_TEST_ENCODER="hashing", PUAUDIT_UMAP_WARMUP="0",
-               PUAUDIT_REVIEW_DB=str(db))
+    env = hashing_env(review_db=db)
     env.pop("PUAUDIT_REVIEW_URL", None)
     return env
 
@@ -28,11 +26,11 @@ def _env(db) -> dict:
 def _open_review(page, url: str, name: str) -> None:
     page.goto(url + "/review")
     page.wait_for_selector('[data-testid="stMetric"]:has-text("Left in your queue")')
-    _idle(page)
+    idle(page)
     box = page.get_by_label("Your name (required to review)")
     box.fill(name)
     box.press("Enter")
-    _idle(page)
+    idle(page)
     page.wait_for_selector('button:has-text("A is better"):not([disabled])')
 
 
@@ -45,15 +43,12 @@ def _current_row(page) -> int:
 
 
 def test_review_three_rows_restart_find_and_export(tmp_path):
-    from playwright.sync_api import sync_playwright
-
     db = tmp_path / "review.sqlite"
     env = _env(db)
     clicks = {"alice": ("A is better", "B is better", "Tie"),
               "bob": ("B is better", "B is better", "A is better")}
     reviewed = {"alice": [], "bob": []}
-    with streamlit_server(env, "streamlit_review_1.log") as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    with streamlit_server(env, "streamlit_review_1.log") as url, chromium() as browser:
         pages = {}
         for who in clicks:  # two browser sessions (separate cookies and session state)
             page = browser.new_context(viewport={"width": 1400, "height": 1600}).new_page()
@@ -69,7 +64,7 @@ def test_review_three_rows_restart_find_and_export(tmp_path):
                 note = pages["alice"].get_by_label("Note (optional)")
                 note.press_sequentially("a b t s", delay=20)
                 note.press("Enter")
-                _idle(pages["alice"], 300)
+                idle(pages["alice"], 300)
                 assert _current_row(pages["alice"]) == reviewed["alice"][-1]
                 pages["alice"].evaluate("document.activeElement && document.activeElement.blur()")
             for who, page in pages.items():  # both act before either waits: concurrent writes
@@ -78,11 +73,10 @@ def test_review_three_rows_restart_find_and_export(tmp_path):
                 else:
                     page.get_by_role("button", name=clicks[who][i]).click()
             for page in pages.values():
-                _idle(page, 300)
+                idle(page, 300)
         pages["alice"].screenshot(path=str(ARTIFACTS / "page_review.png"), full_page=True)
         for page in pages.values():
             assert page.locator('[data-testid="stException"]').count() == 0
-        browser.close()
     assert len(set(reviewed["alice"])) == 3 and len(set(reviewed["bob"])) == 3
 
     saved = ReviewStore(f"sqlite:///{db}").decisions()
@@ -93,20 +87,18 @@ def test_review_three_rows_restart_find_and_export(tmp_path):
     assert by_key["note"].tolist()[-1] == "a b t s"
 
     # a new server process on the same database finds the decisions
-    with streamlit_server(env, "streamlit_review_2.log") as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    with streamlit_server(env, "streamlit_review_2.log") as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1600}, accept_downloads=True)
         page.set_default_timeout(300_000)
         _open_review(page, url, "alice")
-        assert _metric(page, "Decisions on this table") == "6"
-        assert _metric(page, "Your decisions") == "3"
+        assert metric(page, "Decisions on this table") == "6"
+        assert metric(page, "Your decisions") == "3"
         assert _current_row(page) not in reviewed["alice"]  # her rows are done
         with page.expect_download() as dl:
             page.get_by_role("button",
                              name="Download the audited table with review columns (CSV)").click()
         path = tmp_path / "review_export.csv"
         dl.value.save_as(path)
-        browser.close()
 
     out = pd.read_csv(path, dtype=str, keep_default_na=False)
     assert len(out) == 600  # every demo row
