@@ -1,5 +1,9 @@
 """The Data page's Split picker: an uploaded dataset folder with several splits is read at its
-default split, and the picker reads the same uploaded bytes again at the split chosen.
+default split, and the picker reads the same upload at the split chosen.
+
+Both read from one unpacked copy of the archive (:func:`unpacked_zip`, a ``st.cache_resource``
+keyed by the sha256 of the uploaded bytes, like the content-keyed caches of
+:mod:`components.state`): a zip is unpacked once per upload, whichever splits are chosen.
 
 The read runs in the selectbox's ``on_change`` callback, before the page runs, so that the
 page's heading, table and mapping already show the new split in the same run, and so that a
@@ -13,9 +17,40 @@ import streamlit as st
 from components import state
 from components.uploads import read_upload
 from puaudit.data.folder_tables import READ_NOTE, SPLIT
+from puaudit.data.zip_folder import UnpackedZip
 from puaudit.errors import PUAuditError
 
-__all__ = ["picker_key", "read_split"]
+__all__ = ["picker_key", "read_split", "unpacked_zip"]
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _unpacked_zip(sha256: str, name: str, max_bytes: int | None, _data: bytes) -> UnpackedZip:
+    return UnpackedZip(_data, name, max_bytes=max_bytes)
+
+
+def unpacked_zip(data: bytes, name: str, max_bytes: int | None) -> UnpackedZip:
+    """The zipped dataset folder ``data`` unpacked once per upload, for every split read from it
+    (the ``unpack_zip`` of :func:`components.uploads.read_upload`).
+
+    Shared by sessions that upload the same bytes under the same name (the folder is only
+    read). An entry dropped from the cache removes its folder once no read holds it
+    (:class:`puaudit.data.zip_folder.UnpackedZip`), so at most four unpacked uploads stay on
+    disk; a split chosen after that unpacks the upload again.
+
+    Parameters
+    ----------
+    data : bytes
+        The uploaded archive.
+    name : str
+        The upload's name (messages name the folder after it).
+    max_bytes : int or None
+        The upload's decoded-size limit (the unpacking stops there).
+
+    Returns
+    -------
+    puaudit.data.zip_folder.UnpackedZip
+    """
+    return _unpacked_zip(state.sha256_bytes(data), name, max_bytes, data)
 
 
 def picker_key(file_id: str) -> str:
@@ -25,7 +60,7 @@ def picker_key(file_id: str) -> str:
 
 
 def read_split(upload, key: str, *, max_upload_mb: int) -> None:
-    """The picker's callback: read ``upload`` again at the split now chosen under ``key``.
+    """The picker's callback: read ``upload`` at the split now chosen under ``key``.
 
     On success the split becomes every page's data (:func:`components.state.set_source`), the
     visitor's column mapping kept when the split has its columns. On failure the reader's
@@ -44,7 +79,8 @@ def read_split(upload, key: str, *, max_upload_mb: int) -> None:
     ss = st.session_state
     data = upload.getvalue()
     try:
-        frame = read_upload(data, upload.name, max_upload_mb=max_upload_mb, split=ss[key])
+        frame = read_upload(data, upload.name, max_upload_mb=max_upload_mb, split=ss[key],
+                            unpack_zip=unpacked_zip)
     except PUAuditError as exc:
         ss["upload_error"] = str(exc)
         # the picker names the table on screen, not the split that could not be read

@@ -13,10 +13,13 @@ A zipped dataset folder with several splits is read at its default split (``trai
 ``test``; when it has neither, at its first split in the folder's own order, where the command
 line asks for ``--split``); the frame's ``attrs`` name the others (:func:`offered_splits`),
 which the Data page offers in a picker that reads the same bytes again with ``split=``, within
-the same limits.
+the same limits (from the folder unpacked for the first read, when the page passes
+``unpack_zip``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -35,7 +38,8 @@ def limits_text(limits: UploadLimits) -> str:
 
 
 def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
-                limits: UploadLimits | None = None, split: str | None = None) -> pd.DataFrame:
+                limits: UploadLimits | None = None, split: str | None = None,
+                unpack_zip: Callable | None = None) -> pd.DataFrame:
     """Read uploaded bytes as a table, refusing what this server should not hold.
 
     Parameters
@@ -52,6 +56,10 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
         The split of a zipped dataset folder to read (default: the only one, else ``train``,
         else ``test``, else the first in the folder's order: the dashboard's Split picker
         offers the others); the limits apply to that split as to any upload.
+    unpack_zip : callable, optional
+        As for :func:`puaudit.data.io.read_table`: the dashboard's cache of unpacked archives
+        (:func:`components.split_picker.unpacked_zip`), so that each split of a zipped folder, and
+        the first split when the folder has no default, comes from one unpacking.
 
     Returns
     -------
@@ -75,14 +83,15 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
     try:
         return read_table(data, name=name, max_bytes=limits.max_bytes,
                           max_rows=limits.max_rows, max_columns=limits.max_columns, split=split,
-                          limit_hint=f"This server accepts uploads {limits_text(limits)}. {cli}")
+                          limit_hint=f"This server accepts uploads {limits_text(limits)}. {cli}",
+                          unpack_zip=unpack_zip)
     except SplitNotChosen as exc:
         if split is not None or not exc.splits:
             raise
         # no default split: read the first, and the picker offers the others (the command
         # line, which has no picker, keeps asking for --split NAME)
         return read_upload(data, name, max_upload_mb=max_upload_mb, limits=limits,
-                           split=exc.splits[0])
+                           split=exc.splits[0], unpack_zip=unpack_zip)
 
 
 def offered_splits(frame: pd.DataFrame) -> list[str]:

@@ -12,7 +12,7 @@ from components.data_summary import (ROLE_LABELS, excluded_rows, excluded_text,
                                      summary_metrics)
 from components.metrics import spreadsheet_safe_copy
 from components.safe_text import md
-from components.split_picker import picker_key, read_split
+from components.split_picker import picker_key, read_split, unpacked_zip
 from components.uploads import limits_text, offered_splits, read_note_caption, read_upload
 from puaudit.data.upload_limits import upload_limits
 from puaudit.errors import PUAuditError
@@ -53,14 +53,16 @@ if upload is not None and ss.get("upload_id") != upload.file_id:
     data = upload.getvalue()
     try:
         # size, decompressed size, rows and columns: checked while reading (components.uploads)
-        frame = read_upload(data, upload.name, max_upload_mb=MAX_MB)
+        frame = read_upload(data, upload.name, max_upload_mb=MAX_MB,
+                            unpack_zip=unpacked_zip)
     except PUAuditError as exc:
         ss["upload_error"] = str(exc)
     else:
         ss.pop("upload_error", None)
         # a zipped dataset folder: which split and how many files were read
         ss["read_note"] = (upload.name, frame.attrs.get("read_note"))
-        # the Split picker re-reads these bytes: only while the table shown came from them
+        # the Split picker reads these bytes at another split (from the folder unpacked for
+        # this read): only while the table shown came from them
         ss["source_upload_id"] = upload.file_id
         state.set_source(frame, upload.name, state.sha256_bytes(data))
 if upload is None:

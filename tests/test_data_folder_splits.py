@@ -15,6 +15,7 @@ from components.uploads import offered_splits, read_note_caption, read_upload
 from puaudit.cli.commands import main
 from puaudit.data.io import read_table
 from puaudit.data.upload_limits import UploadLimits
+from puaudit.data.zip_folder import UnpackedZip
 from puaudit.errors import PUAuditError
 from tests.test_data_folders import _dataset_dict, _rows, _zip, save_to_disk
 
@@ -31,6 +32,18 @@ def test_a_zipped_dataset_dict_names_its_splits_and_reads_the_chosen_one(tmp_pat
     assert test.attrs["read_note"].startswith("read split 'test' of dd.zip:ds (its splits: "
                                               "train, test; another: --split NAME); 1 data file")
     assert offered_splits(train) == offered_splits(test) == ["train", "test"]
+
+
+def test_one_unpacked_archive_serves_every_split_and_is_removed_on_close(tmp_path):
+    data = _zip(_dataset_dict(tmp_path / "dd"))
+    with UnpackedZip(data, "dd.zip") as folder:
+        reads = [read_table(data, name="dd.zip", split=split, unpack_zip=lambda *_: folder)
+                 for split in ("train", "test")]
+        root = folder.root
+        assert root.is_dir()
+    assert not root.exists()
+    assert [len(r) for r in reads] == [20, 6] and reads[1].attrs["split"] == "test"
+    assert reads[1].attrs["read_note"].startswith("read split 'test' of dd.zip:ds")
 
 
 def test_the_upload_reader_reads_a_split_within_the_upload_limits(tmp_path):

@@ -149,3 +149,28 @@ def test_a_folder_without_train_or_test_opens_at_its_first_split(tmp_path):
     assert len(at.session_state["raw_frame"]) == 30 and at.session_state["source_split"] == "dev"
     assert at.dataframe[-1].value["prompt"].iloc[0] == "prompt 40"
     assert "read split 'dev' of dd.zip:vd" in _shown(at)
+
+
+@pytest.mark.parametrize("build, other, rows, first_prompt", [
+    (_two_split_zip, "test", 24, "prompt 60"),
+    (_no_default_split_zip, "dev", 30, "prompt 40"),  # its first read falls back to a split
+])
+def test_an_upload_is_unpacked_once_whatever_splits_are_chosen(tmp_path, monkeypatch, build,
+                                                               other, rows, first_prompt):
+    from components import split_picker
+    from puaudit.data import zip_folder
+
+    split_picker._unpacked_zip.clear()  # an earlier test may have unpacked the same bytes
+    unpacked = []
+    unpack = zip_folder._unpack
+    monkeypatch.setattr(zip_folder, "_unpack", lambda *a: unpacked.append(a[3]) or unpack(*a))
+    at = _uploaded(build(tmp_path))
+    default = _picker(at).value
+    for split in (other, default, other):
+        _picker(at).select(split).run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    assert unpacked == ["dd.zip"]
+    ss = at.session_state
+    assert ss["source_split"] == other and len(ss["raw_frame"]) == rows
+    assert at.dataframe[-1].value["prompt"].iloc[0] == first_prompt
+    assert len(ss["table"].frame) == rows

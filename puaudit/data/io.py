@@ -25,6 +25,7 @@ import io
 import json
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Union
 
@@ -168,7 +169,8 @@ def detect_format(name: str, data: bytes) -> str:
 def read_table(source: Source, *, fmt: str | None = None, name: str | None = None,
                max_bytes: int | None = MAX_UNCOMPRESSED_BYTES, max_rows: int | None = None,
                max_columns: int = MAX_COLUMNS, limit_hint: str = _DEFAULT_HINT,
-               size_hint: str | None = None, split: str | None = None) -> pd.DataFrame:
+               size_hint: str | None = None, split: str | None = None,
+               unpack_zip: Callable | None = None) -> pd.DataFrame:
     """Read a CSV, TSV, Parquet or JSONL table, or a dataset folder.
 
     Parameters
@@ -199,6 +201,10 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     split : str, optional
         The split of a dataset folder to read (default: the only one, else ``train``, else
         ``test``); ignored for a table file.
+    unpack_zip : callable(data, name, max_bytes) -> puaudit.data.zip_folder.UnpackedZip, optional
+        Where a zipped folder comes unpacked from (default: unpacked for this read alone, see
+        :func:`puaudit.data.zip_folder.read_zip_folder`); the dashboard passes a cache keyed by
+        the upload, so that reading another split of it does not unpack it again.
 
     Returns
     -------
@@ -230,7 +236,8 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     if data[:4] == b"PK\x03\x04":  # a zipped dataset folder, or an Excel workbook (refused)
         from puaudit.data.zip_folder import read_zip_folder
 
-        return read_zip_folder(data, name, read_file=read_table, **folder_limits)
+        return read_zip_folder(data, name, read_file=read_table, unpack=unpack_zip,
+                               **folder_limits)
     if not data.strip(b" \t\r\n\x00\xef\xbb\xbf\xff\xfe"):
         raise PUAuditError(f"{name}: the file is empty. Upload a table with a header row and at "
                            "least one comparison per row.")

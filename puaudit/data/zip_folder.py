@@ -1,6 +1,10 @@
 """A zipped dataset folder (a browser cannot upload a folder): checked, unpacked into a
 temporary folder, read with :func:`puaudit.data.folders.read_folder`, and removed.
 
+:class:`UnpackedZip` keeps the unpacked folder for as long as it lives, so that a caller that
+reads several splits of one archive (the dashboard's Split picker) unpacks it once;
+:func:`read_zip_folder` unpacks, reads one split and removes the folder.
+
 What the archive says is checked before anything is written: at most :data:`MAX_MEMBERS`
 files, their stated sizes together within the read's decoded-size limit, names that stay
 inside the folder (no ``..``, no absolute path), no links, no encryption. Unpacking counts
@@ -15,6 +19,7 @@ import io
 import stat
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 import pandas as pd
@@ -22,7 +27,7 @@ import pandas as pd
 from puaudit.data.limits import _mb
 from puaudit.errors import PUAuditError
 
-__all__ = ["read_zip_folder", "MAX_MEMBERS"]
+__all__ = ["read_zip_folder", "UnpackedZip", "MAX_MEMBERS"]
 
 #: Files an archive may hold (a dataset folder holds a handful to a few hundred).
 MAX_MEMBERS = 10_000
@@ -76,8 +81,90 @@ def _folder_root(root: Path) -> Path:
     return entries[0] if len(entries) == 1 and entries[0].is_dir() else root
 
 
+def _opened(data: bytes, name: str) -> zipfile.ZipFile:
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise PUAuditError(f"{name}: a damaged zip archive ({exc}). Zip the folder again.") from None
+    if "[Content_Types].xml" in zf.namelist():
+        zf.close()
+        raise PUAuditError(f"{name}: is a zip archive (an Excel .xlsx workbook is one). Save "
+                           "the sheet as CSV (UTF-8), or unzip the file, and upload that.")
+    return zf
+
+
+def _unpack_checked(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], root: Path, name: str,
+                    max_bytes: int | None) -> None:
+    try:
+        _unpack(zf, infos, root, name, max_bytes)
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+        raise PUAuditError(f"{name}: cannot be unpacked ({type(exc).__name__}: "
+                           f"{str(exc)[:120]}). Zip the folder again.") from None
+
+
+class UnpackedZip:
+    """A zipped dataset folder, checked and unpacked once into a temporary folder that any of
+    its splits can then be read from.
+
+    The folder is removed by :meth:`close` (or on leaving a ``with`` block), else when the
+    object is garbage-collected: a cache may drop it while a reader still holds it, and the
+    folder must outlive that read.
+
+    Parameters
+    ----------
+    data, name, max_bytes
+        As for :func:`read_zip_folder`: ``max_bytes`` limits the unpacking and every read.
+
+    Attributes
+    ----------
+    root : pathlib.Path
+        The dataset folder (the archive's one top folder when it holds only that).
+    label : str
+        How messages name the folder: ``name``, or ``name:top-folder``.
+
+    Raises
+    ------
+    PUAuditError
+        An Excel workbook, an archive over the limit or with unsafe names, or one that cannot
+        be unpacked.
+    """
+
+    def __init__(self, data: bytes, name: str, *, max_bytes: int | None = None):
+        self.max_bytes = max_bytes
+        with _opened(data, name) as zf:
+            infos = _members(zf, name, max_bytes)
+            self._tmp = tempfile.TemporaryDirectory(prefix="puaudit-zip-")
+            try:
+                _unpack_checked(zf, infos, Path(self._tmp.name), name, max_bytes)
+            except BaseException:
+                self._tmp.cleanup()
+                raise
+        self.root = _folder_root(Path(self._tmp.name))
+        inner = self.root.relative_to(self._tmp.name).as_posix()
+        self.label = name if inner == "." else f"{name}:{inner}"
+
+    def read(self, *, split: str | None = None, **limits) -> pd.DataFrame:
+        """One split of the folder (:func:`puaudit.data.folders.read_folder`, within
+        ``max_bytes`` and ``limits``: ``max_rows``, ``max_columns``, the hints, ``read_file``)."""
+        from puaudit.data.folders import read_folder
+
+        return read_folder(self.root, split=split, max_bytes=self.max_bytes, name=self.label,
+                           **limits)
+
+    def close(self) -> None:
+        """Remove the unpacked folder."""
+        self._tmp.cleanup()
+
+    def __enter__(self) -> UnpackedZip:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def read_zip_folder(data: bytes, name: str, *, split: str | None = None,
-                    max_bytes: int | None = None, **limits) -> pd.DataFrame:
+                    max_bytes: int | None = None, unpack: Callable[..., UnpackedZip] | None = None,
+                    **limits) -> pd.DataFrame:
     """Read the dataset folder zipped in ``data``.
 
     Parameters
@@ -90,6 +177,10 @@ def read_zip_folder(data: bytes, name: str, *, split: str | None = None,
         As for :func:`puaudit.data.folders.read_folder`.
     max_bytes : int or None
         Largest unpacked size, and the folder's decoded-size limit.
+    unpack : callable(data, name, max_bytes) -> UnpackedZip, optional
+        Where the unpacked archive comes from (default: a new :class:`UnpackedZip`, removed
+        after this read); a caller that reads several splits of one archive passes a cache of
+        them, so that the archive is unpacked once.
     **limits
         The other limits of :func:`puaudit.data.folders.read_folder`.
 
@@ -99,24 +190,7 @@ def read_zip_folder(data: bytes, name: str, *, split: str | None = None,
         An Excel workbook, an archive over a limit or with unsafe names, or a folder of no
         known kind.
     """
-    from puaudit.data.folders import read_folder
-
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise PUAuditError(f"{name}: a damaged zip archive ({exc}). Zip the folder again.") from None
-    with zf:
-        if "[Content_Types].xml" in zf.namelist():
-            raise PUAuditError(f"{name}: is a zip archive (an Excel .xlsx workbook is one). Save "
-                               "the sheet as CSV (UTF-8), or unzip the file, and upload that.")
-        infos = _members(zf, name, max_bytes)
-        with tempfile.TemporaryDirectory(prefix="puaudit-zip-") as tmp:
-            try:
-                _unpack(zf, infos, Path(tmp), name, max_bytes)
-            except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
-                raise PUAuditError(f"{name}: cannot be unpacked ({type(exc).__name__}: "
-                                   f"{str(exc)[:120]}). Zip the folder again.") from None
-            root = _folder_root(Path(tmp))
-            inner = root.relative_to(tmp).as_posix()
-            return read_folder(root, split=split, max_bytes=max_bytes,
-                               name=name if inner == "." else f"{name}:{inner}", **limits)
+    if unpack is not None:
+        return unpack(data, name, max_bytes).read(split=split, **limits)
+    with UnpackedZip(data, name, max_bytes=max_bytes) as folder:
+        return folder.read(split=split, **limits)
