@@ -303,7 +303,9 @@ def test_only_escalated_rows_go_to_the_second_judge_and_the_rerun_certifies(
     from tests.judge_stub import StubJudgeServer
     from tests.conftest import planted_set
 
-    df, e_a, e_b, _ = planted_set(n=300, judge_acc=0.85, seed=0)
+    # about 36 P items, nearly all judged right: whether the 11 most confident hold a wrong one
+    # (then nothing certifies) is the draw's; seed 1 certifies a part, as the cascade needs
+    df, e_a, e_b, _ = planted_set(n=300, judge_acc=0.85, seed=1)
     table = load_comparisons(df)
     res = audit_table(table, PairEmbeddings(e_a, e_b),
                       AuditConfig(target_agreement=0.8, risk=0.2))

@@ -25,10 +25,16 @@ CALIBRATIONS = ("isotonic", "platt")
 class MonotoneCalibrator:
     """Non-decreasing map ``score -> P(judge right)``.
 
-    ``isotonic``: scores are sorted and cut into bins of at least ``min_bin`` rows (equal scores
-    never split); isotonic regression on the bin means, weighted by bin size, then linear
-    interpolation between bin centres (flat beyond the ends). The bins keep a handful of
-    unlucky rows from producing a confident "judge wrong" level.
+    ``isotonic``: local means of the outcome at ``G = max(2, round(n / min_bin))`` quantiles
+    ``t_j`` of the scores, each with Epanechnikov weights over a window whose half-width is twice
+    the distance to the ``min_bin``-th nearest score (:func:`_kernel_levels`); isotonic regression on
+    the means, weighted by the windows' weights (scaled to sum to ``n``), then linear
+    interpolation between the ``t_j`` (flat beyond the ends). About ``min_bin`` rows stand behind
+    each level, which keeps a handful of unlucky rows from producing a confident "judge wrong"
+    level; the smooth weights make the map continuous in the scores, so a score moved by float
+    rounding moves the map by as little (rank bins moved a whole row, ``1/min_bin`` of a level,
+    across a bin edge: on llmfao 5% of reversed rows changed with vectors moved by 1e-6; 0.6%
+    with the windows).
 
     ``platt``: logistic regression of the outcome on the score, coefficient forced non-negative.
 
@@ -36,8 +42,8 @@ class MonotoneCalibrator:
     Wilson bound of the pooled block), used by the guarded rule so that a level fitted on a few
     rows cannot trigger reversals on its own.
 
-    Both are shrunk towards the base rate with ``prior_strength`` pseudo-rows:
-    :math:`\\hat p = (n\\,p + k\\,\\bar y)/(n + k)` per bin (isotonic only).
+    Each isotonic level is shrunk towards the base rate with ``k = prior_strength`` pseudo-rows
+    before pooling, :math:`(n_j\\,m_j + k\\,\\bar y)/(n_j + k)` with weight :math:`n_j + k`.
 
     ``n_bags > 0`` (isotonic, with ``bounds``): bagged isotonic calibration. The map is refitted
     on ``n_bags`` bootstrap resamples of the groups (items), and
@@ -110,45 +116,32 @@ class MonotoneCalibrator:
         order = np.argsort(s, kind="stable")
         s, y = s[order], y[order]
         g = None if g is None else g[order]
-        bins: list[tuple[int, int]] = []
-        start = 0
-        n = len(s)
-        while start < n:
-            end = min(start + self.min_bin, n)
-            while end < n and s[end] == s[end - 1]:
-                end += 1
-            if n - end < self.min_bin:  # fold a short tail into this bin
-                end = n
-            bins.append((start, end))
-            start = end
-        centres = np.array([s[a:b].mean() for a, b in bins])
-        means = np.array([y[a:b].mean() for a, b in bins])
-        counts = np.array([b - a for a, b in bins], dtype=float)
-        # bins are already sorted by score, so isotonic regression on their means (weighted by
-        # size) is the pool-adjacent-violators fit; scipy's has no per-call overhead to speak of
-        fitted = isotonic_regression(means, weights=counts, increasing=True).x
+        centres, means, counts, lo, hi = _kernel_levels(s, y, self.min_bin)
         k = self.prior_strength
+        # k pseudo-rows at the base rate join every level before pooling, so the pooled map is
+        # monotone whatever the levels' weights (shrinking after pooling bends it where a light
+        # level meets a heavy one)
+        shrunk = (counts * means + k * self.base_rate_) / (counts + k)
+        fitted = isotonic_regression(shrunk, weights=counts + k, increasing=True).x
         self.bin_centres_ = centres
         self.bin_counts_ = counts
-        self.bin_values_ = (counts * fitted + k * self.base_rate_) / (counts + k)
+        self.bin_values_ = fitted
         if not self.bounds:
             return self
-        # Evidence behind each level: bins that isotonic pooled to one value form a block; the
-        # block's size sets how sure we are of that level (Wilson bounds).
-        upper = np.empty(len(bins))
-        lower = np.empty(len(bins))
+        # Evidence behind each level: levels that isotonic pooled to one value form a block; the
+        # rows under its windows (distinct groups, when given) set how sure we are of it (Wilson)
+        upper = np.empty(len(centres))
+        lower = np.empty(len(centres))
         start = 0
-        while start < len(bins):
+        while start < len(centres):
             end = start + 1
-            while end < len(bins) and np.isclose(fitted[end], fitted[start]):
+            while end < len(centres) and np.isclose(fitted[end], fitted[start]):
                 end += 1
-            n_block = counts[start:end].sum()
-            share = (means[start:end] * counts[start:end]).sum() / n_block
-            if g is not None:  # effective sample size: distinct groups in the block
-                a, b = bins[start][0], bins[end - 1][1]
-                n_block = float(len(set(g[a:b].tolist())))
-            lo, hi = _wilson(share * n_block, n_block, self.z)
-            lower[start:end], upper[start:end] = lo, hi
+            a, b = lo[start], hi[end - 1]
+            share = (counts[start:end] * means[start:end]).sum() / counts[start:end].sum()
+            n_block = float(b - a) if g is None else float(len(set(g[a:b].tolist())))
+            lo_, hi_ = _wilson(share * n_block, n_block, self.z)
+            lower[start:end], upper[start:end] = lo_, hi_
             start = end
         self.bin_upper_ = upper
         self.bin_lower_ = lower
@@ -169,10 +162,7 @@ class MonotoneCalibrator:
         draws = cluster_bootstrap_indices(n if g is None else g, int(self.n_bags),
                                           random_state=self.random_state)
         for b, idx in enumerate(draws):
-            # the shrinkage towards the base rate can bend a fit down by ~1e-4 where a small
-            # block meets a large one; the running maximum keeps every bag (so their mean and
-            # quantiles) monotone
-            curves[b] = np.maximum.accumulate(single.fit(s[idx], y[idx]).predict(grid))
+            curves[b] = single.fit(s[idx], y[idx]).predict(grid)
         self.grid_ = grid
         self.grid_mean_ = curves.mean(axis=0)
         self.grid_upper_ = np.quantile(curves, float(norm.cdf(self.z)), axis=0)
@@ -206,6 +196,49 @@ class MonotoneCalibrator:
             return np.full(s.shape, self.bin_values_[0])
         return np.interp(s, self.bin_centres_, self.bin_values_)
 
+
+def _kernel_levels(s: np.ndarray, y: np.ndarray, min_bin: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Local means of the outcome at score quantiles: the levels the isotonic fit pools.
+
+    With ``s`` sorted, ``t_j`` the ``G = max(2, round(n / min_bin))`` quantiles of ``s`` (equal
+    ones merged) and :math:`d_j` the distance from :math:`t_j` to its ``min_bin``-th nearest score,
+
+    .. math:: h_j = 2 d_j, \qquad w_{ij} = \max\{0,\ 1 - ((s_i - t_j)/h_j)^2\}, \qquad
+              m_j = \frac{\sum_i w_{ij} y_i}{\sum_i w_{ij}}.
+
+    Each piece (quantiles, order statistics of distances, the kernel) is continuous in the
+    scores, so the levels are too. A tie of at least ``min_bin`` equal scores has ``d_j = 0``
+    and a level of its own (``h_j`` floors at 1e-12 of the span).
+
+    Returns
+    -------
+    centres, means, weights, lo, hi : ndarray
+        ``t_j``, ``m_j``, ``sum_i w_ij`` scaled to sum to ``n``, and each window's first and
+        one-past-last row in ``s``.
+    """
+    n = len(s)
+    k = int(min(max(min_bin, 1), n))
+    # the k nearest scores to t_j lie among the k sorted ones either side of its position
+    t = np.unique(np.quantile(s, np.linspace(0.0, 1.0, max(2, int(round(n / max(min_bin, 1)))))))
+    pos = np.searchsorted(s, t)
+    cand = pos[:, None] + np.arange(-k, k)[None, :]
+    ok = (cand >= 0) & (cand < n)
+    d = np.where(ok, np.abs(s[np.clip(cand, 0, n - 1)] - t[:, None]), np.inf)
+    kth = np.partition(d, k - 1, axis=1)[:, k - 1]
+    span = float(s[-1] - s[0])
+    h = np.maximum(2.0 * kth, 1e-12 * max(span, 1.0))
+    lo = np.searchsorted(s, t - h, side="right")
+    hi = np.searchsorted(s, t + h, side="left")
+    width = hi - lo
+    # every (window, row) pair laid out flat: one bincount per sum instead of a loop over windows
+    rows = np.repeat(lo - np.r_[0, np.cumsum(width)[:-1]], width) + np.arange(width.sum())
+    owner = np.repeat(np.arange(len(t)), width)
+    w = np.clip(1.0 - ((s[rows] - t[owner]) / h[owner]) ** 2, 0.0, None)
+    w_sum = np.bincount(owner, weights=w, minlength=len(t))
+    means = np.bincount(owner, weights=w * y[rows], minlength=len(t)) / w_sum
+    counts = w_sum * (n / w_sum.sum())
+    return t, means, counts, lo, hi
 
 def prior_shift(p, *, base_rate: float, target: float | None) -> np.ndarray:
     r"""Move calibrated probabilities from the base rate they were fitted at to a new prior.

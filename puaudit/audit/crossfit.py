@@ -153,7 +153,7 @@ def fold_sets_of(prep: PreparedSplit, k: int, repeats: int, random_state: int | 
 def snap(x: np.ndarray) -> np.ndarray:
     """Scores rounded to 12 decimals: identical rows (several votes on one item) then tie
     exactly, whatever block of a matrix product they were computed in (BLAS may differ in the
-    last bit), so the calibrator's bins do not depend on how rows were batched."""
+    last bit), so the calibrator's levels do not depend on how rows were batched."""
     return np.round(x, 12)
 
 
