@@ -169,15 +169,20 @@ def _group_flips(prep, **kw):
     return int((groups[0][u] != groups[1][u]).sum())
 
 
-@pytest.mark.slow
-def test_llmfao_audit_depends_much_less_on_the_draw_of_the_folds():
+def _llmfao():
     path = SHARED / "data" / "llmfao" / "llmfao_crowd_vs_gpt4.csv"
     if not path.exists():
         pytest.skip("../shared/data is not present")
-    from puaudit.audit.estimator import embed_table
     from puaudit.data.io import read_table
 
-    table = load_comparisons(read_table(path))
+    return load_comparisons(read_table(path))
+
+
+@pytest.mark.slow
+def test_llmfao_audit_depends_much_less_on_the_draw_of_the_folds():
+    from puaudit.audit.estimator import embed_table
+
+    table = _llmfao()
     prep = prepare_split(table, embed_table(table), AuditConfig(p_ratio=0.3, random_state=0))
     # same split, two draws of the cross-fitting folds: rows that change guarded group
     # the probe: what the automatic choice takes on llmfao (9 of 10 seeds), at a quarter the cost
@@ -198,16 +203,11 @@ def test_llmfao_reversals_survive_float_rounding_of_the_vectors():
     # 7e-7): with rank bins 77 of this seed's 777 reversed rows (10%) changed; with the smooth
     # windows 10 of 569. What is left comes from the chain of fits after the calibrators (the
     # evidence model, its own calibration, the bags' upper quantile)
-    path = SHARED / "data" / "llmfao" / "llmfao_crowd_vs_gpt4.csv"
-    if not path.exists():
-        pytest.skip("../shared/data is not present")
     from puaudit.audit.estimator import audit_table, embed_table, human_labels
     from puaudit.audit.relabel import GROUP_NEG
-    from puaudit.data.io import read_table
-
     from puaudit.embed.encoders import HFEncoder
 
-    table = load_comparisons(read_table(path))
+    table = _llmfao()
     emb = embed_table(table, HFEncoder(None, mode="full"))  # float32 on every CPU
     noise = np.random.default_rng(0).normal(size=emb.vectors.shape)
     v = emb.vectors + 1e-6 * noise / np.linalg.norm(noise, axis=1, keepdims=True)
