@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from components import state
+from components.split_picker import unpacked_zip
 from components.uploads import read_upload
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
@@ -73,7 +74,8 @@ def array_key(values) -> str:
 # --- uploads and the Annotators page -----------------------------------------------------------
 @st.cache_data(show_spinner=False, max_entries=8)
 def _read_upload(data: bytes, name: str, max_upload_mb: int) -> pd.DataFrame:
-    return read_upload(data, name, max_upload_mb=max_upload_mb)
+    # a zipped folder with no default split is read at its first split: from the same unpacking
+    return read_upload(data, name, max_upload_mb=max_upload_mb, unpack_zip=unpacked_zip)
 
 
 def read_page_upload(data: bytes, name: str) -> pd.DataFrame:

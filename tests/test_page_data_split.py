@@ -174,3 +174,19 @@ def test_an_upload_is_unpacked_once_whatever_splits_are_chosen(tmp_path, monkeyp
     assert ss["source_split"] == other and len(ss["raw_frame"]) == rows
     assert at.dataframe[-1].value["prompt"].iloc[0] == first_prompt
     assert len(ss["table"].frame) == rows
+
+
+def test_the_annotators_page_reader_unpacks_a_zip_once(tmp_path, monkeypatch):
+    # no default split: the first read falls back to the folder's first split, from the same
+    # unpacking (it was unpacked twice)
+    from components import page_data, split_picker
+    from puaudit.data import zip_folder
+
+    page_data._read_upload.clear()
+    split_picker._unpacked_zip.clear()
+    unpacked = []
+    unpack = zip_folder._unpack
+    monkeypatch.setattr(zip_folder, "_unpack", lambda *a: unpacked.append(a[3]) or unpack(*a))
+    frame = page_data.read_page_upload(_no_default_split_zip(tmp_path), "dd.zip")
+    assert unpacked == ["dd.zip"]
+    assert len(frame) == 40 and frame["prompt"].iloc[0] == "prompt 0"
