@@ -36,7 +36,8 @@ KNN_AUTO_MAX_PAIRS = 2_000_000_000
 def score_split(prep: PreparedSplit, config: AuditConfig | None = None, *,
                 candidates: tuple[str, ...] = AUTO_CANDIDATES, calibrate: bool = True,
                 denoise: bool | None = None, n_neighbors: int = 15,
-                map_fn: Callable | None = None) -> ScoredSplit:
+                map_fn: Callable | None = None,
+                crossfit: Callable | None = None) -> ScoredSplit:
     r"""Denoise P, score audited rows, and cross-fit the score -> P(judge right) map on P.
 
     ``config`` (default :class:`AuditConfig`) gives the scorer and every parameter
@@ -53,7 +54,9 @@ def score_split(prep: PreparedSplit, config: AuditConfig | None = None, *,
     only). ``denoise``: fit on the denoised P' or all of P (default: each scorer's
     :attr:`ScorerSpec.denoise`). ``map_fn(fn, prep, jobs)`` runs the independent per-type jobs
     of the full fit and of every fold (the Ray backend passes
-    :class:`puaudit.scale.ray_score.RayMap`); same results either way.
+    :class:`puaudit.scale.ray_score.RayMap`); same results either way. ``crossfit``: what fits
+    one scorer, called as :func:`~puaudit.audit.crossfit.crossfit_scorer` is (default that
+    function; :class:`puaudit.audit.stages.StageCache` passes one that reuses earlier fits).
     """
     config = AuditConfig() if config is None else config
     scorer, m = config.scorer, config.m
@@ -74,13 +77,13 @@ def score_split(prep: PreparedSplit, config: AuditConfig | None = None, *,
 
     small = len(prep.p_rows) * len(prep.u_rows) < 20_000_000
     kw = dict(m_used=m_used, calibrate=calibrate, n_neighbors=n_neighbors, map_fn=map_fn)
+    fit = crossfit_scorer if crossfit is None else crossfit
     with threadpool_limits(limits=1 if small else None):
         if scorer in ("auto", EVIDENCE):
             scored = _score_auto(prep, config, candidates=candidates, denoise=denoise,
-                                 force=EVIDENCE if scorer == EVIDENCE else None, **kw)
+                                 force=EVIDENCE if scorer == EVIDENCE else None, fit=fit, **kw)
         else:
-            scored = crossfit_scorer(prep, config, scorer,
-                                     denoise=_denoise_default(denoise, scorer), **kw)
+            scored = fit(prep, config, scorer, denoise=_denoise_default(denoise, scorer), **kw)
     return apply_prior(prep, scored, m)
 
 
@@ -104,13 +107,13 @@ def cross_fitted_probabilities(cv_scores: np.ndarray, correct: np.ndarray, folds
 
 
 def _score_auto(prep: PreparedSplit, config: AuditConfig, *, candidates, denoise,
-                force: str | None = None, **kw) -> ScoredSplit:
+                force: str | None = None, fit: Callable = crossfit_scorer, **kw) -> ScoredSplit:
     """Cross-fit every candidate, compare them by out-of-fold log loss on P, keep the best
     (``force``: keep that one whatever the comparison says)."""
     n_ref = 2 * min(len(prep.p_rows), MAX_FIT_ROWS["knn"])
     if len(candidates) > 1 and len(prep.u_rows) * n_ref > KNN_AUTO_MAX_PAIRS:
         candidates = tuple(c for c in candidates if c != "knn")
-    fitted = {c: crossfit_scorer(prep, config, c, denoise=_denoise_default(denoise, c), **kw)
+    fitted = {c: fit(prep, config, c, denoise=_denoise_default(denoise, c), **kw)
               for c in candidates}
     first = fitted[candidates[0]]
     usable = [c for c in candidates if fitted[c].calibrator is not None

@@ -40,6 +40,7 @@ from puaudit.audit.relabel import (GROUP_EXCLUDED, GROUP_NEG, GROUP_VERIFIED, be
 from puaudit.audit.result import EXPORT_COLUMNS, AuditResult, InputInfo
 from puaudit.audit.scorers import SCORER_SPECS
 from puaudit.audit.splits import DiffRows, PreparedSplit, prepare_split
+from puaudit.audit.stages import StageCache
 from puaudit.data.schema import ComparisonTable, load_comparisons
 from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.errors import PUAuditError
@@ -81,6 +82,11 @@ class PUAudit(BaseEstimator):
         Shortcuts into ``result_``.
     table_, embeddings_ : ComparisonTable, PairEmbeddings
         The fitted input (references, not copies) — :meth:`to_frame` uses ``table_``.
+    stages_ : StageCache
+        Every stage of this fit (:mod:`puaudit.audit.stages`). A later :meth:`fit` of the same
+        table (same content) with the same embeddings (or none), encoder and backend reuses
+        each stage whose fields did not change: after ``set_params(m=0.8)`` only the prior
+        shift, the relabelling, certification and the transport scorers are computed again.
     """
 
     def __init__(self, config: AuditConfig | None = None, *, encoder=None,
@@ -111,7 +117,7 @@ class PUAudit(BaseEstimator):
         if isinstance(table, pd.DataFrame):
             table = load_comparisons(table)
         map_fn = None
-        if self.backend == "ray":
+        if self.backend == "ray" and self._reusable_stages(table, embeddings) is None:
             from puaudit.scale.ray_embed import embed_table_ray
             from puaudit.scale.ray_score import RayMap
 
@@ -121,18 +127,35 @@ class PUAudit(BaseEstimator):
             map_fn = RayMap()
         elif self.backend != "local":
             raise PUAuditError(f"Unknown backend {self.backend!r}: choose 'local' or 'ray'.")
-        if embeddings is None:
-            embeddings = embed_table(table, self.encoder, progress=progress,
-                                     show_progress=show_progress)
+        stages = self._reusable_stages(table, embeddings)
+        if stages is None:
+            if embeddings is None:
+                embeddings = embed_table(table, self.encoder, progress=progress,
+                                         show_progress=show_progress)
+            stages = StageCache(table, embeddings, map_fn=map_fn)
+        self._stages_of = (self.encoder, self.backend)
         self.config_ = cfg
-        self.result_ = audit_table(table, embeddings, cfg, map_fn=map_fn)
+        self.stages_ = stages
+        self.result_ = stages.audit(cfg)
         r = self.result_
-        self.table_, self.embeddings_ = table, embeddings
+        self.table_, self.embeddings_ = stages.table, stages.embeddings
         self.split_, self.scores_, self.p_judge_right_ = r.split, r.score, r.p_judge_right
         self.groups_, self.adjusted_ = r.group, r.adjusted
         self.m_, self.m_estimate_ = r.m, r.m_estimate
         self.metrics_, self.per_type_ = r.metrics, r.per_type
         return self
+
+    def _reusable_stages(self, table: ComparisonTable, embeddings) -> StageCache | None:
+        """The previous fit's stages when this fit audits the same table (same content) with
+        the same embeddings (or none given), encoder and backend; else None."""
+        prev = getattr(self, "stages_", None)
+        if prev is None or getattr(self, "_stages_of", None) != (self.encoder, self.backend):
+            return None
+        if embeddings is not None and embeddings is not prev.embeddings:
+            return None
+        if table is not prev.table and table.content_hash() != prev.table.content_hash():
+            return None
+        return prev
 
     def to_frame(self) -> pd.DataFrame:
         """The fitted table with the ``puaudit_*`` columns (:meth:`AuditResult.to_frame`)."""
@@ -251,7 +274,8 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
 
 
 def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
-                   scored: ScoredSplit | None = None) -> list[dict]:
+                   scored: ScoredSplit | None = None,
+                   refit: Callable | None = None) -> list[dict]:
     """Guarded reversals and expected consistency on the audited rows for each ``m``.
 
     For scorers whose scores do not depend on ``m`` (:attr:`ScorerSpec.uses_m`; the stack and
@@ -261,7 +285,9 @@ def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
     raises every probability, the paper rule keeps more rows); a scorer fitted again at each
     ``m`` carries no such guarantee. Where the audit's automatic choice found its scorer no
     better than P's base rate (so the guarded rule reverses nothing), every refit keeps that
-    finding, so the curve agrees with the audit at every ``m``.
+    finding, so the curve agrees with the audit at every ``m``. ``refit(prep, config)``: how
+    such a scorer is fitted again (default :func:`score_split`; a :class:`StageCache` passes
+    its own, which keeps the fits).
     """
     if scored is None:
         scored = score_split(prep, config)
@@ -282,7 +308,8 @@ def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
             s.prior_target = cfg.m
             s.m = cfg.m  # the paper rule keeps the top m share of each type
         else:
-            s = score_split(prep, cfg.replace(scorer=scored.scorer) if spec is not None else cfg)
+            s = (score_split if refit is None else refit)(
+                prep, cfg.replace(scorer=scored.scorer) if spec is not None else cfg)
             if not beats_base_rate(scored):
                 # the audit found this scorer no better than the base rate and reverses nothing;
                 # a refit at another m must not reverse on that same evidence

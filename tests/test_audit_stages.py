@@ -1,0 +1,119 @@
+"""The stage cache: a configuration change recomputes only the stages that read the changed
+fields, and a cached audit equals a fresh one exactly (groups, probabilities, metrics)."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from puaudit.audit.config import AuditConfig
+from puaudit.audit.estimator import PairEmbeddings, PUAudit, audit_table
+from puaudit.audit.stages import StageCache, scoring_uses_m, stage_key
+from puaudit.data.schema import load_comparisons
+
+
+@pytest.fixture(scope="module")
+def small(planted):
+    df, e_a, e_b, _ = planted
+    # 600 rows: every stage runs, fast enough to audit a dozen times
+    return load_comparisons(df.iloc[:600]), PairEmbeddings(e_a[:600], e_b[:600], "planted")
+
+
+def assert_same_audit(a, b):
+    """Two audits are equal: every row's group, verdict, score, probability, and every number
+    of the summary (metrics, per type, expected consistency, the automatic choice)."""
+    assert np.array_equal(a.group, b.group)
+    assert np.array_equal(a.adjusted, b.adjusted)
+    assert np.array_equal(a.split, b.split)
+    np.testing.assert_array_equal(a.score, b.score)
+    np.testing.assert_array_equal(a.p_judge_right, b.p_judge_right)
+    assert json.dumps(a.summary(), sort_keys=True) == json.dumps(b.summary(), sort_keys=True)
+    if a.certification is not None:
+        np.testing.assert_array_equal(a.certification.trusted, b.certification.trusted)
+
+
+@pytest.mark.parametrize("scorer", ["auto", "probe"])
+def test_m_step_equals_a_fresh_audit_and_refits_only_what_reads_m(small, scorer):
+    table, emb = small
+    cache = StageCache(table, emb)
+    first = AuditConfig(scorer=scorer, m=0.7)
+    cache.audit(first)
+    before = dict(cache.calls)
+    for m in (0.75, 0.62, None):  # None: back to the estimate from P
+        cfg = first.replace(m=m)
+        assert_same_audit(cache.audit(cfg), audit_table(table, emb, cfg))
+    calls = cache.calls
+    assert calls["split"] == before["split"] == 1
+    assert calls["evidence"] == before["evidence"] == 1
+    assert calls["relabel"] == before["relabel"] + 3
+    if scorer == "auto":
+        # prior-ot transports m as its mass: it (only it) is fitted again at each new m,
+        # and the choice among the candidates is made again; probe, knn, centroid are reused
+        assert scoring_uses_m(first)
+        assert before["fit"] == 4 and calls["fit"] == 4 + 3
+        assert calls["choice"] == before["choice"] + 3
+    else:
+        assert not scoring_uses_m(first)
+        assert calls["fit"] == before["fit"] == 1 and calls["choice"] == before["choice"] == 1
+
+
+def test_p_ratio_step_reuses_the_evidence_and_a_second_visit_reuses_everything(small):
+    table, emb = small
+    cache = StageCache(table, emb)
+    cfg = AuditConfig(scorer="probe")
+    cache.audit(cfg)
+    moved = cfg.replace(p_ratio=0.5)
+    assert not cache.has_scores(moved)
+    assert_same_audit(cache.audit(moved), audit_table(table, emb, moved))
+    assert cache.calls["evidence"] == 1 and cache.calls["split"] == 2
+    assert cache.calls["fit"] == 2
+    assert cache.has_scores(cfg)
+    cache.audit(cfg)  # back to the first setting: nothing is fitted again
+    assert cache.calls["split"] == 2 and cache.calls["fit"] == 2
+
+
+def test_certify_and_rule_changes_fit_nothing(small):
+    table, emb = small
+    cache = StageCache(table, emb)
+    cfg = AuditConfig(m=0.7)
+    cache.audit(cfg)
+    fits = cache.calls["fit"]
+    for changed in (cfg.replace(target_agreement=0.8), cfg.replace(rule="paper"),
+                    cfg.replace(margin=0.1)):
+        assert_same_audit(cache.audit(changed), audit_table(table, emb, changed))
+    assert cache.calls["fit"] == fits and cache.calls["split"] == 1
+
+
+def test_a_seed_change_refits_and_matches(small):
+    table, emb = small
+    cache = StageCache(table, emb)
+    cache.audit(AuditConfig(scorer="centroid"))
+    cfg = AuditConfig(scorer="centroid", random_state=3)
+    assert_same_audit(cache.audit(cfg), audit_table(table, emb, cfg))
+    assert cache.calls["split"] == 2 and cache.calls["fit"] == 2
+
+
+def test_stage_keys_name_only_their_fields():
+    a, b = AuditConfig(m=0.7), AuditConfig(m=0.8, rule="paper")
+    for stage in ("human", "evidence", "split", "fit", "choice", "certify"):
+        assert stage_key(a, stage) == stage_key(b, stage)
+    assert stage_key(a, "relabel") != stage_key(b, "relabel")
+    assert stage_key(a, "split") != stage_key(a.replace(p_ratio=0.5), "split")
+
+
+def test_puaudit_refit_after_set_params_reuses_its_stages(small):
+    table, emb = small
+    est = PUAudit(m=0.7, scorer="probe").fit(table, emb)
+    stages = est.stages_
+    est.set_params(m=0.8).fit(table, emb)
+    assert est.stages_ is stages and stages.calls["fit"] == 1 and stages.calls["split"] == 1
+    fresh = PUAudit(m=0.8, scorer="probe").fit(table, emb)
+    assert_same_audit(est.result_, fresh.result_)
+    # other embeddings (same content, another object): nothing is reused
+    other = PairEmbeddings(emb.vectors[emb.idx_a], emb.vectors[emb.idx_b], "planted")
+    est.fit(table, other)
+    assert est.stages_ is not stages
+    # a fitted estimator still pickles (the cache leaves its locks and stages behind)
+    back = pickle.loads(pickle.dumps(est))
+    assert_same_audit(back.result_, est.result_)
