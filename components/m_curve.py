@@ -1,4 +1,5 @@
-"""The "verdicts reversed vs m" curve shown beside the m slider (pure function, no Streamlit)."""
+"""The "verdicts reversed vs m" curve beside the m slider: its figure and the page glue that
+shows it when its background job is ready (the job: :func:`components.state.m_curve_job`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import plotly.graph_objects as go
 # the m values live with the curve's numbers, which the audit report reads too
 from puaudit.audit.m_curve import M_RANGE, m_grid
 
-__all__ = ["M_RANGE", "M_STEP", "m_grid", "m_curve_figure"]
+__all__ = ["M_RANGE", "M_STEP", "m_grid", "m_curve_figure", "curve_ready", "show_m_curve"]
 
 #: the Audit page's m slider's step (its range is :data:`M_RANGE`)
 M_STEP = 0.01
@@ -37,3 +38,41 @@ def m_curve_figure(curve: list[dict], *, current_m: float | None = None) -> go.F
     fig.update_xaxes(range=list(M_RANGE))  # the slider's range, not Plotly's guess from the data
     fig.update_yaxes(rangemode="tozero")
     return fig
+
+
+def curve_ready(table, emb, params) -> bool:
+    """Whether the m curve of these settings is computed (or failed: nothing to wait for)."""
+    from components import state
+    from components.jobs import job_status
+
+    return job_status(state.m_curve_job(table, emb, params)) != "pending"
+
+
+def show_m_curve(table, emb, params, result, *, polling: bool) -> None:
+    """Draw the m curve of these settings with the audit's point marked, or say it is being
+    computed (its background job gives way to every slider answer). ``polling``: this runs in a
+    timed fragment, which reruns the page once the curve arrives (to stop polling)."""
+    import streamlit as st
+
+    from components import state
+    from components.jobs import job_status
+    from puaudit.audit.m_curve import with_current_point
+    from puaudit.audit.relabel import GROUP_NEG
+
+    job = state.m_curve_job(table, emb, params)
+    status = job_status(job)
+    if status == "pending":
+        st.caption("Drawing reversals vs m in the background "
+                   f"({job.progress['done']} of {job.progress['total'] or len(m_grid())} "
+                   "points)…")
+        return
+    if status == "failed" or not job.result():
+        return  # a refit at some m failed: the audit stands without its curve
+    current_m = float(result.m)
+    points = with_current_point(job.result(), current_m, int((result.group == GROUP_NEG).sum()))
+    st.plotly_chart(m_curve_figure(points, current_m=current_m), width="stretch", key="m_curve")
+    st.caption(f"Rows the {result.params.get('rule', 'guarded')} rule would reverse at each m "
+               "over the slider's range (higher m: more trust in the judge, fewer reversals); "
+               "the marked point is the audit below.")
+    if polling:
+        st.rerun()

@@ -16,9 +16,16 @@ session); nothing user-specific is kept in module globals. Keys other pages may 
 Caching (shared by sessions, keyed by content, so two sessions only share entries when their
 data are identical): the encoder is a ``st.cache_resource`` keyed by its label; embeddings are
 ``st.cache_data`` keyed by ``ComparisonTable.content_hash()`` + encoder label (the table itself is
-passed as an ``_underscore`` argument, so it is never hashed); audit results are ``st.cache_data``
-keyed by that hash, the encoder label and every parameter. A slider move therefore reruns only
-the audit, never the embedding.
+passed as an ``_underscore`` argument, so it is never hashed); audits come from one
+:class:`~puaudit.audit.stages.StageCache` per table + encoder, which keys each stage by the
+fields it reads. A slider move therefore recomputes only the stages that read it (an ``m``
+step: the prior shift, the relabelling, certification and the transport scorer).
+
+Work: one :class:`~components.jobs.JobRunner` per server process (:func:`runner`) runs every
+long computation with progress and cancellation: the embeddings and audits as foreground jobs
+(a bar on the page), the m curve, the spread over seeds, scorer comparisons, UMAP and the
+idle-time precompute of neighbouring slider values as background jobs, which give way to any
+slider answer (docs/dashboard.md).
 
 Test hook: with ``PUAUDIT_TEST_ENCODER=hashing`` the only encoder offered is
 :class:`tests.doubles.HashingEncoder`, a deterministic bag-of-words hashing encoder (no model, instant), so
@@ -33,14 +40,15 @@ import os
 import re
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from puaudit.audit.estimator import (PairEmbeddings, audit_table, embed_table, human_labels,
-                                     prepare_split)
+from components.jobs import Cancelled, Job, JobRunner, Preempted
+from puaudit.audit.estimator import PairEmbeddings, embed_table
+from puaudit.audit.stages import StageCache
 from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
 from puaudit.embed.choices import encoder_choices
@@ -53,7 +61,8 @@ __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "SCORER_CHOICES", "RULE_CHOICES",
            "start_encoder_warmup",
            "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
            "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit", "audit_config",
-           "m_curve", "compare_scorers", "spread_job", "with_progress",
+           "m_curve", "m_curve_job", "compare_scorers", "compare_job", "spread_job",
+           "with_progress", "wait_for", "runner", "stage_cache", "precompute_neighbours",
            "export_bytes", "umap_job", "show_error", "sha256_bytes", "favicon"]
 
 TEST_ENCODER_ENV = "PUAUDIT_TEST_ENCODER"
@@ -297,17 +306,12 @@ def time_left_text(embedded: int, left: int, seconds: float) -> str:
     return f", about {eta // 60} min {eta % 60} s left" if eta >= 60 else f", about {eta} s left"
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _m_estimate(content_hash: str, encoder_label: str, p_ratio: float, seed: int, _table,
-                _emb) -> float:
-    cfg = AuditConfig(p_ratio=p_ratio, random_state=seed, evidence="none")  # m needs no evidence
-    return float(prepare_split(_table, _emb, cfg).m_estimate)
-
-
 def m_estimate(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> float:
-    """The default m: judge–human agreement on P for this split."""
-    return _m_estimate(table_hash(table), params["encoder"], float(params["p_ratio"]),
-                       int(params["random_state"]), table, emb)
+    """The default m: judge–human agreement on P for this split (the audit's own split, from
+    the stage cache)."""
+    cfg = audit_config(params)
+    with runner().foreground():
+        return float(stage_cache(table, emb).split(cfg).m_estimate)
 
 
 def audit_config(params: dict) -> AuditConfig:
@@ -315,7 +319,29 @@ def audit_config(params: dict) -> AuditConfig:
     return AuditConfig(**{k: v for k, v in params.items() if k != "encoder"})
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+# --- the one job runner and the stage cache ----------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def runner() -> JobRunner:
+    """The server process's job runner (:mod:`components.jobs`): every long computation of
+    every session runs on it, background work one job at a time and giving way to any
+    slider answer."""
+    return JobRunner(unwatched_s=SPREAD_UNWATCHED_S)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _stage_cache(content_hash: str, encoder_label: str, _table, _emb) -> StageCache:
+    # stage results hold a few row-aligned arrays: fewer of them for long tables
+    keep = int(np.clip(4e8 / (80 * max(len(_table), 1)), 24, 200))
+    return StageCache(_table, _emb, max_entries=keep)
+
+
+def stage_cache(table: ComparisonTable, emb: PairEmbeddings) -> StageCache:
+    """The stages of every audit of ``table`` with ``emb`` (:mod:`puaudit.audit.stages`),
+    shared by sessions and the background jobs: a slider step recomputes only the stages that
+    read the field it moved."""
+    return _stage_cache(table_hash(table), emb.encoder, table, emb)
+
+
 def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,
              _emb, _progress=None):
     from puaudit.audit.evaluate import evaluate
@@ -333,84 +359,113 @@ def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: 
     return res["leaderboard"]
 
 
+def compare_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
+                seeds: int = 3) -> Job:
+    """Leaderboard of every scorer × rule over ``seeds`` splits, as a background job (one per
+    data + settings; newer settings cancel an older comparison)."""
+    cfg = audit_config(params).replace(scorer=AuditConfig.scorer, rule=AuditConfig.rule,
+                                       random_state=AuditConfig.random_state,
+                                       target_agreement=None)
+    key = ("compare", table_hash(table), params["encoder"], cfg, int(seeds))
+    return runner().submit(key, lambda job: _compare(key[1], key[2], cfg, int(seeds), table, emb,
+                                                     job.report),
+                           group="compare", text="Comparing scorers")
+
+
 def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
                     seeds: int = 3) -> list[dict]:
-    """Leaderboard of every scorer × rule over ``seeds`` splits (cached like the audit)."""
-    cfg = audit_config(params).replace(scorer=AuditConfig.scorer, rule=AuditConfig.rule,
-                                       random_state=AuditConfig.random_state)
-    key = table_hash(table)
-    return with_progress(lambda report: _compare(key, params["encoder"], cfg, int(seeds), table,
-                                                 emb, report), "Comparing scorers")
+    """:func:`compare_job`'s leaderboard, waited for (a progress bar meanwhile)."""
+    return wait_for(lambda: compare_job(table, emb, params, seeds=seeds), "Comparing scorers")
+
+
+def wait_for(get_job, label: str):
+    """The result of the background job ``get_job()`` returns, with a progress bar while it
+    runs (asked again when a slider answer preempted it)."""
+    bar, t0 = None, time.monotonic()
+    while True:
+        job = get_job()
+        try:
+            value = job.result(timeout=0.25)
+        except Preempted:
+            continue
+        except FutureTimeout:
+            pass
+        else:
+            if bar is not None:
+                bar.empty()
+            return value
+        d, t, text = job.progress["done"], job.progress["total"], job.progress["text"] or label
+        bar = bar or st.progress(0.0, text=label)
+        bar.progress(min(d / t, 1.0) if t else 0.0,
+                     text=f"{text} (step {min(d + 1, t)} of {t}, "
+                          f"{time.monotonic() - t0:.0f} s)" if t else text)
 
 
 def with_progress(work, label: str, *, describe=None):
-    """``work(report)`` run in a worker thread while this script thread draws a progress bar
-    (from 0.3 s on) saying what is being done, how far it is and for how long;
-    ``report(done, total, text=None)`` updates it. Errors are raised here. The bar lives
+    """``work(report)`` run as a foreground job of :func:`runner` while this script thread
+    draws a progress bar (from 0.3 s on) saying what is being done, how far it is and for how
+    long; ``report(done, total, text=None)`` updates it. Errors are raised here. The bar lives
     outside the cached function ``work`` calls (Streamlit replays what a cached function
     draws). ``describe(done, total)``, when given, writes the bar's text instead (the
-    embeddings' bar counts texts and the time left)."""
-    now = {"done": 0, "total": 0, "text": label}
-    box: dict = {}
-
-    def report(done: int, total: int, text: str | None = None) -> None:
-        now.update(done=done, total=total, **({"text": text} if text else {}))
-
-    def run():
-        try:
-            box["value"] = work(report)
-        except BaseException as exc:  # re-raised in the script thread
-            box["error"] = exc
-
-    th = threading.Thread(target=run, name="puaudit-work", daemon=True)
-    add_script_run_ctx(th, get_script_run_ctx())
-    th.start()
+    embeddings' bar counts texts and the time left). Background jobs give way until it ends."""
+    ctx = get_script_run_ctx()
+    job = runner().start(lambda j: work(j.report), text=label,
+                         thread_hook=lambda th: add_script_run_ctx(th, ctx))
+    th = job.thread
     th.join(0.3)
     if th.is_alive():
         t0 = time.monotonic()
         bar = st.progress(0.0, text=label)
         while th.is_alive():
             th.join(0.25)
-            d, t = now["done"], now["total"]
+            d, t, text = job.progress["done"], job.progress["total"], job.progress["text"]
             text = (describe(d, t) if describe is not None
-                    else f"{now['text']} (step {min(d + 1, t)} of {t}, "
-                         f"{time.monotonic() - t0:.0f} s)" if t else now["text"])
+                    else f"{text} (step {min(d + 1, t)} of {t}, "
+                         f"{time.monotonic() - t0:.0f} s)" if t else text)
             bar.progress(min(d / t, 1.0) if t else 0.0, text=text)
         bar.empty()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    th.join()
+    return job.result()
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
 def _audit(content_hash: str, encoder_label: str, config: AuditConfig, _table, _emb,
            _progress=None):
+    """The audit of ``config`` from the stage cache (``_progress`` hears of each stage)."""
+    cache = stage_cache(_table, _emb)
     report = _progress or (lambda *a, **k: None)
     report(0, 2, "Splitting the rows into P, validation and audited rows")
-    prep = prepare_split(_table, _emb, config, human=human_labels(_table, config, _emb))
+    cache.split(config)
     report(1, 2, "Scoring " + ("every candidate scorer, cross-fitted on P, and choosing one"
                                if config.scorer == "auto" else f"with {config.scorer}, "
                                "cross-fitted on P") + "; then relabelling and measuring")
-    return audit_table(_table, _emb, config, prep=prep)
+    return cache.audit(config)
 
 
 def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
-    """The audit of ``table`` with ``params`` (cached by content hash + the whole config).
+    """The audit of ``table`` with ``params``, from the stage cache: only the stages whose
+    fields changed are computed. An audit whose scores are cached is answered in this thread
+    (no bar); otherwise a bar names each stage. Background jobs give way meanwhile.
 
-    Certified (``target_agreement`` set): the audit is cached at :data:`CERTIFY_TARGET` and
-    certified again at the session's target and risk, so moving the target slider does not
-    score the rows again."""
+    Certified (``target_agreement`` set): certification is its own stage (the scores are
+    reused), so moving the target slider or ticking Certify scores nothing again."""
     cfg = audit_config(params)
-    key = table_hash(table)
-    if cfg.target_agreement is None:
-        return with_progress(lambda report: _audit(key, params["encoder"], cfg, table, emb,
-                                                   report), "Auditing")
+    target = cfg.target_agreement
+    if target is not None:  # certified at one target, moved to the session's (no refit)
+        cfg = cfg.replace(target_agreement=CERTIFY_TARGET, risk=_CFG.risk)
+    cache = stage_cache(table, emb)
+    runner().cancel_group("precompute")  # the visitor acted: idle-time work stops
+    with runner().foreground():
+        if cache.has_scores(cfg):
+            result = cache.audit(cfg)
+        else:
+            key = table_hash(table)
+            result = with_progress(lambda report: _audit(key, params["encoder"], cfg, table,
+                                                         emb, report), "Auditing")
+    if target is None:
+        return result
     from puaudit.audit.certify import with_target
 
-    cert = cfg.replace(target_agreement=CERTIFY_TARGET, risk=_CFG.risk)
-    base = with_progress(lambda report: _audit(key, params["encoder"], cert, table, emb, report),
-                         "Auditing")
-    return with_target(base, cfg.target_agreement, cfg.risk)
+    return with_target(result, target, audit_config(params).risk)
 
 
 def set_certify() -> None:
@@ -419,32 +474,60 @@ def set_certify() -> None:
     ss["audit"]["target_agreement"] = CERTIFY_TARGET if ss["w_certify"] else None
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _m_curve(content_hash: str, encoder_label: str, config: AuditConfig, m_values: tuple,
-             _table, _emb, _progress=None) -> list[dict]:
-    from puaudit.audit.estimator import reversals_vs_m, score_split
+def _curve_config(params: dict) -> AuditConfig:
+    """What the m curve depends on: every setting but ``m`` and certification."""
+    return audit_config(params).replace(m=None, target_agreement=None, risk=_CFG.risk)
 
-    report = _progress or (lambda *a, **k: None)
-    total = len(m_values) + 1
-    report(0, total, "Reversals vs m: scoring the audited rows")
-    # the same split (and human labels) as the audit, scored once; each m shifts its prior
-    prep = prepare_split(_table, _emb, config, human=human_labels(_table, config, _emb))
-    scored = score_split(prep, config)
-    out = []
-    for i, mv in enumerate(m_values):
-        report(i + 1, total, f"Reversals vs m: m = {mv:.2f}")
-        out += reversals_vs_m(prep, config, [mv], scored=scored)
-    return out
+
+def m_curve_job(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> Job:
+    """Reversals and expected consistency over :func:`~puaudit.audit.m_curve.m_grid`, as a
+    background job: once per data + settings other than ``m`` (the page marks the current
+    ``m`` on it from the audit it shows)."""
+    from puaudit.audit.m_curve import stage_curve
+
+    cfg = _curve_config(params)
+    cache = stage_cache(table, emb)
+    key = ("m_curve", table_hash(table), params["encoder"], cfg)
+    return runner().submit(key, lambda job: stage_curve(cache, cfg, checkpoint=job.checkpoint,
+                                                        progress=job.report),
+                           group="m_curve", text="Reversals vs m")
 
 
 def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
-            m_values: tuple) -> list[dict]:
-    """Reversals and expected consistency over ``m_values`` (cached; a progress bar while it
-    runs), on the audit's split and scores (``m`` left to the estimate)."""
-    cfg = audit_config(params).replace(m=None, target_agreement=None)
-    key = table_hash(table)
-    return with_progress(lambda report: _m_curve(key, params["encoder"], cfg, tuple(m_values),
-                                                 table, emb, report), "Reversals vs m")
+            m_values: tuple | None = None) -> list[dict]:
+    """:func:`m_curve_job`'s points, waited for (the export page's report needs them).
+    ``m_values`` is accepted for older callers; the curve is drawn at
+    :func:`~puaudit.audit.m_curve.m_grid`, and the report adds the audit's own point."""
+    return wait_for(lambda: m_curve_job(table, emb, params), "Reversals vs m")
+
+
+def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
+                          m_step: float, p_step: float, m_range: tuple[float, float],
+                          p_range: tuple[float, float]) -> Job:
+    """Idle-time work: the audits one slider step away (``m`` ± one and two steps, ``p_ratio``
+    ± one step), nearest first, so the next step is usually instant. Cancelled when the
+    visitor acts (:func:`run_audit`) and preempted by any slider answer."""
+    cfg = audit_config(params)
+    cache = stage_cache(table, emb)
+    m0 = cfg.m if cfg.m is not None else cache.split(cfg).m_estimate
+    todo = []
+    for k in (1, -1, 2, -2):
+        mv = round(float(m0) + k * m_step, 6)
+        if m_range[0] <= mv <= m_range[1]:
+            todo.append(cfg.replace(m=mv))
+        if abs(k) == 1:
+            pv = round(cfg.p_ratio + k * p_step, 6)
+            if p_range[0] <= pv <= p_range[1]:
+                todo.append(cfg.replace(p_ratio=pv))
+
+    def work(job: Job) -> int:
+        for i, c in enumerate(todo):
+            job.report(i, len(todo), "Precomputing the neighbouring slider values")
+            cache.audit(c, checkpoint=job.checkpoint)
+        return len(todo)
+
+    key = ("precompute", table_hash(table), params["encoder"], cfg)
+    return runner().submit(key, work, group="precompute", text="Precomputing")
 
 
 def show_error(exc: BaseException) -> None:
@@ -499,90 +582,52 @@ def export_bytes(result, table, params: dict, fmt: str, *, safe: bool = False) -
 
 
 # --- the change over seeded splits, in the background -------------------------------------------
-@st.cache_resource(show_spinner=False)
-def _spread_pool() -> tuple[ThreadPoolExecutor, dict, threading.Lock]:
-    return (ThreadPoolExecutor(max_workers=1, thread_name_prefix="puaudit-spread"), {},
-            threading.Lock())
+#: the name the Audit page and its tests know a stopped spread by
+SpreadSuperseded = Cancelled
 
-
-class SpreadSuperseded(RuntimeError):
-    """A spread over seeds stopped between two splits because newer settings asked for one, or
-    nobody asked for it for :data:`SPREAD_UNWATCHED_S` seconds."""
-
-
-#: a spread nobody asked for this long (its visitor left or closed the tab) stops at its next
-#: split: one worker serves every session, and an abandoned MT-Bench spread kept the next
-#: visitor's audits waiting behind minutes of work nobody would read
+#: a background job nobody asked for this long (its visitor left or closed the tab) stops at
+#: its next checkpoint: one worker serves every session, and an abandoned MT-Bench spread kept
+#: the next visitor's audits waiting behind minutes of work nobody would read
 SPREAD_UNWATCHED_S = 60.0
 
 
 def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result, *,
-               n_seeds: int) -> tuple[Future, dict]:
+               n_seeds: int) -> tuple[Job, dict]:
     """The audit's change over ``n_seeds`` seeded splits (:func:`puaudit.audit.evaluate.
-    delta_over_seeds`; the first split is ``result`` itself), computed in a background thread
-    once per data + settings per server process.
+    delta_over_seeds`; the first split is ``result`` itself), a background job once per data +
+    settings per server process; each seed's audit goes through the stage cache.
 
-    Returns the future and its progress, ``{"done", "total"}`` further splits audited.
+    Returns the job (Future-like: ``done``, ``result``, ``exception``, ``cancelled``) and its
+    progress, ``{"done", "total"}`` further splits audited.
     """
-    from puaudit.audit.evaluate import delta_over_seeds
+    from puaudit.audit import evaluate
 
     cfg = audit_config(params).replace(target_agreement=None)  # certifying moves no verdict
-    key = f"{table_hash(table)}|{params['encoder']}|{cfg!r}|{int(n_seeds)}"
-    pool, jobs, lock = _spread_pool()
-    with lock:
-        job = jobs.get(key)
-        if job is not None:
-            job[1]["seen"] = time.monotonic()  # the Audit page polls this: someone is watching
-        if job is None or job[0].cancelled() or (job[0].done() and job[0].exception() is not None):
-            # a slider moved on: spreads of earlier settings that have not started yet are
-            # dropped, so the one asked for now does not wait behind them
-            for other, value in jobs.items():
-                if other not in (key, "__latest__"):
-                    value[0].cancel()
-            prog = {"done": 0, "total": int(n_seeds) - 1, "seen": time.monotonic()}
-            jobs["__latest__"] = key
+    key = ("spread", table_hash(table), params["encoder"], cfg, int(n_seeds))
+    cache = stage_cache(table, emb) if emb is not None else None
 
-            def report(done: int, total: int, key=key) -> None:
-                prog.update(done=done, total=total)
-                if jobs.get("__latest__") != key:  # one pool: newer settings go first
-                    raise SpreadSuperseded("newer settings asked for their own spread")
-                if time.monotonic() - prog["seen"] > SPREAD_UNWATCHED_S:
-                    raise SpreadSuperseded("nobody has asked for this spread for "
-                                           f"{SPREAD_UNWATCHED_S:.0f} s")
+    def work(job: Job):
+        job.progress.update(done=0, total=int(n_seeds) - 1)
+        run_seed = None
+        if cache is not None:
+            def run_seed(c):
+                return cache.audit(c, checkpoint=job.checkpoint).metrics["delta"]
+        return evaluate.delta_over_seeds(table, emb, cfg, n_seeds=int(n_seeds),
+                                         first_delta=result.metrics.get("delta"),
+                                         progress=job.report, run_seed=run_seed)
 
-            fut = pool.submit(delta_over_seeds, table, emb, cfg, n_seeds=int(n_seeds),
-                              first_delta=result.metrics.get("delta"), progress=report)
-            jobs[key] = job = (fut, prog)
-            while len(jobs) > 17:  # bounded memory: forget the oldest finished spreads
-                old = next(k for k in jobs if k != "__latest__")
-                if not jobs[old][0].done():
-                    break
-                jobs.pop(old)
-    return job
+    job = runner().submit(key, work, group="spread", unwatched_s=SPREAD_UNWATCHED_S)
+    return job, job.progress
 
 
 # --- UMAP in the background -------------------------------------------------------------------
-@st.cache_resource(show_spinner=False)
-def _umap_pool() -> tuple[ThreadPoolExecutor, dict, threading.Lock]:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="puaudit-umap"), {}, threading.Lock()
-
-
-def umap_job(key: str, z: np.ndarray, seed: int) -> Future:
+def umap_job(key: str, z: np.ndarray, seed: int) -> Job:
     """A background UMAP projection of ``z`` (one per content key per server process)."""
     from puaudit.embed.projection import project_2d
 
-    pool, jobs, lock = _umap_pool()
-    with lock:
-        fut = jobs.get(key)
-        if fut is None or (fut.done() and fut.exception() is not None):
-            fut = pool.submit(project_2d, z, method="umap", random_state=seed)
-            jobs[key] = fut
-            while len(jobs) > 16:  # keep memory bounded: forget the oldest finished layouts
-                old = next(iter(jobs))
-                if not jobs[old].done():
-                    break
-                jobs.pop(old)
-    return fut
+    return runner().submit(("umap", key, int(seed)),
+                           lambda job: project_2d(z, method="umap", random_state=seed),
+                           unwatched_s=0)
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -9,17 +9,18 @@ import streamlit as st
 from components import state
 from components.certify import (CURVE_TARGETS, RISK_CHOICES, certification_text,
                                 coverage_curve_figure)
-from components.m_curve import M_RANGE, M_STEP, m_curve_figure, m_grid
+from components.jobs import job_status
+from components.m_curve import M_RANGE, M_STEP, curve_ready, show_m_curve
 from components.safe_text import md
 from components.evidence import (evidence_info, evidence_note, evidence_weights_figure,
                                  evidence_weights_frame)
 from components.metrics import (as_percent, audit_note, auto_choice_text,
                                 auto_comparison_table, expected_text, headline_metrics,
-                                leaderboard_table, per_type_table, spread_text, verdict_text,
-                                with_current_point)
+                                leaderboard_table, per_type_table, spread_text, verdict_text)
 from puaudit.audit.evaluate import default_spread_seeds
 
 PER_TYPE_SHARES = ("cons_orig", "cons_adj", "reversal_precision")
+P_RANGE, P_STEP = (0.05, 0.95), 0.05
 BOARD_SHARES = ("cons_orig", "cons_adj", "reversed_share", "reversal_precision")
 from puaudit.errors import PUAuditError
 
@@ -90,7 +91,7 @@ with left:
         st.rerun()
     curve_slot = st.container()
 with right:
-    st.slider("p_ratio — share of annotated items used as P", 0.05, 0.95, step=0.05,
+    st.slider("p_ratio — share of annotated items used as P", *P_RANGE, step=P_STEP,
               **state.bind("p_ratio"))
     st.caption("The rest of the annotated items validate the audit.")
 
@@ -101,18 +102,15 @@ except PUAuditError as exc:
     st.stop()
 n_reversed = int((result.group == "negative").sum())
 
-with curve_slot:  # drawn after the audit: its point at the current m is the audit shown below
-    current_m = float(result.m)
-    try:
-        curve = state.m_curve(table, emb, params, m_grid(current_m))
-    except PUAuditError:
-        curve = None
-    if curve:
-        st.plotly_chart(m_curve_figure(with_current_point(curve, current_m, n_reversed),
-                                       current_m=current_m), width="stretch", key="m_curve")
-        st.caption(f"Rows the {result.params.get('rule', 'guarded')} rule would reverse at each "
-                   "m over the slider's range (higher m: more trust in the judge, fewer "
-                   "reversals); the marked point is the audit below.")
+with curve_slot:  # after the audit: the curve is a background job, its marked point the audit
+    curve_pending = not curve_ready(table, emb, params)
+    st.fragment(lambda: show_m_curve(table, emb, params, result, polling=curve_pending),
+                run_every=1.0 if curve_pending else None)()
+# idle time: the audits one slider step away, so the next step is usually instant (queued after
+# the curve, before the spread; cancelled as soon as the visitor acts, and every slider answer
+# goes first)
+state.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP, m_range=M_RANGE,
+                            p_range=P_RANGE)
 
 cols = st.columns(4)
 for col, m in zip(cols, headline_metrics(result)):
@@ -130,12 +128,11 @@ def _spread():
     if n_seeds < 2 or not result.metrics["n"]:
         return
     fut, prog = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
-    if fut.cancelled():
-        return
-    if not fut.done():
+    status = job_status(fut)
+    if status == "pending":
         st.caption(f"Measuring the change over {n_seeds} seeded splits in the background: "
                    f"{prog['done']} of {prog['total']} further splits audited…")
-    elif fut.exception() is not None:
+    elif status == "failed":
         st.caption(f"The spread over seeds could not be measured ({md(fut.exception())}).")
     else:
         spread = fut.result()
@@ -147,8 +144,9 @@ def _spread():
 
 
 pending = (default_spread_seeds(len(table)) > 1 and bool(result.metrics["n"])
-           and not state.spread_job(table, emb, params, result,
-                                    n_seeds=default_spread_seeds(len(table)))[0].done())
+           and job_status(state.spread_job(table, emb, params, result,
+                                           n_seeds=default_spread_seeds(len(table)))[0])
+           == "pending")
 st.fragment(_spread, run_every=2.0 if pending else None)()
 st.info(expected_text(result))
 choice = auto_choice_text(result)
@@ -209,12 +207,22 @@ st.subheader("Compare scorers")
 st.caption("Every scorer and relabel rule on the same data and settings, averaged over three "
            "seeded splits and measured on validation rows only — so you can see when PUAudit's "
            "transport scorer does not beat simpler baselines, or the judge itself.")
-if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
-    try:  # a progress bar names each scorer and split as it runs
-        board = state.compare_scorers(table, emb, state.audit_params())
-    except PUAuditError as exc:
-        state.show_error(exc)
-        st.stop()
+
+
+def _compare():
+    """The comparison, a background job: its progress until it is ready (a slider answer
+    goes first; the comparison resumes after it)."""
+    job = state.compare_job(table, emb, params)
+    status = job_status(job)
+    if status == "pending":
+        d, t = job.progress["done"], job.progress["total"]
+        st.caption(f"{job.progress['text'] or 'Comparing scorers'} in the background"
+                   + (f" (step {min(d + 1, t)} of {t})" if t else "") + "…")
+        return
+    if status == "failed":
+        state.show_error(job.exception())
+        return
+    board = job.result()
     st.dataframe(as_percent(leaderboard_table(board), BOARD_SHARES), hide_index=True,
                  width="stretch",
                  column_config={
@@ -227,3 +235,10 @@ if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
                      "reversal_precision": st.column_config.NumberColumn("reversal precision",
                                                                          format="%.1f%%"),
                  })
+    if compare_pending:
+        st.rerun()  # arrived during a timed fragment run: redraw once, stop polling
+
+
+if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
+    compare_pending = job_status(state.compare_job(table, emb, params)) == "pending"
+    st.fragment(_compare, run_every=2.0 if compare_pending else None)()

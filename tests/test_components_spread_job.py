@@ -20,7 +20,7 @@ class _Result:
 def _fake_spread(calls):
     """A stand-in for delta_over_seeds: four splits of 0.2 s, reporting after each."""
 
-    def run(table, emb, cfg, *, n_seeds, first_delta, progress):
+    def run(table, emb, cfg, *, n_seeds, first_delta, progress, run_seed=None):
         for done in range(1, n_seeds):
             time.sleep(0.2)
             calls.append(done)

@@ -177,11 +177,14 @@ def default_spread_seeds(n_rows: int) -> int:
 
 def delta_over_seeds(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
                      n_seeds: int, first_delta: float | None = None,
-                     human: np.ndarray | None = None, progress=None) -> dict | None:
+                     human: np.ndarray | None = None, progress=None,
+                     run_seed=None) -> dict | None:
     """The audit's change in consistency over ``n_seeds`` seeded splits.
 
     Seeds ``s, s + 1, …, s + n_seeds - 1`` with ``s = config.random_state``, so the first is
     the audit itself: pass its change as ``first_delta`` and it is not run again.
+    ``run_seed(config)``: the change of one seed's audit, when the caller has a faster way to
+    it (the dashboard's stage cache); default one :func:`evaluate` run.
 
     Returns
     -------
@@ -201,6 +204,9 @@ def delta_over_seeds(table: ComparisonTable, embeddings: PairEmbeddings, config:
         todo = seeds[1:]
     for i, seed in enumerate(todo):
         try:  # one split the audit cannot run on (a tiny P) leaves that seed out, not the rest
+            if run_seed is not None:
+                deltas[int(seed)] = float(run_seed(config.replace(random_state=int(seed))))
+                continue
             runs = evaluate(table, embeddings, seeds=[seed], config=config, human=human)["runs"]
         except PUAuditError:
             continue

@@ -19,7 +19,7 @@ from puaudit.data.schema import ComparisonTable
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.errors import PUAuditError
 
-__all__ = ["M_RANGE", "m_grid", "with_current_point", "audit_with_m_curve"]
+__all__ = ["M_RANGE", "m_grid", "with_current_point", "audit_with_m_curve", "stage_curve"]
 
 #: the Audit page's m slider: (lowest, highest); the curve spans exactly this range
 M_RANGE = (0.05, 1.0)
@@ -105,3 +105,43 @@ def audit_with_m_curve(table: ComparisonTable, embeddings: PairEmbeddings,
     except PUAuditError:
         return result, None
     return result, with_current_point(curve, result.m, int((result.group == GROUP_NEG).sum()))
+
+
+def stage_curve(stages, config: AuditConfig, *, m_values=None, checkpoint=None,
+                progress=None) -> list[dict]:
+    """Reversals vs m over :func:`m_grid` (or ``m_values``) from a
+    :class:`~puaudit.audit.stages.StageCache`: once per split and scorer settings.
+
+    The split and the scores come from the cache at ``m`` = the estimate (``config.m`` is
+    ignored), each m shifts their prior (:func:`~puaudit.audit.estimator.reversals_vs_m`), and a
+    scorer that transports m is fitted again through the cache (kept for the next call and for
+    the audits at those m). The dashboard marks the current m with the audit it shows
+    (:func:`with_current_point`).
+
+    Parameters
+    ----------
+    stages : StageCache
+    config : AuditConfig
+    m_values : sequence of float, optional
+        Default :func:`m_grid` ``()``.
+    checkpoint : callable, optional
+        Run before each point and each scoring job (the dashboard's job runner stops there).
+    progress : callable, optional
+        ``progress(done, total, text)`` after each point.
+    """
+    config = config.replace(m=None)
+    grid = m_grid() if m_values is None else tuple(m_values)
+    prep = stages.split(config, checkpoint=checkpoint)
+    scored = stages.scored(config, checkpoint=checkpoint)
+
+    def refit(prep_, cfg):
+        return stages.scored(cfg, checkpoint=checkpoint)
+
+    out = []
+    for i, mv in enumerate(grid):
+        if progress is not None:
+            progress(i, len(grid), f"Reversals vs m: m = {mv:.2f}")
+        if checkpoint is not None:
+            checkpoint()
+        out += reversals_vs_m(prep, config, [mv], scored=scored, refit=refit)
+    return out

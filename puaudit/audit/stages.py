@@ -99,7 +99,8 @@ class StageCache:
     ----------
     calls : collections.Counter
         How many times each stage was computed (not reused): ``human``, ``evidence``,
-        ``split``, ``fit`` (one per scorer cross-fitted), ``choice``, ``relabel``.
+        ``split``, ``fit`` (one per scorer cross-fitted), ``choice``, ``relabel`` (the prior
+        shift, relabelling, metrics and certification of one configuration, kept whole).
 
     Thread-safe: two threads asking for one stage compute it once (the second waits).
     """
@@ -243,17 +244,22 @@ class StageCache:
         of the same table, embeddings and config, with every unchanged stage reused."""
         from puaudit.audit.estimator import audit_table
 
-        scored = self.scored(config, checkpoint=checkpoint)
-        _check(checkpoint)
-        prep = self.split(config)
-        self.calls["relabel"] += 1
-        return audit_table(self.table, self.embeddings, config, prep=prep, scored=scored,
-                           map_fn=self.map_fn)
+        def compute():
+            scored = self.scored(config, checkpoint=checkpoint)
+            _check(checkpoint)
+            return audit_table(self.table, self.embeddings, config,
+                               prep=self.split(config), scored=scored, map_fn=self.map_fn)
+
+        return self._get(self.audit_key(config), compute)
+
+    def audit_key(self, config: AuditConfig) -> tuple:
+        return ("relabel", *((n, _hashable(getattr(config, n))) for n in _ALL))
 
     def has_scores(self, config: AuditConfig) -> bool:
         """Whether an audit of ``config`` would only relabel (its split and scores are here):
         the dashboard answers those in the page's own thread, at once."""
-        return ("split", self.split_key(config)) in self and self.choice_key(config) in self
+        return self.audit_key(config) in self or (
+            ("split", self.split_key(config)) in self and self.choice_key(config) in self)
 
 
 def _check(checkpoint: Callable | None) -> None:

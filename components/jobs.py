@@ -1,0 +1,223 @@
+"""The dashboard's one job runner: every long computation runs as a :class:`Job` with progress
+and cancellation (embeddings, audits, the m curve, the spread over seeds, scorer comparisons,
+UMAP, the idle-time precompute of neighbouring slider values).
+
+Two lanes share it:
+
+* **foreground** jobs (:meth:`JobRunner.run`) answer the page being drawn: each runs in its own
+  thread at once, while the page's thread draws its progress bar;
+* **background** jobs (:meth:`JobRunner.submit`) run one at a time on one worker, keyed (one job
+  per key per server process; the pages poll them). A job of a ``group`` cancels the other jobs
+  of its group that are queued or running ("a newer setting cancels queued work").
+
+While any foreground job runs, a background job stops at its next :meth:`Job.checkpoint` (it
+raises :class:`Preempted`); the next poll of its key starts it again, and the stages it had
+finished are in the stage cache (:class:`puaudit.audit.stages.StageCache`), so it resumes
+where it stopped. A slider's answer therefore never shares the CPU with background work for
+longer than one scoring job.
+
+No Streamlit here: :mod:`components.state` holds the runner of the server process and draws
+the bars.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
+
+__all__ = ["Job", "JobRunner", "Cancelled", "Preempted", "job_status"]
+
+
+class Cancelled(RuntimeError):
+    """A job stopped at a checkpoint: newer settings superseded it, or nobody polled it."""
+
+
+class Preempted(Cancelled):
+    """A background job gave way to a foreground job (a slider answer); it runs again when
+    next polled."""
+
+
+class Job:
+    """One computation: its future, progress (``done``, ``total``, ``text``) and cancellation.
+
+    ``fn(job)`` reports with :meth:`report` and may stop at :meth:`checkpoint` (both raise
+    :class:`Cancelled` once the job is cancelled).
+    """
+
+    def __init__(self, key, runner: "JobRunner | None", *, background: bool,
+                 group: str | None = None, text: str = ""):
+        self.key, self.group, self.background = key, group, background
+        self.future: Future = Future()
+        self.progress = {"done": 0, "total": 0, "text": text}
+        self.seen = time.monotonic()
+        self._cancel: str | None = None
+        self._runner = runner
+        self.unwatched_s = 0.0 if runner is None else runner.unwatched_s
+
+    def cancel(self, why: str = "cancelled") -> None:
+        """Stop at the next checkpoint (a job that has not started never starts)."""
+        self._cancel = why
+        if not self.future.running():
+            self.future.cancel()
+
+    def cancelled(self) -> bool:
+        """Whether it was cancelled (before or while running)."""
+        return self._cancel is not None or self.future.cancelled()
+
+    def checkpoint(self) -> None:
+        """Raise :class:`Cancelled` when the job was cancelled, or :class:`Preempted` when it is
+        a background job and a foreground job is running."""
+        if self._cancel is not None:
+            raise Cancelled(self._cancel)
+        runner = self._runner
+        if runner is not None and self.background:
+            if runner.foreground_active():
+                raise Preempted("a slider answer goes first")
+            if self.unwatched_s and time.monotonic() - self.seen > self.unwatched_s:
+                raise Cancelled(f"nobody has asked for it for {self.unwatched_s:.0f} s")
+
+    def report(self, done: int, total: int, text: str | None = None) -> None:
+        self.progress.update(done=done, total=total, **({"text": text} if text else {}))
+        self.checkpoint()
+
+    def _run(self, fn: Callable) -> None:
+        if not self.future.set_running_or_notify_cancel():
+            return
+        try:
+            self.checkpoint()
+            result = fn(self)
+        except BaseException as exc:  # kept in the future, raised where it is read
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(result)
+
+    # Future-like reading (the pages poll these)
+    def done(self) -> bool:
+        return self.future.done()
+
+    def result(self, timeout: float | None = None):
+        return self.future.result(timeout)
+
+    def exception(self):
+        return self.future.exception() if self.future.done() and not self.future.cancelled() \
+            else None
+
+
+class JobRunner:
+    """Foreground and background jobs of one server process (see the module docstring).
+
+    Parameters
+    ----------
+    keep : int
+        Finished background jobs remembered (their results are what the pages poll).
+    unwatched_s : float
+        A background job nobody asked for this long stops at its next checkpoint (its visitor
+        left); 0: never.
+    """
+
+    def __init__(self, *, keep: int = 32, unwatched_s: float = 60.0):
+        self.keep, self.unwatched_s = int(keep), float(unwatched_s)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="puaudit-job")
+        self._jobs: dict = {}
+        self._lock = threading.Lock()
+        self._foreground = 0
+
+    # --- foreground -------------------------------------------------------------------------
+    def foreground_active(self) -> bool:
+        return self._foreground > 0
+
+    def start(self, fn: Callable, *, text: str = "", thread_hook: Callable | None = None) -> Job:
+        """A foreground job started at once in its own thread (``thread_hook(thread)`` before it
+        starts: Streamlit attaches its script context there). Background jobs give way until
+        it ends."""
+        job = Job(None, self, background=False, text=text)
+        with self._lock:
+            self._foreground += 1
+
+        def run():
+            try:
+                job._run(fn)
+            finally:
+                with self._lock:
+                    self._foreground -= 1
+
+        th = threading.Thread(target=run, name="puaudit-foreground", daemon=True)
+        if thread_hook is not None:
+            thread_hook(th)
+        th.start()
+        job.thread = th
+        return job
+
+    def foreground(self):
+        """A context in which background jobs give way (work done in the calling thread)."""
+        runner = self
+
+        class _Scope:
+            def __enter__(self):
+                with runner._lock:
+                    runner._foreground += 1
+
+            def __exit__(self, *exc):
+                with runner._lock:
+                    runner._foreground -= 1
+                return False
+
+        return _Scope()
+
+    # --- background -------------------------------------------------------------------------
+    def submit(self, key, fn: Callable, *, group: str | None = None, text: str = "",
+               unwatched_s: float | None = None) -> Job:
+        """The background job of ``key``: the running or finished one, else ``fn`` queued.
+
+        A job that was cancelled, preempted or failed is started again. With ``group``, the
+        group's jobs of other keys are cancelled (queued ones never start). ``unwatched_s``:
+        this job's own limit (default the runner's).
+        """
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None:
+                job.seen = time.monotonic()
+                failed = job.done() and (job.future.cancelled()
+                                         or job.future.exception() is not None)
+                if not (job.cancelled() or failed):
+                    return job
+            if group is not None:
+                for other in self._jobs.values():
+                    if other.group == group and other.key != key and not other.done():
+                        other.cancel("newer settings asked for their own")
+            job = Job(key, self, background=True, group=group, text=text)
+            if unwatched_s is not None:
+                job.unwatched_s = float(unwatched_s)
+            self._jobs[key] = job
+            self._pool.submit(job._run, fn)
+            while len(self._jobs) > self.keep:  # bounded memory: forget the oldest finished
+                old = next((k for k, j in self._jobs.items() if j.done()), None)
+                if old is None:
+                    break
+                self._jobs.pop(old)
+            return job
+
+    def get(self, key) -> Job | None:
+        with self._lock:
+            return self._jobs.get(key)
+
+    def cancel_group(self, group: str) -> None:
+        with self._lock:
+            for job in self._jobs.values():
+                if job.group == group and not job.done():
+                    job.cancel("cancelled: the visitor acted")
+
+
+def job_status(job: Job | None) -> str:
+    """``"ready"`` (a result), ``"failed"`` (an error to show), or ``"pending"`` (queued,
+    running, or stopped to give way: the next poll starts it again)."""
+    if job is None or not job.done():
+        return "pending"
+    if job.future.cancelled():
+        return "pending"
+    exc = job.future.exception()
+    if exc is None:
+        return "ready"
+    return "pending" if isinstance(exc, Cancelled) else "failed"
