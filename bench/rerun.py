@@ -1,11 +1,23 @@
-"""Dashboard rerun benchmark (docs/performance.md): cold first audit of the MT-Bench file vs a
-slider change, timed with Streamlit's AppTest.
+"""Slider benchmark (docs/performance.md): what the dashboard computes for one slider step,
+against the first audit of the same table, on MT-Bench and llmfao with cached embeddings.
 
-    python bench/rerun.py            # cold: a fresh embedding cache, the real default encoder
-    python bench/rerun.py --quick    # under a minute: reuses the embedding cache (or --hashing)
+    python bench/rerun.py               # MT-Bench and llmfao, default settings (auto scorer)
+    python bench/rerun.py --quick       # MT-Bench only, fewer steps
+    python bench/rerun.py --app         # also one m step through the page (Streamlit AppTest)
 
-Prints the timings and, last, ``ratio=<slider rerun seconds / cold run seconds>``.
-Target: rerun < 1 s and ratio < 0.05.
+Each table gets a fresh :class:`puaudit.audit.stages.StageCache` (the dashboard's: one per table
+and encoder) and the embeddings from the embedding cache (embedded first when missing, not
+timed). Timed, in one process:
+
+* the first audit (every stage);
+* ``m`` steps of one slider step (0.01) from the estimate, to values not computed before;
+* ``p_ratio`` steps (0.05) without precompute, and with it: the neighbouring values audited
+  first, as the page does when idle, then the step;
+* Certify (``target_agreement`` 0.9) after the first audit.
+
+Prints the figures per table and, last, ``ratio=<median m step / first audit>`` (the largest
+over the tables). Targets: m step <= 0.10, p_ratio step <= 0.5 without precompute, Certify <= 0.2
+of the first audit.
 """
 
 from __future__ import annotations
@@ -14,59 +26,95 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MTBENCH = ROOT.parent / "shared" / "data" / "mtbench" / "mtbench_human_vs_gpt4.csv"
+DATA = ROOT.parent / "shared" / "data"
+TABLES = {"mtbench": DATA / "mtbench" / "mtbench_human_vs_gpt4.csv",
+          "llmfao": DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv"}
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def bench_table(name: str, path: Path, *, n_m: int, n_p: int, scorer: str) -> dict:
+    import pandas as pd
+
+    from puaudit.audit.config import AuditConfig
+    from puaudit.audit.stages import StageCache
+    from puaudit.data.schema import load_comparisons
+    from puaudit.embed.pairs import embed_table
+
+    table = load_comparisons(pd.read_csv(path), name=path.name)
+    emb = embed_table(table, None)
+    cache = StageCache(table, emb)
+    cfg = AuditConfig(scorer=scorer)
+    first, result = _timed(lambda: cache.audit(cfg))
+    m0 = round(float(result.m), 2)
+    m_steps = []
+    for k in range(1, n_m + 1):  # one slider step at a time, each to a new value
+        m_steps.append(_timed(lambda: cache.audit(cfg.replace(m=round(m0 + 0.01 * k, 2))))[0])
+    certify = _timed(lambda: cache.audit(cfg.replace(target_agreement=0.9)))[0]
+    p_cold = [_timed(lambda: cache.audit(cfg.replace(p_ratio=round(0.3 + 0.05 * k, 2))))[0]
+              for k in range(1, n_p + 1)]
+    p_warm = []
+    for k in range(1, n_p + 1):
+        step = cfg.replace(p_ratio=round(0.3 - 0.05 * k, 2))
+        cache.audit(step)  # the page's idle-time precompute of the neighbouring value
+        p_warm.append(_timed(lambda: cache.audit(step))[0])
+    row = {"table": name, "rows": len(table), "first": first, "m_steps": m_steps,
+           "m_step": statistics.median(m_steps), "p_cold": statistics.median(p_cold),
+           "p_warm": statistics.median(p_warm), "certify": certify,
+           "scorer_used": result.params["scorer_used"], "calls": dict(cache.calls)}
+    print(f"{name}: {len(table):,} rows, scorer {scorer} (used {row['scorer_used']})")
+    print(f"  first audit            {first:7.2f} s")
+    print(f"  m step (median of {n_m})   {row['m_step']:7.2f} s  = {row['m_step'] / first:.3f} x "
+          f"first  [{', '.join(f'{t:.2f}' for t in m_steps)}]  target <= 0.10")
+    print(f"  p_ratio step, no precompute {row['p_cold']:6.2f} s  = "
+          f"{row['p_cold'] / first:.3f} x first  target <= 0.5")
+    print(f"  p_ratio step, precomputed   {row['p_warm']:6.4f} s  = "
+          f"{row['p_warm'] / first:.4f} x first")
+    print(f"  Certify                {certify:7.2f} s  = {certify / first:.3f} x first  "
+          f"target <= 0.2")
+    print(f"  stages computed: {row['calls']}")
+    return row
+
+
+def app_m_step(path: Path) -> float:
+    """One m step through the Audit page (AppTest): the page's whole rerun."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=3600)
+    at.run()
+    at.file_uploader[0].upload(path.name, path.read_bytes(), "text/csv").run()
+    at.switch_page("pages/audit.py").run()
+    slider = next(s for s in at.slider if s.label.startswith("m "))
+    target = round(float(slider.value) + 0.01, 2)
+    t0 = time.perf_counter()
+    slider.set_value(target).run()
+    return time.perf_counter() - t0
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="reuse the embedding cache; 3 reruns")
-    ap.add_argument("--hashing", action="store_true", help="use the hashing test encoder")
-    ap.add_argument("--scorer", default="pot", help="scorer for the audit (default pot)")
-    ap.add_argument("--rule", default="guarded")
-    ap.add_argument("--reruns", type=int, default=None)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="MT-Bench only, 3 m steps, 1 p step")
+    ap.add_argument("--tables", nargs="+", choices=list(TABLES), default=None)
+    ap.add_argument("--scorer", default="auto", help="scorer (default auto, the dashboard's)")
+    ap.add_argument("--app", action="store_true", help="also time one m step of the page")
     args = ap.parse_args()
-    os.environ["PUAUDIT_UMAP_WARMUP"] = "0"
-    if args.hashing:
-        os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
-    if not args.quick:
-        os.environ["PUAUDIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="puaudit-bench-cache-")
+    os.environ.setdefault("PUAUDIT_UMAP_WARMUP", "0")
     sys.path.insert(0, str(ROOT))
-    from streamlit.testing.v1 import AppTest
-
-    data = MTBENCH.read_bytes()
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=3600)
-    at.run()
-    at.file_uploader[0].upload(MTBENCH.name, data, "text/csv").run()
-    at.session_state["audit"]["scorer"] = args.scorer
-    at.session_state["audit"]["rule"] = args.rule
-
-    t0 = time.perf_counter()
-    at.switch_page("pages/audit.py").run()
-    cold = time.perf_counter() - t0
-    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
-    first = {m.label: m.value for m in at.metric}
-
-    slider = next(s for s in at.slider if s.label.startswith("m "))
-    values = [0.70, 0.75, 0.80, 0.65, 0.60][: args.reruns or (3 if args.quick else 5)]
-    times = []
-    for v in values:
-        t0 = time.perf_counter()
-        slider.set_value(v).run()
-        times.append(time.perf_counter() - t0)
-        slider = next(s for s in at.slider if s.label.startswith("m "))
-        assert not at.exception
-    rerun = statistics.median(times)
-    print(f"encoder={'hashing' if args.hashing else 'default'} cache={'reused' if args.quick else 'fresh'} "
-          f"scorer={args.scorer} rule={args.rule} rows=3355")
-    print(f"cold first audit: {cold:.2f} s  (Cons_orig {first['Cons_orig']}, Cons_adj {first['Cons_adj']})")
-    print("slider reruns: " + ", ".join(f"m={v}: {t:.2f} s" for v, t in zip(values, times)))
-    print(f"median slider rerun: {rerun:.2f} s  (target < 1 s)")
-    print(f"ratio={rerun / cold:.4f}")
+    names = args.tables or (["mtbench"] if args.quick else list(TABLES))
+    rows = [bench_table(n, TABLES[n], n_m=3 if args.quick else 5, n_p=1 if args.quick else 2,
+                        scorer=args.scorer) for n in names]
+    if args.app:
+        print(f"page m step (AppTest, MT-Bench): {app_m_step(TABLES['mtbench']):.2f} s")
+    print(f"ratio={max(r['m_step'] / r['first'] for r in rows):.4f}")
 
 
 if __name__ == "__main__":

@@ -249,7 +249,10 @@ def audit_params() -> dict:
 
 
 def _save(name: str) -> None:
-    st.session_state["audit"][name] = st.session_state[f"w_{name}"]
+    value = st.session_state[f"w_{name}"]
+    if isinstance(value, float):  # a slider's 0.6900000000000001 is the 0.69 it shows (and the
+        value = round(value, 6)   # key of the audit precomputed for it)
+    st.session_state["audit"][name] = value
 
 
 def bind(name: str, value=None) -> dict:
@@ -510,15 +513,12 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
     cfg = audit_config(params)
     cache = stage_cache(table, emb)
     m0 = cfg.m if cfg.m is not None else cache.split(cfg).m_estimate
-    todo = []
-    for k in (1, -1, 2, -2):
-        mv = round(float(m0) + k * m_step, 6)
-        if m_range[0] <= mv <= m_range[1]:
-            todo.append(cfg.replace(m=mv))
-        if abs(k) == 1:
-            pv = round(cfg.p_ratio + k * p_step, 6)
-            if p_range[0] <= pv <= p_range[1]:
-                todo.append(cfg.replace(p_ratio=pv))
+    m0 = round(float(m0) / m_step) * m_step  # the slider's grid (it shows the estimate rounded)
+    # m first (an m step refits at most the transport scorer), then p_ratio (a new split)
+    todo = [cfg.replace(m=mv) for k in (1, -1, 2, -2)
+            if m_range[0] <= (mv := round(float(m0) + k * m_step, 6)) <= m_range[1]]
+    todo += [cfg.replace(p_ratio=pv) for k in (1, -1)
+             if p_range[0] <= (pv := round(cfg.p_ratio + k * p_step, 6)) <= p_range[1]]
 
     def work(job: Job) -> int:
         for i, c in enumerate(todo):

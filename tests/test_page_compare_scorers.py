@@ -27,6 +27,16 @@ def test_audit_page_compares_every_scorer_and_rule():
     at.switch_page("pages/audit.py").run()
     box = next(c for c in at.checkbox if c.label.startswith("Compare every scorer"))
     box.check().run()
+    # the comparison is a background job (a slider answer goes first): the page shows its
+    # progress, then the table
+    import time
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and any("Comparing scorers" in c.value
+                                              and "in the background" in c.value
+                                              for c in at.caption):
+        time.sleep(0.5)
+        at.run()
     assert not at.exception, at.exception
     shown = at.dataframe[-1].value
     from puaudit.audit.config import SCORER_CHOICES

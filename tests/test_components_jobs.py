@@ -1,0 +1,115 @@
+"""The dashboard's one job runner: progress, cancellation by newer settings, and background
+work that gives way to a slider answer and resumes after it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from components.jobs import Cancelled, JobRunner, Preempted, job_status
+
+
+def _steps(n, seen, delay=0.05):
+    def work(job):
+        for i in range(n):
+            job.report(i, n, f"step {i}")
+            time.sleep(delay)
+            seen.append(i)
+        return n
+    return work
+
+
+def _wait(job, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not job.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert job.done()
+
+
+def test_a_background_job_reports_progress_and_its_key_is_shared():
+    runner = JobRunner(unwatched_s=0)
+    seen = []
+    job = runner.submit("a", _steps(4, seen))
+    assert runner.submit("a", _steps(4, [])) is job  # one job per key
+    _wait(job)
+    assert job.result() == 4 and seen == [0, 1, 2, 3]
+    assert job.progress["done"] == 3 and job.progress["total"] == 4
+    assert job_status(job) == "ready"
+
+
+def test_a_newer_setting_cancels_the_queued_and_running_jobs_of_its_group():
+    runner = JobRunner(unwatched_s=0)
+    started = threading.Event()
+
+    def slow(job):
+        started.set()
+        while True:
+            job.checkpoint()
+            time.sleep(0.01)
+
+    old = runner.submit(("curve", 1), slow, group="curve")
+    started.wait(5)
+    queued = runner.submit(("curve", 2), _steps(2, []), group="curve")
+    newest = runner.submit(("curve", 3), _steps(2, []), group="curve")
+    _wait(newest)
+    assert newest.result() == 2
+    with pytest.raises(Cancelled, match="newer settings"):
+        old.result()
+    assert queued.cancelled() and job_status(old) == "pending"
+    again = runner.submit(("curve", 1), _steps(1, []), group="curve")  # asked for again: rerun
+    assert again is not old
+    _wait(again)
+    assert again.result() == 1
+
+
+def test_background_work_gives_way_to_a_foreground_answer_and_resumes_after_it():
+    runner = JobRunner(unwatched_s=0)
+    done_steps = []
+
+    def work(job):
+        while len(done_steps) < 30:  # resumable: it keeps what it finished
+            job.checkpoint()
+            time.sleep(0.01)
+            done_steps.append(1)
+        return len(done_steps)
+
+    job = runner.submit("spread", work)
+    time.sleep(0.05)
+    with runner.foreground():  # a slider answer
+        _wait(job)
+        with pytest.raises(Preempted):
+            job.result()
+        assert job_status(job) == "pending"
+        n_during = len(done_steps)
+        time.sleep(0.1)
+        assert len(done_steps) == n_during  # nothing ran beside the answer
+    again = runner.submit("spread", work)  # the page's next poll
+    assert again is not job
+    _wait(again)
+    assert again.result() == 30
+
+
+def test_a_foreground_job_returns_its_value_and_errors_are_raised_where_read():
+    runner = JobRunner()
+    job = runner.start(lambda j: j.report(1, 2, "half") or 42, text="work")
+    job.thread.join(5)
+    assert job.result() == 42 and job.progress["text"] == "half"
+    assert not runner.foreground_active()
+
+    def fail(j):
+        raise ValueError("bad cell")
+
+    bad = runner.start(fail)
+    bad.thread.join(5)
+    with pytest.raises(ValueError, match="bad cell"):
+        bad.result()
+
+
+def test_an_unwatched_background_job_stops():
+    runner = JobRunner(unwatched_s=0.2)
+    job = runner.submit("umap", _steps(100, [], delay=0.02))
+    _wait(job)
+    with pytest.raises(Cancelled, match="nobody has asked"):
+        job.result()
