@@ -38,7 +38,7 @@ from puaudit.data.embeddings_npz import read_embeddings_npz
 from puaudit.data.limits import (_DEFAULT_HINT, _INT64_MAX, _INT64_MIN, MAX_COLUMNS,
                                  MAX_EMBEDDING_DIM, MAX_UNCOMPRESSED_BYTES, SUPPORTED_SUFFIXES,
                                  _check_columns, _check_rows, DecodedBudget, _is_int, _mb,
-                                 _too_big)
+                                 _too_big, open_regular)
 from puaudit.data.limits import _check_header  # noqa: F401 - re-exported
 from puaudit.data.parquet_read import (_read_parquet, decoded_nbytes, parquet_batches,
                                        parquet_check_budget, parquet_decoded_sizes,
@@ -124,7 +124,7 @@ def _read_bytes(source: Source, *, max_bytes: int | None = MAX_UNCOMPRESSED_BYTE
         if path.is_dir():
             raise PUAuditError(f"{path} is a folder; give the path of a CSV, Parquet or JSONL file.")
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path, str(path)) as fh:
                 magic = fh.read(2)
                 size = os.fstat(fh.fileno()).st_size
                 if magic != b"\x1f\x8b" and max_bytes is not None and size > max_bytes:
