@@ -10,7 +10,7 @@ from collections.abc import Callable
 from puaudit.errors import PUAuditError
 
 __all__ = ["SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM",
-           "DecodedBudget", "not_regular", "open_regular"]
+           "DecodedBudget", "not_regular", "open_regular", "ROW_LIMIT"]
 
 
 SUPPORTED_SUFFIXES = {
@@ -34,6 +34,9 @@ MAX_COLUMNS = 30_000
 MAX_EMBEDDING_DIM = 65_536
 
 _DEFAULT_HINT = "Split the table into smaller files."
+#: Key of ``DataFrame.attrs`` holding the row limit a table was read with (``{"max_rows",
+#: "hint"}``), for readers that expand one record into several rows.
+ROW_LIMIT = "row_limit"
 
 
 def not_regular(mode: int, name: str) -> PUAuditError | None:
