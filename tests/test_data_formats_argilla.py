@@ -69,11 +69,18 @@ def test_to_disk_folder_one_row_per_submitted_response(tmp_path):
     assert df["judge_winner"].tolist() == ["B", "B", "A"]
     assert df["p_B"].tolist() == pytest.approx([0.7, 0.7, 0.1])
     assert df["verdict_source"].tolist() == ["gpt-4o"] * 3
-    # fields and metadata as columns; the draft and the comment stay in their response columns
+    # fields and metadata as columns; each vote row carries its own person's answers (the
+    # comment is u-bo's), the draft no row carries is kept once, on the record's first row
     assert df["response_a"].tolist() == ["Paris", "Paris", "4"]
     assert df["source"].tolist() == ["dev"] * 3
-    assert json.loads(df["preference.responses.status"].iloc[0])[2] == "draft"
-    assert json.loads(df["comment.responses"].iloc[0]) == ["close call"]
+    assert df["preference.responses"].tolist()[:2] == ["response1", "tie"]
+    assert df["preference.responses.users"].tolist()[:2] == ["u-ana", "u-bo"]
+    assert df["comment.responses"].isna().tolist()[:2] == [True, False]
+    assert df["comment.responses"].iloc[1] == "close call"
+    other = json.loads(df["argilla_other_responses"].iloc[0])
+    assert other == {"preference": [{"value": "response2", "user_id": "u-cy",
+                                     "status": "draft"}]}
+    assert df["argilla_other_responses"].iloc[1:].isna().all()
     table = load_comparisons(df)
     assert table.columns["annotator"] == "annotator"
     assert table.item_id[0] == table.item_id[1] != table.item_id[2]

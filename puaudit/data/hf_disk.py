@@ -24,6 +24,7 @@ import pandas as pd
 from puaudit.data.folder_tables import (READ_NOTE, SPLIT, SPLITS, FolderRead, check_same_columns,
                                         choose_split, frame_of_tables, inside, unreadable)
 from puaudit.data.limits import _mb
+from puaudit.data.parquet_read import spend_batch
 from puaudit.errors import PUAuditError
 
 __all__ = ["is_dataset_dict", "is_dataset", "read_dataset_dict", "read_dataset"]
@@ -109,9 +110,10 @@ def read_dataset(root: Path, opts: FolderRead) -> pd.DataFrame:
         check_same_columns(first, scan["schema"], first_name=files[0].name, name=f"{opts.name}/"
                            f"{path.name}")
     rows = sum(s["rows"] for s in scans)
-    opts.check_totals(opts.budget(), rows=rows, nbytes=sum(s["bytes"] for s in scans),
+    budget = opts.budget()
+    opts.check_totals(budget, rows=rows, nbytes=sum(s["bytes"] for s in scans),
                       columns=len(first), files=len(files), what="data files")
-    tables = [_read_stream(path, scan["offset"], name=f"{opts.name}/{path.name}")
+    tables = [_read_stream(path, scan["offset"], budget, name=f"{opts.name}/{path.name}")
               for path, scan in zip(files, scans)]
     labels = _class_labels(root / INFO, opts.name)
     count = f"{len(files)} data file{'s' if len(files) > 1 else ''}, {rows:,} rows"
@@ -148,14 +150,24 @@ def _label_names(values: pd.Series, names: list[str]) -> pd.Series:
     return pd.Series([one(v) for v in values.tolist()], index=values.index, dtype=object)
 
 
-def _read_stream(path: Path, offset: int, *, name: str):
-    """The Arrow table of one data file (read into memory: no mapping outlives the folder)."""
+def _read_stream(path: Path, offset: int, budget, *, name: str):
+    """The Arrow table of one data file (read into memory: no mapping outlives the folder),
+    batch by batch, each batch's expanded size counted against ``budget`` before the next is
+    read: a dictionary column (one 1 MB string, 100,000 indices) or a ``string_view`` one
+    (100,000 views of one 1 MB buffer) takes a few MB as stored and 100 GB once expanded, which
+    the messages' buffer sizes (:func:`_scan`) do not show."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
+    batches = []
     with unreadable(name, "Arrow data file", _RESAVE), pa.OSFile(str(path), "rb") as fh:
         fh.seek(offset)
-        return ipc.open_stream(fh).read_all()
+        reader = ipc.open_stream(fh)
+        for k, batch in enumerate(reader, start=1):
+            spend_batch(budget, list(zip(batch.schema.names, batch.columns)),
+                        f"in record batch {k} of {path.name}")
+            batches.append(batch)
+        return pa.Table.from_batches(batches, schema=reader.schema)
 
 
 def _scan(path: Path, *, name: str) -> dict:

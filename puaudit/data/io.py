@@ -38,8 +38,9 @@ from puaudit.data.embeddings_npz import read_embeddings_npz
 from puaudit.data.limits import (_DEFAULT_HINT, _INT64_MAX, _INT64_MIN, MAX_COLUMNS,
                                  MAX_EMBEDDING_DIM, MAX_UNCOMPRESSED_BYTES, SUPPORTED_SUFFIXES,
                                  _check_columns, _check_rows, DecodedBudget, _is_int, _mb,
-                                 _too_big)
+                                 _too_big, open_regular)
 from puaudit.data.limits import _check_header  # noqa: F401 - re-exported
+from puaudit.data.limits import ROW_LIMIT
 from puaudit.data.parquet_read import (_read_parquet, decoded_nbytes, parquet_batches,
                                        parquet_check_budget, parquet_decoded_sizes,
                                        parquet_text_leaves)
@@ -124,7 +125,7 @@ def _read_bytes(source: Source, *, max_bytes: int | None = MAX_UNCOMPRESSED_BYTE
         if path.is_dir():
             raise PUAuditError(f"{path} is a folder; give the path of a CSV, Parquet or JSONL file.")
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path, str(path)) as fh:
                 magic = fh.read(2)
                 size = os.fstat(fh.fileno()).st_size
                 if magic != b"\x1f\x8b" and max_bytes is not None and size > max_bytes:
@@ -216,7 +217,25 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     PUAuditError
         Empty file, header only, undecodable bytes, duplicate columns, malformed content, or a
         limit passed.
+
+    Notes
+    -----
+    With ``max_rows``, ``attrs["row_limit"]`` holds ``{"max_rows", "hint"}``, so that a reader
+    that expands records into rows (a Label Studio task into one row per vote) counts its rows
+    against the limit the file was read with.
     """
+    df = _read_table(source, fmt=fmt, name=name, max_bytes=max_bytes, max_rows=max_rows,
+                     max_columns=max_columns, limit_hint=limit_hint, size_hint=size_hint,
+                     split=split, unpack_zip=unpack_zip)
+    if max_rows is not None:
+        # a tool's export expands one record into many rows (one per vote): the same limit
+        # counts those rows (puaudit.data.formats.tool_votes.row_limit)
+        df.attrs[ROW_LIMIT] = {"max_rows": max_rows, "hint": limit_hint}
+    return df
+
+
+def _read_table(source: Source, *, fmt, name, max_bytes, max_rows, max_columns, limit_hint,
+                size_hint, split, unpack_zip) -> pd.DataFrame:
     size_hint = size_hint or limit_hint
     folder_limits = {"max_bytes": max_bytes, "max_rows": max_rows, "max_columns": max_columns,
                      "limit_hint": limit_hint, "size_hint": size_hint, "split": split}

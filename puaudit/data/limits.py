@@ -3,12 +3,14 @@ columns and the rows, and :class:`DecodedBudget`, the decoded bytes a read may s
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
 
 from puaudit.errors import PUAuditError
 
 __all__ = ["SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM",
-           "DecodedBudget"]
+           "DecodedBudget", "not_regular", "open_regular", "ROW_LIMIT"]
 
 
 SUPPORTED_SUFFIXES = {
@@ -32,6 +34,36 @@ MAX_COLUMNS = 30_000
 MAX_EMBEDDING_DIM = 65_536
 
 _DEFAULT_HINT = "Split the table into smaller files."
+#: Key of ``DataFrame.attrs`` holding the row limit a table was read with (``{"max_rows",
+#: "hint"}``), for readers that expand one record into several rows.
+ROW_LIMIT = "row_limit"
+
+
+def not_regular(mode: int, name: str) -> PUAuditError | None:
+    """The message for a path whose ``st_mode`` is no regular file (a FIFO, a device, a
+    socket): reading one waits for a writer forever or never ends; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
+    return PUAuditError(f"{name}: is {kind}, not a regular file; only regular files are read "
+                        "(a pipe may never end). Save the data to a file and give its path.")
+
+
+def open_regular(path, name: str):
+    """``path`` opened for binary reading, refused (:func:`not_regular`) unless it is a regular
+    file. Opened without blocking, so that a FIFO nobody writes to is refused at once instead of
+    waiting for a writer."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        err = not_regular(os.fstat(fd).st_mode, name)
+    except OSError:
+        os.close(fd)
+        raise
+    if err is not None:
+        os.close(fd)
+        raise err
+    return os.fdopen(fd, "rb")
 
 
 def _mb(n: int) -> str:

@@ -14,7 +14,7 @@ from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _ch
 from puaudit.errors import PUAuditError
 
 __all__ = ["parquet_decoded_sizes", "parquet_check_budget", "parquet_text_leaves", "decoded_nbytes",
-           "parquet_batches", "parquet_table", "arrow_frame_fixups"]
+           "spend_batch", "parquet_batches", "parquet_table", "arrow_frame_fixups"]
 
 
 # Bytes Arrow takes per stored value, by Parquet physical type (BYTE_ARRAY: its offset only).
@@ -101,38 +101,75 @@ def parquet_text_leaves(meta, columns: Iterable[str] | None = None) -> list[str]
     return out
 
 
-def _has_dictionary(t) -> bool:
+def _expands(t) -> bool:
+    """Whether an array of type ``t`` holds values that take more memory once expanded than
+    its buffers do: dictionaries (an index per value) and views (16 bytes a value, pointing
+    into shared data), at any depth."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(t):
+    if pa.types.is_dictionary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t):
         return True
-    return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields))
+    return any(_expands(t.field(i).type) for i in range(t.num_fields))
 
 
-def decoded_nbytes(array) -> int:
-    """Bytes ``array`` takes once every dictionary in it is expanded, computed without expanding.
+def _view_lengths(array) -> np.ndarray:
+    """Lengths of a ``string_view`` / ``binary_view`` array's values (0 for nulls), read from
+    its views (16 bytes each, the length first) without touching the data they point at."""
+    n, off = len(array), array.offset
+    buf = array.buffers()[1]
+    if n == 0 or buf is None:
+        return np.zeros(n, np.int64)
+    views = np.frombuffer(buf, dtype=np.int32, count=4 * (off + n))[4 * off:]
+    lengths = views[::4].astype(np.int64)
+    if array.null_count:
+        lengths[~np.asarray(array.is_valid().to_numpy(zero_copy_only=False))] = 0
+    return np.maximum(lengths, 0)
 
-    A dictionary-encoded text of ``n`` values takes :math:`\\sum_i |d_{k_i}| + 8n` (the lengths
-    of the values its indices point at, plus one offset each); other arrays their ``nbytes``.
-    Lists, maps and structs add their own buffers to their children's decoded size.
-    """
+
+def _value_lengths(values) -> np.ndarray:
+    """Length of each value of a dictionary's ``values`` once expanded (text and binary their
+    length, fixed-width values their width)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    vt = values.type
+    if pa.types.is_string_view(vt) or pa.types.is_binary_view(vt):
+        return _view_lengths(values)
+    if (pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_binary(vt)
+            or pa.types.is_large_binary(vt)):
+        return pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False
+                                                               ).astype(np.int64)
+    if len(values) and not _expands(vt):
+        return np.full(len(values), values.nbytes // len(values), np.int64)
+    return np.array([decoded_nbytes(values.slice(i, 1)) for i in range(len(values))],
+                    np.int64)
+
+
+def decoded_nbytes(array) -> int:
+    """Bytes ``array`` takes once every dictionary and view in it is expanded, computed
+    without expanding.
+
+    A dictionary-encoded text of ``n`` values takes :math:`\\sum_i |d_{k_i}| + 8n` (the lengths
+    of the values its indices point at, plus one offset each); a ``string_view`` of ``n``
+    values :math:`\\sum_i \\ell_i + 8n`, :math:`\\ell_i` the length its view states (all views
+    may point at one shared buffer); other arrays their ``nbytes``. Lists, maps and structs add
+    their own buffers to their children's decoded size.
+    """
+    import pyarrow as pa
+
     t = array.type
-    if not _has_dictionary(t):
+    if not _expands(t):
         return array.nbytes
+    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return int(_view_lengths(array).sum()) + 8 * len(array)
     if pa.types.is_dictionary(t):
         values = array.dictionary
         if len(array) == 0 or len(values) == 0:
             return array.nbytes
-        vt = values.type
-        if (pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_binary(vt)
-                or pa.types.is_large_binary(vt)):
-            lengths = pc.binary_length(values)
-        else:  # a dictionary of fixed-width values: each index becomes one value
-            lengths = pa.array(np.full(len(values), values.nbytes // len(values), np.int64))
-        taken = pc.sum(pc.take(lengths, array.indices)).as_py() or 0
+        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        if len(indices) and (indices.min() < 0 or indices.max() >= len(values)):
+            raise ValueError("dictionary index out of range")
+        taken = _value_lengths(values)[indices].sum()
         return int(taken) + 8 * len(array)
     if isinstance(array, pa.StructArray):
         children = [array.field(i) for i in range(t.num_fields)]
@@ -140,6 +177,23 @@ def decoded_nbytes(array) -> int:
         children = [array.values]
     return (array.nbytes - sum(ch.nbytes for ch in children)
             + sum(decoded_nbytes(ch) for ch in children))
+
+
+def spend_batch(budget: DecodedBudget, columns: Sequence[tuple[str, object]], where: str) -> None:
+    """Count what the arrays ``columns`` (``(name, array)`` pairs) expand to against
+    ``budget`` (:func:`decoded_nbytes`, measured before anything is expanded), refusing past
+    its limit with a message naming the column that expands most and ``where`` it was."""
+    sizes = [(name, decoded_nbytes(arr)) for name, arr in columns]
+    total = sum(n for _, n in sizes)
+    if budget.limit is None or budget.used + total <= budget.limit:
+        budget.used += total
+        return
+    col, n = max(sizes, key=lambda kv: kv[1])
+    budget.used += total
+    raise budget.refuse(f"holds more than {budget.limit_text} of data once decoded (the limit "
+                        f"here; passed {where}): column '{col}' expands to {_mb(n)} there, "
+                        f"from {_mb(sum(a.nbytes for _, a in columns))} of buffers for all "
+                        "columns; refused before expanding")
 
 
 def parquet_batches(pf, budget: DecodedBudget, group_bytes: Sequence[int], *,
@@ -160,10 +214,8 @@ def parquet_batches(pf, budget: DecodedBudget, group_bytes: Sequence[int], *,
         size = int(max(1, min(rows, batch_rows, batch_bytes // per_row)))
         for batch in pf.iter_batches(batch_size=size, row_groups=[g], columns=columns,
                                      use_threads=False, use_pandas_metadata=use_pandas_metadata):
-            budget.spend(sum(decoded_nbytes(col) for col in batch.columns),
-                         lambda: f"holds more than {budget.limit_text} of data once decoded "
-                         f"(the limit here; passed in row group {g + 1} of "
-                         f"{meta.num_row_groups})")
+            spend_batch(budget, list(zip(batch.schema.names, batch.columns)),
+                        f"in row group {g + 1} of {meta.num_row_groups}")
             yield batch
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from puaudit.data.folder_tables import (FolderRead, check_same_columns, choose_split,
                                         frame_of_tables, unreadable)
-from puaudit.data.limits import _check_columns, _check_header
+from puaudit.data.limits import _check_columns, _check_header, not_regular
 from puaudit.data.parquet_read import parquet_decoded_sizes, parquet_table
 from puaudit.errors import PUAuditError
 
@@ -46,12 +46,25 @@ def _shard_files(root: Path) -> list[Path]:
     for folder, dirs, files in os.walk(root):
         depth = len(Path(folder).relative_to(root).parts)
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_"))) if depth < MAX_DEPTH else []
-        out.extend(Path(folder) / f for f in files
-                   if f.lower().endswith(SUFFIXES) and not f.startswith((".", "_")))
+        for f in files:
+            if f.lower().endswith(SUFFIXES) and not f.startswith((".", "_")):
+                path = Path(folder) / f
+                # a FIFO named .parquet would make the footer read wait for a writer forever
+                err = not_regular(_mode(path), f"{root}/{path.relative_to(root).as_posix()}")
+                if err is not None:
+                    raise err
+                out.append(path)
         if len(out) > MAX_FILES:
             raise PUAuditError(f"{root}: holds more than {MAX_FILES:,} Parquet files; give the "
                                "folder of one split (e.g. data/ or default/train/).")
     return out
+
+
+def _mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode
+    except OSError:  # a dangling link: refused as no regular file
+        return 0
 
 
 def has_parquet(root: Path) -> bool:

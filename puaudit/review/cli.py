@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from puaudit.cli.limits import add_max_rows_argument, limits_from
 from puaudit.errors import PUAuditError
 from puaudit.review.tools import TOOLS
 
@@ -49,6 +50,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
             q.add_argument("input", metavar="FILE",
                            help="an export of `puaudit review export`, a Label Studio JSON "
                                 "export or Argilla records (file or to_disk folder)")
+            add_max_rows_argument(q)  # a tool's export counts its votes, as the audit does
         g = q.add_mutually_exclusive_group()
         g.add_argument("--db", default=None, metavar="PATH",
                        help="SQLite file (default $PUAUDIT_REVIEW_DB or ~/.puaudit/review.sqlite)")
@@ -135,7 +137,7 @@ def _import(args) -> int:
     from puaudit.review.tools import tool_decisions, tool_table
 
     name = Path(args.input).name
-    df = None if Path(args.input).is_dir() else read_table(args.input)
+    df = None if Path(args.input).is_dir() else read_table(args.input, **limits_from(args))
     missing = [c for c in REQUIRED if df is None or c not in df.columns]
     found = tool_table(args.input, df) if missing else None
     if found is not None:  # a Label Studio or Argilla export: its votes are the decisions

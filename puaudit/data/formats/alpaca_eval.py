@@ -45,7 +45,8 @@ def _p_b(value, *, name: str, where: str) -> float:
     if is_empty(value):
         return math.nan
     try:
-        pref = float(value)
+        # true / false are no preference (float(True) would read as 1, output_1 better)
+        pref = math.nan if isinstance(value, (bool, np.bool_)) else float(value)
     except (TypeError, ValueError):
         pref = math.nan
     if pref == 0:

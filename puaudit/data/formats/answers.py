@@ -96,15 +96,20 @@ def load_answers(folder: str | os.PathLike, *, read: Callable[[Path], pd.DataFra
         if field not in qs.columns:
             raise PUAuditError(f"{qfile}: {locate(qfile, 1)} has no '{field}' field; each "
                                "question needs question_id and turns.", column=field)
-    questions = {}
+    questions, lines = {}, {}
     cats = qs["category"].tolist() if "category" in qs.columns else [None] * len(qs)
     for i, (qid, turns, cat) in enumerate(zip(qs["question_id"], qs["turns"], cats), start=1):
         where = f"{qfile}: {locate(qfile, i)}"
         if is_empty(qid):
             raise PUAuditError(f"{where} has no 'question_id' field.", column="question_id")
+        if str(qid) in questions:
+            raise PUAuditError(f"{qfile}: {locate(qfile, lines[str(qid)])} and {locate(qfile, i)} "
+                               f"both hold question {qid}; keep one (which texts a judgment "
+                               "names would otherwise depend on the order).", column="question_id")
+        lines[str(qid)] = i
         questions[str(qid)] = {"category": "" if is_empty(cat) else str(cat),
                                "turns": _turns(turns, where=where, field="turns")}
-    answers = {}
+    answers, seen = {}, {}
     files = sorted(afolder.glob("*.jsonl"))
     if not files:
         raise PUAuditError(f"--answers {root}: model_answer/ holds no .jsonl file; give {_LAYOUT}.")
@@ -125,6 +130,12 @@ def load_answers(folder: str | os.PathLike, *, read: Callable[[Path], pd.DataFra
                 raise PUAuditError(f"{where}: 'choices' must be a list of objects with 'turns'.",
                                    column="choices")
             model = path.stem if is_empty(model) else str(model)
+            if (model, str(qid)) in seen:
+                raise PUAuditError(f"{seen[(model, str(qid))]} and {where} both hold the answer "
+                                   f"of model '{model}' to question {qid}; keep one (which answer "
+                                   "is audited would otherwise depend on the order).",
+                                   column="question_id")
+            seen[(model, str(qid))] = where
             answers[(model, str(qid))] = _turns(choices[0].get("turns"), where=where,
                                                  field="choices[0].turns")
     return Answers(root, questions, answers)

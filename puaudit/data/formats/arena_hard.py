@@ -115,4 +115,5 @@ def to_table(frame: pd.DataFrame, *, name: str, path, human, answers, read) -> p
     ``--answers`` is arena-hard-auto's ``data/<bench>`` folder)."""
     judged = judged_from_arena_hard(frame, name=name, path=path)
     return mtbench.to_table(frame, name=name, path=path, human=human, answers=answers, read=read,
-                            judged=judged)
+                            judged=judged, fmt=NAME, folder="arena-hard-auto's data/<bench>, "
+                            "e.g. data/arena-hard-v0.1")

@@ -16,8 +16,10 @@ B or a tie (``A`` / ``B`` / ``tie``, ``response1`` / ``response2``, "A is better
 RankingQuestion over the two responses (the one ranked first wins; equal ranks are a tie).
 Records are read in the flat layout (nested ones are flattened the way Argilla does it); one row
 per submitted response (see :mod:`.tool_votes`): ``human_winner``, ``annotator`` (``user_id``),
-``argilla_response_status``; drafts and discarded responses are no vote and stay in the
-``q.responses*`` columns. The suggestion on the vote's question is the judge's verdict
+``argilla_response_status``, and in the ``q.responses*`` columns that person's own answers
+(one value each, never the record's whole lists, so the table grows linearly with the votes);
+drafts, discarded responses and answers of people with no vote are no vote and are kept once,
+on the record's first row, in ``argilla_other_responses``. The suggestion on the vote's question is the judge's verdict
 (``judge_winner``, unless the record has one of its own; its ``score`` gives ``p_A`` / ``p_B``,
 its ``agent`` ``verdict_source``).
 """
@@ -30,10 +32,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.formats.records import is_empty, locate, missing_field_error
+from puaudit.data.formats.records import Location, is_empty, missing_field_error
 from puaudit.data.formats.tool_votes import (ANNOTATOR, HUMAN, add_response_copies,
-                                             judge_probabilities, rows_frame,
-                                             set_aside, vote_word)
+                                             check_expanded_rows, judge_probabilities, json_cell,
+                                             rows_frame, set_aside, vote_word)
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError
 
@@ -102,7 +104,8 @@ def flatten(frame: pd.DataFrame, *, name: str, path) -> list[dict]:
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
     if "fields" not in frame.columns:
         return records
-    return [_flat_record(r, name=name, where=locate(path, i + 1)) for i, r in enumerate(records)]
+    return [_flat_record(r, name=name, where=Location(path, i + 1))
+            for i, r in enumerate(records)]
 
 
 class _Question:
@@ -185,31 +188,99 @@ def _pick(questions: list[_Question], records: list[dict], *, name: str) -> _Que
     return None
 
 
-def _record_rows(rec: dict, q: _Question | None, *, name: str, where: str) -> list[dict]:
-    base = set_aside(rec, prefix="record.", taken=("argilla_response_status", "argilla_judge"))
+#: Column of a record's first vote row holding the responses no vote row carries.
+OTHER_RESPONSES = "argilla_other_responses"
+_RESPONSE_TAILS = (".responses.users", ".responses.status", ".responses")
+
+
+def _responses_by_question(rec: dict) -> tuple[dict, dict[str, list[list]]]:
+    """``rec`` without its ``q.responses*`` columns, and per question ``q`` its
+    ``[values, users, status]`` lists (a missing list is empty)."""
+    rest, by_q = {}, {}
+    for k, v in rec.items():
+        tail = next((t for t in _RESPONSE_TAILS if k.endswith(t)), None)
+        if tail is None:
+            rest[k] = v
+            continue
+        lists = by_q.setdefault(k[:-len(tail)], [[], [], []])
+        lists[(".responses", ".responses.users", ".responses.status").index(tail)] = _listed(v)
+    return rest, by_q
+
+
+def _vote_count(rec: dict, q: _Question) -> int:
+    """Rows ``rec`` becomes: its submitted responses to ``q``, at least one."""
+    status = _listed(rec.get(f"{q.name}.responses.status"))
+    n = len(_listed(rec.get(f"{q.name}.responses")))
+    return max(1, sum(s in (None, "submitted") for s in status) if status else n)
+
+
+def _record_rows(rec: dict, q: _Question | None, *, name: str, where) -> list[dict]:
+    """One row per submitted response to ``q`` (see the module docstring).
+
+    A vote row carries its own response only: for every question, the ``q.responses`` /
+    ``.users`` / ``.status`` of the person who voted (their answer to that question), so that
+    the table grows with the votes, not with their square. Responses no row carries (drafts,
+    discarded ones, people who answered another question only) go once, on the record's first
+    row, in ``argilla_other_responses`` (question -> list of ``{value, user_id, status}``). A
+    record without votes is one row holding the lists as they were.
+    """
+    taken = ("argilla_response_status", "argilla_judge", OTHER_RESPONSES)
     if q is None:
-        return [{**base, HUMAN: "", ANNOTATOR: ""}]
-    values = _listed(rec.get(f"{q.name}.responses"))
-    users = _listed(rec.get(f"{q.name}.responses.users"))
-    status = _listed(rec.get(f"{q.name}.responses.status")) or [None] * len(values)
+        return [{**set_aside(rec, prefix="record.", taken=taken), HUMAN: "", ANNOTATOR: ""}]
+    rest, by_q = _responses_by_question(rec)
+    values, users, status = by_q.get(q.name, [[], [], []])
+    status = status or [None] * len(values)
     if values and len(users) != len(values):
         raise missing_field_error(
             name=name, fmt=NAME, field=f"{q.name}.responses.users", where=where,
             fix=f"Flat records give one user id per response in '{q.name}.responses.users'; "
                 "export them again with records.to_list(flatten=True) or to_hub.")
     sugg = rec.get(f"{q.name}.suggestion")
-    base["argilla_judge"] = "" if is_empty(sugg) else q.verdict(sugg)
-    rows = []
-    for v, u, s in zip(values, users, status):
+    judge = "" if is_empty(sugg) else q.verdict(sugg)
+    votes = []
+    for j, (v, u, s) in enumerate(zip(values, users, status)):
         if s not in (None, "submitted"):  # a draft or a discarded response is no vote
             continue
         try:
-            verdict = q.verdict(v)
+            votes.append((j, q.verdict(v)))
         except (KeyError, TypeError, ValueError):
             raise PUAuditError(f"{name}: {where}: the answer {str(v)[:60]!r} to '{q.name}' names "
                                "neither response.", column=f"{q.name}.responses") from None
-        rows.append({**base, HUMAN: verdict, ANNOTATOR: str(u), "argilla_response_status": s})
-    return rows or [{**base, HUMAN: "", ANNOTATOR: ""}]
+    if not votes:
+        base = set_aside(rec, prefix="record.", taken=taken)
+        return [{**base, "argilla_judge": judge, HUMAN: "", ANNOTATOR: ""}]
+    base = set_aside(rest, prefix="record.", taken=taken)
+    base["argilla_judge"] = judge
+    # each other question's responses by user, so that a vote row finds its person's answer
+    free: dict[str, dict[str, list[int]]] = {}
+    for qn, (vals, us, _) in by_q.items():
+        if qn != q.name and len(us) == len(vals):
+            for k in range(len(vals) - 1, -1, -1):  # popped from the end: first answer first
+                free.setdefault(qn, {}).setdefault(str(us[k]), []).append(k)
+    used: dict[str, set[int]] = {qn: set() for qn in by_q}
+    rows = []
+    for j, verdict in votes:
+        row = dict(base)
+        for qn, (vals, us, st) in by_q.items():
+            k = j if qn == q.name else (free.get(qn, {}).get(str(users[j])) or [None]).pop()
+            if k is None:
+                continue
+            used[qn].add(k)
+            row[f"{qn}.responses"] = json_cell(vals[k])
+            row[f"{qn}.responses.users"] = str(us[k]) if k < len(us) else None
+            row[f"{qn}.responses.status"] = st[k] if k < len(st) else None
+        row.update({HUMAN: verdict, ANNOTATOR: str(users[j]), "argilla_response_status": status[j]})
+        rows.append(row)
+    other = {}
+    for qn, (vals, us, st) in by_q.items():
+        left = [{"value": vals[k], "user_id": us[k] if k < len(us) else None,
+                 "status": st[k] if k < len(st) else None}
+                for k in range(len(vals)) if k not in used[qn]]
+        if left:
+            other[qn] = left
+    if other:
+        rows[0][OTHER_RESPONSES] = json_cell(other)
+    return rows
 
 
 def to_table(frame: pd.DataFrame, *, name: str, path, human=None, answers=None, read=None,
@@ -221,9 +292,12 @@ def to_table(frame: pd.DataFrame, *, name: str, path, human=None, answers=None, 
                            "--human and --answers.")
     records = flatten(frame, name=name, path=path)
     q = _pick(_questions(records, settings), records, name=name)
+    if q is not None:
+        check_expanded_rows(frame, (_vote_count(r, q) for r in records), name=name,
+                            what="record")
     rows = []
     for i, rec in enumerate(records):
-        rows.extend(_record_rows(rec, q, name=name, where=locate(path, i + 1)))
+        rows.extend(_record_rows(rec, q, name=name, where=Location(path, i + 1)))
     out = rows_frame(rows)
     if q is not None and "judge" not in guess_columns(out.drop(columns=["argilla_judge"])) \
             and (out["argilla_judge"] != "").any():

@@ -83,4 +83,4 @@ def to_table(frame: pd.DataFrame, *, name: str, path, human, answers, read) -> p
     """The comparison table of a FastChat judgment file (see :func:`mtbench.to_table`)."""
     judged = judged_from_fastchat(frame, name=name, path=path)
     return mtbench.to_table(frame, name=name, path=path, human=human, answers=answers, read=read,
-                            judged=judged)
+                            judged=judged, fmt=NAME)

@@ -13,8 +13,10 @@ One row per person's vote (see :mod:`.tool_votes`): ``human_winner``, ``annotato
 ``completed_by`` id, or its email when the export gives the user), the task's fields under
 their own names, the task's keys as ``ls_task_<key>`` and the annotation's as
 ``ls_annotation_<key>`` (lists and objects as JSON text). A cancelled (skipped) annotation or
-one with an empty result is no vote: those are kept whole in ``ls_task_not_voted``. A task with
-no vote is one row without a human verdict. The judge's verdict is the task's own field
+one with an empty result is no vote: those are kept whole in ``ls_task_not_voted`` (on the
+task's first row). A task with
+no vote is one row without a human verdict. The row limit the file was read with counts the
+rows the tasks expand to, before any is built (``--max-rows``). The judge's verdict is the task's own field
 (``judge_winner``, ...), else the first prediction's result, with its ``score`` as the judge's
 confidence (``p_A`` / ``p_B``).
 """
@@ -23,10 +25,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from puaudit.data.formats.records import is_empty, locate, missing_field_error
+from puaudit.data.formats.records import Location, is_empty, missing_field_error
 from puaudit.data.formats.tool_votes import (ANNOTATOR, HUMAN, add_response_copies,
-                                             judge_probabilities, json_cell, rows_frame,
-                                             set_aside, vote_word)
+                                             check_expanded_rows, judge_probabilities, json_cell,
+                                             rows_frame, set_aside, vote_word)
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError
 
@@ -123,30 +125,45 @@ def _annotations(task: dict, i: int, *, name: str, path) -> list:
             return []
         raise missing_field_error(
             name=name, fmt=NAME, field="annotations",
-            where=f"{locate(path, i + 1)} (task id {task.get('id')})",
+            where=Location(path, i + 1, f" (task id {task.get('id')})"),
             fix="Label Studio's JSON export gives every task its 'annotations' (an empty list "
                 "when nobody voted); export the project again as JSON, not JSON-MIN or CSV.")
     if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
-        raise _fail(name, locate(path, i + 1), "'annotations' must be a list of annotation "
+        raise _fail(name, Location(path, i + 1), "'annotations' must be a list of annotation "
                     "objects.", "annotations")
     return value
 
 
-def _judge(task: dict, *, name: str, where: str) -> tuple[str, object]:
+def _judge(task: dict, *, name: str, where: Location) -> tuple[str, object]:
     """The first prediction's verdict and score (``""`` and None without one)."""
     preds = task.get("predictions")
     if hasattr(preds, "tolist"):
         preds = preds.tolist()
     for p in preds if isinstance(preds, list) else []:
         if isinstance(p, dict) and isinstance(p.get("result"), list):
-            v, _ = result_verdict(p["result"], name=name, where=f"{where}, prediction")
+            v, _ = result_verdict(p["result"], name=name, where=where.then(", prediction"))
             if v is not None:
                 return v, p.get("score")
     return "", None
 
 
+def _votes(task: dict, i: int, *, name: str, path) -> list[tuple[dict, str, object]]:
+    """``(annotation, verdict, to_name)`` of each of the task's votes (a cancelled annotation,
+    or one whose result names no side, is none)."""
+    where = Location(path, i + 1, f" (task id {task.get('id')})")
+    out = []
+    for k, ann in enumerate(_annotations(task, i, name=name, path=path), start=1):
+        at = where.then(f", annotation {k}")
+        if "result" not in ann:
+            raise missing_field_error(name=name, fmt=NAME, field="result", where=at)
+        verdict, to_name = result_verdict(ann["result"], name=name, where=at)
+        if not ann.get("was_cancelled") and verdict is not None:
+            out.append((ann, verdict, to_name))
+    return out
+
+
 def _task_rows(task: dict, i: int, *, name: str, path) -> tuple[list[dict], tuple | None]:
-    where = f"{locate(path, i + 1)} (task id {task.get('id')})"
+    where = Location(path, i + 1, f" (task id {task.get('id')})")
     data = task.get("data")
     if not isinstance(data, dict):
         if data is None:
@@ -157,25 +174,21 @@ def _task_rows(task: dict, i: int, *, name: str, path) -> tuple[list[dict], tupl
                  if k not in ("data", "annotations") and not is_empty(v)})
     judge, score = _judge(task, name=name, where=where)
     base["ls_judge"], base["ls_judge_score"] = judge, score
-    rows, skipped, hint = [], [], None
-    for k, ann in enumerate(_annotations(task, i, name=name, path=path), start=1):
-        at = f"{where}, annotation {k}"
-        if "result" not in ann:
-            raise missing_field_error(name=name, fmt=NAME, field="result", where=at)
-        verdict, to_name = result_verdict(ann["result"], name=name, where=at)
-        if ann.get("was_cancelled") or verdict is None:
-            skipped.append(ann)
-            continue
+    rows, hint = [], None
+    votes = _votes(task, i, name=name, path=path)
+    voted = {id(ann) for ann, _, _ in votes}
+    skipped = [ann for ann in _annotations(task, i, name=name, path=path) if id(ann) not in voted]
+    for ann, verdict, to_name in votes:
         if isinstance(to_name, str) and to_name.count(",") == 1:
             hint = tuple(s.strip() for s in to_name.split(","))
         row = dict(base)
         row.update({f"ls_annotation_{key}": json_cell(v) for key, v in ann.items()})
         row[HUMAN], row[ANNOTATOR] = verdict, _annotator(ann.get("completed_by"))
         rows.append(row)
-    if skipped:
-        for row in rows or [base]:
-            row["ls_task_not_voted"] = json_cell(skipped)
-    return rows or [{**base, HUMAN: "", ANNOTATOR: ""}], hint
+    rows = rows or [{**base, HUMAN: "", ANNOTATOR: ""}]
+    if skipped:  # once, on the task's first row: on every row it would grow with votes x skips
+        rows[0]["ls_task_not_voted"] = json_cell(skipped)
+    return rows, hint
 
 
 def to_table(frame: pd.DataFrame, *, name: str, path, human=None, answers=None, read=None
@@ -186,6 +199,10 @@ def to_table(frame: pd.DataFrame, *, name: str, path, human=None, answers=None, 
                            "leave out --human and --answers.")
     rows, hint = [], None
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    # rows are counted, task by task, before any is built: one task of a million votes would
+    # otherwise become a million rows (gigabytes) before a limit could be checked
+    check_expanded_rows(frame, (max(1, len(_votes(t, i, name=name, path=path)))
+                                for i, t in enumerate(records)), name=name, what="task")
     for i, task in enumerate(records):
         task_rows, h = _task_rows(task, i, name=name, path=path)
         rows.extend(task_rows)

@@ -78,7 +78,7 @@ class Judged:
 def parse_turn(value, *, name: str, where: str) -> int:
     try:
         turn = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 reads as infinity
         turn = 0
     if turn < 1 or str(value).strip() not in (str(turn), f"{turn}.0"):
         raise PUAuditError(f"{name}: {where}: 'turn' is {value!r}; it must be 1 or 2.",
@@ -208,11 +208,17 @@ def build_frame(judged: list[Judged], votes: list[dict] | None, answers: Answers
     return pd.DataFrame(rows)
 
 
+#: Where each judgment format's benchmark folder (``--answers``) is found.
+ANSWERS_FOLDER = "FastChat's fastchat/llm_judge/data/mt_bench"
+
+
 def to_table(frame: pd.DataFrame, *, name: str, path, human, answers, read,
-             judged: list[Judged] | None = None) -> pd.DataFrame:
+             judged: list[Judged] | None = None, fmt: str = NAME,
+             folder: str = ANSWERS_FOLDER) -> pd.DataFrame:
     """The comparison table of an MT-Bench judge file ``frame`` (release format unless
     ``judged`` is given), with the human votes of file ``human`` and the texts of folder
-    ``answers``, both read with ``read``."""
+    ``answers``, both read with ``read``; ``fmt`` names the judgment format detected and
+    ``folder`` where its benchmark folder is, for the message when ``answers`` is missing."""
     from pathlib import Path
 
     from puaudit.data.formats.answers import load_answers
@@ -220,10 +226,9 @@ def to_table(frame: pd.DataFrame, *, name: str, path, human, answers, read,
     if judged is None:
         judged = judged_from_release(frame, name=name, path=path)
     if answers is None:
-        raise PUAuditError(f"{name}: holds MT-Bench judgments, which name questions and models "
-                           "but carry no texts. Pass --answers DIR, the benchmark folder with "
-                           "question.jsonl and model_answer/ (FastChat's "
-                           "fastchat/llm_judge/data/mt_bench).")
+        raise PUAuditError(f"{name}: holds {fmt}, which name questions and models but carry no "
+                           "texts. Pass --answers DIR, the benchmark folder with question.jsonl "
+                           f"and model_answer/ ({folder}).")
     texts = load_answers(answers, read=read)
     votes = None
     if human is not None:

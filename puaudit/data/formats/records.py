@@ -14,7 +14,7 @@ import pandas as pd
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["locate", "is_empty", "require_fields", "missing_field_error"]
+__all__ = ["locate", "Location", "is_empty", "require_fields", "missing_field_error"]
 
 
 def locate(path: str | os.PathLike | None, row: int) -> str:
@@ -36,6 +36,25 @@ def locate(path: str | os.PathLike | None, row: int) -> str:
     except OSError:
         pass
     return f"record {row}"
+
+
+class Location:
+    """``locate(path, row)`` followed by ``detail``, worked out only when a message shows it:
+    finding a line reads the file from its start, which for every record of a large file would
+    take time growing with the square of its length."""
+
+    def __init__(self, path: str | os.PathLike | None, row: int, detail: str = ""):
+        self.path, self.row, self.detail = path, row, detail
+
+    def then(self, detail: str) -> "Location":
+        """The same place, more precisely (``", annotation 3"``)."""
+        return Location(self.path, self.row, self.detail + detail)
+
+    def __str__(self) -> str:
+        return locate(self.path, self.row) + self.detail
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 def is_empty(value) -> bool:

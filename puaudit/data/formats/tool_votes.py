@@ -16,11 +16,13 @@ import math
 import numpy as np
 import pandas as pd
 
+from puaudit.data.limits import ROW_LIMIT
 from puaudit.data.schema import COLUMN_ALIASES, guess_columns
 from puaudit.data.vocabulary import normalise_column_name, parse_verdict
+from puaudit.errors import PUAuditError
 
 __all__ = ["HUMAN", "ANNOTATOR", "vote_word", "json_cell", "set_aside", "judge_probabilities",
-           "add_response_copies", "rows_frame", "PAIR_NAMES"]
+           "add_response_copies", "rows_frame", "PAIR_NAMES", "check_expanded_rows"]
 
 HUMAN = "human_winner"
 ANNOTATOR = "annotator"
@@ -43,6 +45,30 @@ PAIR_NAMES = tuple(zip(_EXTRA_WORDS["A"][:8], _EXTRA_WORDS["B"][:8]))
 _ROLE_NAMES = frozenset(normalise_column_name(a) for role in ("human", "annotator")
                         for a in COLUMN_ALIASES[role]) - frozenset(
     normalise_column_name(a) for a in COLUMN_ALIASES["judge"])
+
+
+def check_expanded_rows(frame: pd.DataFrame, counts, *, name: str, what: str) -> None:
+    """Refuse, before any row is built, a file whose records expand past the row limit it was
+    read with (``frame.attrs["row_limit"]``, see :func:`puaudit.data.io.read_table`).
+
+    ``counts`` yields the rows each record becomes, in file order; they are summed as they come
+    and the count stops at the first record past the limit. ``what`` names a record (``task``,
+    ``record``). Without a limit nothing is counted.
+    """
+    limit = frame.attrs.get(ROW_LIMIT) or {}
+    max_rows = limit.get("max_rows")
+    if max_rows is None:
+        return
+    total, biggest, at = 0, 0, 0
+    for i, n in enumerate(counts, start=1):
+        total += n
+        if n > biggest:
+            biggest, at = n, i
+        if total > max_rows:
+            raise PUAuditError(
+                f"{name}: expands to more than {max_rows:,} rows (one per vote), the limit here; "
+                f"refused at {what} {i:,}, before any row is built ({what} {at:,} alone holds "
+                f"{biggest:,} votes). {limit.get('hint') or ''}".rstrip())
 
 
 def vote_word(value) -> str | None:
