@@ -310,3 +310,26 @@ def test_read_only_folder_opens_read_only_and_shows_decisions():
     finally:
         os.chmod(folder, 0o755)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_table_from_an_earlier_version_gains_the_reviewer_name_column(tmp_path):
+    db = _db(tmp_path)
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE puaudit_review_decisions (id INTEGER PRIMARY KEY, uid VARCHAR(32) "
+                "UNIQUE, row_key VARCHAR(64), verdict VARCHAR(8), reviewer VARCHAR(200), note "
+                "TEXT, created_at DATETIME, dataset VARCHAR(500), judge_verdict VARCHAR(8), "
+                "p_judge_right FLOAT, audit_group VARCHAR(32), settings TEXT)")
+    con.execute("INSERT INTO puaudit_review_decisions (uid, row_key, verdict, reviewer, note, "
+                "created_at, dataset, settings) VALUES ('u0', 'k0', 'A', 'old', '', "
+                "'2026-01-01 00:00:00.000000', '', '{}')")
+    con.commit()
+    con.close()
+    # read-only, it is read as it is (no reviewer names)
+    ro = ReviewStore(f"sqlite:///file:{db}?mode=ro&uri=true")
+    assert ro.read_only and ro.decisions()["reviewer_name"].isna().all()
+    ro.dispose()
+    s = ReviewStore(_url(db))
+    s.add("k1", "B", "a@x.org", reviewer_name="Alex")
+    d = s.decisions()
+    assert d["reviewer"].tolist() == ["old", "a@x.org"]
+    assert d["reviewer_name"].tolist()[1] == "Alex" and d["reviewer_name"].isna().tolist()[0]

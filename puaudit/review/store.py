@@ -207,6 +207,10 @@ class ReviewStore:
                     for col, sql_type in _ADDED_COLUMNS.items():
                         if col not in have:  # a table made by an earlier version
                             conn.execute(text(f"ALTER TABLE {TABLE} ADD COLUMN {col} {sql_type}"))
+                    if self.is_sqlite:  # rewrite one header field as it is: a write, which
+                        # a read-only file, folder, mount or connection refuses here
+                        version = int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0)
+                        conn.exec_driver_sql(f"PRAGMA user_version = {version}")
         self._columns = set(DECISION_COLUMNS)
 
     def _readable_copy(self, err: PUAuditError) -> bool:
