@@ -12,7 +12,7 @@ from puaudit.review.feedback import (base_table, latest_votes, review_summary,
 from puaudit.review.keys import row_keys
 
 __all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
-           "progress_counts", "disagreements_frame", "decision_log", "export_frame",
+           "progress_counts", "disagreements_frame", "decision_log", "shown_names", "export_frame",
            "audited_frame", "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS",
            "empty_queue_text"]
 
@@ -23,22 +23,30 @@ VERDICT_BUTTONS = (("A", "A is better"), ("B", "B is better"), ("tie", "Tie"), (
 VERDICT_SHORTCUTS = {"A": "A", "B": "B", "tie": "T", "skip": "S"}
 
 
-def reviewer_identity(user: dict | None, typed: str | None) -> tuple[str, str]:
-    """(reviewer name, how): ``how`` is ``"login"`` when a signed-in user (Streamlit
-    authentication) is named by the login (name, else email), ``"sign-in"`` when the operator
-    configured authentication and nobody is signed in (no name may be typed: the name is ""),
-    else ``"typed"`` with the typed name ("" when none was typed; the page asks for one).
+def reviewer_identity(user: dict | None, typed: str | None) -> tuple[str, str, str]:
+    """(reviewer, shown name, how).
+
+    ``how`` is ``"login"`` for a signed-in user (Streamlit authentication): the reviewer is
+    the login's identity as the provider gives it (its email, else its subject ``sub``), so two
+    people who share a display name stay two reviewers, and the shown name is the display
+    name (else that identity). ``"sign-in"`` when the operator configured authentication and
+    nobody is signed in (no name may be typed: the reviewer is ""). Else ``"typed"``: the typed
+    name is both ("" when none was typed; the page asks for one).
 
     ``user`` is ``st.user`` as a dict: it has ``is_logged_in`` only when authentication is
     configured."""
     user = dict(user or {})
     if "is_logged_in" in user:
         if user.get("is_logged_in"):
-            name = str(user.get("name") or user.get("email") or user.get("sub") or "").strip()
-            if name:
-                return name[:200], "login"
-        return "", "sign-in"
-    return ("" if typed is None else str(typed).strip())[:200], "typed"
+            def field(k):
+                v = user.get(k)
+                return "" if v is None else str(v).strip()
+            ident = field("email") or field("sub") or field("name")
+            if ident:
+                return ident[:200], (field("name") or ident)[:200], "login"
+        return "", "", "sign-in"
+    name = ("" if typed is None else str(typed).strip())[:200]
+    return name, name, "typed"
 
 
 def pending_queue(queue: pd.DataFrame, decisions: pd.DataFrame, reviewer: str) -> pd.DataFrame:
@@ -78,14 +86,16 @@ def row_view(table, result, row: int) -> dict:
 
 
 def decision_record(view: dict, verdict: str, reviewer: str, note: str, settings: dict,
-                    dataset: str) -> dict:
-    """What the store keeps for one click: the row key, the verdict, who, the note, and the audit
-    settings and facts the decision was made under."""
+                    dataset: str, *, shown: str | None = None) -> dict:
+    """What the store keeps for one click: the row key, the verdict, who (``reviewer``, and
+    ``shown``, the display name, when it differs), the note, and the audit settings and facts
+    the decision was made under."""
     if not reviewer:
         raise PUAuditError("A reviewer name is required: enter your name above before deciding.",
                            column="reviewer")
     p = view.get("p_judge_right")
     return {"row_key": view["key"], "verdict": verdict, "reviewer": reviewer,
+            "reviewer_name": shown if shown and shown != reviewer else None,
             "note": (note or "").strip(), "settings": dict(settings), "dataset": dataset,
             "judge_verdict": view.get("judge"),
             "p_judge_right": None if p is None or p != p else float(p),
@@ -126,20 +136,34 @@ def disagreements_frame(decisions: pd.DataFrame, table) -> pd.DataFrame:
     return pd.DataFrame(out, columns=cols)
 
 
+def shown_names(decisions: pd.DataFrame) -> pd.Series:
+    """Each decision's reviewer as shown: the display name it was saved with, else the
+    reviewer itself (a typed name)."""
+    if "reviewer_name" not in decisions.columns:
+        return decisions["reviewer"].astype(str)
+    named = decisions["reviewer_name"].where(decisions["reviewer_name"].notna()
+                                             & decisions["reviewer_name"].astype(str).ne(""))
+    return named.fillna(decisions["reviewer"]).astype(str)
+
+
 def decision_log(decisions: pd.DataFrame, table, *, limit: int = 200) -> pd.DataFrame:
-    """The latest decisions on this table, newest first, with the first table row they match."""
-    cols = ["when", "reviewer", "verdict", "row", "judge", "note"]
+    """The latest decisions on this table, newest first, with the first table row they match;
+    ``reviewer`` is the name shown, ``reviewer_id`` the login identity when it differs."""
+    cols = ["when", "reviewer", "verdict", "row", "judge", "note", "reviewer_id"]
     if decisions is None or len(decisions) == 0:
         return pd.DataFrame(columns=cols)
     base = base_table(table)
     first = pd.Series(np.arange(len(base)), index=row_keys(base))
     first = first[~first.index.duplicated()]
     d = decisions.iloc[::-1].head(limit)
+    shown = shown_names(d)
     return pd.DataFrame({
         "when": d["created_at"].dt.strftime("%Y-%m-%d %H:%M:%S UTC").to_numpy(),
-        "reviewer": d["reviewer"].to_numpy(), "verdict": d["verdict"].to_numpy(),
+        "reviewer": shown.to_numpy(), "verdict": d["verdict"].to_numpy(),
         "row": [int(first[k]) if k in first.index else -1 for k in d["row_key"]],
-        "judge": d["judge_verdict"].fillna("").to_numpy(), "note": d["note"].to_numpy()},
+        "judge": d["judge_verdict"].fillna("").to_numpy(), "note": d["note"].to_numpy(),
+        "reviewer_id": np.where(shown.to_numpy() == d["reviewer"].astype(str).to_numpy(), "",
+                                d["reviewer"].astype(str).to_numpy())},
         columns=cols)
 
 

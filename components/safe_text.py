@@ -16,6 +16,9 @@ first:
     such as ``judge_winner``); ``:`` where it could start an emoji, icon or colour directive
     (not before a space); and ``- + = # >`` or ``1.`` at the start of a line, where they make
     lists, headings or quotes. Ordinary messages therefore stay readable in the page source.
+    Streamlit finds icons and emoji shortcodes (``:material/verified:``, ``:smile:``) in the
+    text *after* escapes are resolved, so an escaped colon alone does not stop them: a WORD
+    JOINER goes after the colon that opens one, and the name no longer follows it.
     GitHub-flavoured Markdown also turns bare ``http://``, ``www.`` and e-mail addresses into
     links *after* escapes are resolved, so a WORD JOINER (U+2060, invisible) is put into
     ``://``, after ``www`` and before ``@``: the text looks the same and no link is built.
@@ -34,6 +37,9 @@ __all__ = ["md", "md_label", "plotly_text", "plotly_texts", "WORD_JOINER"]
 _ALWAYS = re.compile(r"([\\`*\[\]<~$&|])")
 _UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 _COLON = re.compile(r":(?=\S)")
+# an icon or emoji shortcode Streamlit would draw: ":material/name:", ":streamlit:", ":smile:"
+# (its characters may have been escaped already: ":smile:x" is "\:smile\:x" by now)
+_SHORTCODE = re.compile(r"(?<=\\:)(?=material/|streamlit/|(?:\\?[\w+-])+\\?:)")
 _LINE_START = re.compile(r"^([ \t]*)([-+=#>]|\d+(?=[.)]))", re.MULTILINE)
 # what GFM turns into a link on its own (after escapes are resolved): scheme://, www., x@y
 _AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?=@)", re.IGNORECASE)
@@ -51,6 +57,7 @@ def md(value) -> str:
     text = _ALWAYS.sub(r"\\\1", str(value))
     text = _UNDERSCORE.sub(r"\\_", text)
     text = _COLON.sub(r"\\:", text)
+    text = _SHORTCODE.sub(WORD_JOINER, text)
     text = _AUTOLINK.sub(WORD_JOINER, text)
     return _LINE_START.sub(_line_start, text)
 

@@ -37,15 +37,16 @@ except Exception:  # no user information in this context
     user = {}
 if "w_review_name" not in ss:
     ss["w_review_name"] = ss.get("review_name", "")
-name, how = reviewer_identity(user, ss.get("w_review_name"))
-if how == "login":
-    st.caption(f"Reviewing as {md(name)} (signed in).")
+name, shown, how = reviewer_identity(user, ss.get("w_review_name"))
+if how == "login":  # decisions are keyed by the login's identity, shown by its display name
+    st.caption(f"Reviewing as {md(shown)}" + (f" ({md(name)})" if shown != name else "")
+               + " (signed in).")
 elif how == "sign-in":  # the operator set up authentication: names come from the login only
     st.info("Sign in to review: your name comes from your login.")
     st.button("Sign in", key="review_login", on_click=st.login)
 else:
     st.text_input("Your name (required to review)", key="w_review_name", max_chars=200)
-    name, _ = reviewer_identity(user, ss.get("w_review_name"))
+    name, shown, _ = reviewer_identity(user, ss.get("w_review_name"))
     ss["review_name"] = name
 
 flash = ss.pop("review_flash", None)
@@ -55,6 +56,9 @@ if flash:
 # -- the store (created with the first decision: visiting this page writes nothing) --------------
 store, decisions, seen, ss["review_pending"] = page_data.review_decisions(
     keys, ss.setdefault("review_pending", []))
+read_only = store is not None and getattr(store, "read_only", False)
+if read_only:  # a read-only file, folder or mount: its decisions are shown, nothing is saved
+    st.warning(md(store.read_only_reason))
 
 # -- the queue -----------------------------------------------------------------------------------
 with st.expander("Queue order and filters", expanded=False):
@@ -85,10 +89,11 @@ c[3].metric("Reviewers", counts["n_reviewers"])
 c[4].metric("Rows where reviewers disagree", counts["n_disagreements"])
 
 
-def _decide(verdict: str, view: dict, who: str) -> None:
+def _decide(verdict: str, view: dict, who: str, shown: str) -> None:
     try:
         rec = decision_record(view, verdict, who, ss.get("w_review_note", ""),
-                              state.audit_config(params).to_dict(), ss.get("source_name", ""))
+                              state.audit_config(params).to_dict(), ss.get("source_name", ""),
+                              shown=shown)
     except PUAuditError as exc:
         ss["review_flash"] = ("error", str(exc))
         return
@@ -96,7 +101,7 @@ def _decide(verdict: str, view: dict, who: str) -> None:
     rec["created_at"] = datetime.now(timezone.utc)
     try:
         get_store().add(**rec)
-        ss["review_flash"] = ("success", f"Saved: {verdict} on row {view['row']} by {who}.")
+        ss["review_flash"] = ("success", f"Saved: {verdict} on row {view['row']} by {shown}.")
     except PUAuditError as exc:
         ss["review_pending"].append(rec)
         ss["review_flash"] = ("error", f"{exc} The decision is kept in this session and saved "
@@ -135,8 +140,8 @@ else:
         st.info("Enter your name above to record decisions.")
     cols = st.columns(len(VERDICT_BUTTONS))
     for col, (verdict, label) in zip(cols, VERDICT_BUTTONS):
-        col.button(label, key=f"review_{verdict}", on_click=_decide, args=(verdict, view, name),
-                   disabled=not name, type="primary" if verdict in ("A", "B") else "secondary",
+        col.button(label, key=f"review_{verdict}", on_click=_decide, args=(verdict, view, name, shown),
+                   disabled=not name or read_only, type="primary" if verdict in ("A", "B") else "secondary",
                    width="stretch", shortcut=VERDICT_SHORTCUTS[verdict])
 
 # -- decisions flow back -------------------------------------------------------------------------

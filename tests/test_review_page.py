@@ -12,6 +12,7 @@ import sqlite3
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from components.safe_text import WORD_JOINER
 from puaudit.review.store import ReviewStore
 from tests.conftest import ROOT
 
@@ -107,7 +108,58 @@ def test_signed_in_reviewer_is_named_by_the_login(db):
     assert not [t for t in at.text_input if t.key == "w_review_name"]  # cannot be typed
     assert any("Dana Reviewer" in c.value for c in at.caption)
     at.button(key="review_B").click().run()
-    assert _store(db).decisions()["reviewer"].tolist() == ["Dana Reviewer"]
+    d = _store(db).decisions()
+    # keyed by the login's identity, shown by its display name
+    assert d["reviewer"].tolist() == ["dana@example.org"]
+    assert d["reviewer_name"].tolist() == ["Dana Reviewer"]
+    assert any("by Dana Reviewer." in s.value for s in at.success)
+    log = [df.value for df in at.dataframe if "reviewer_id" in df.value.columns][0]
+    assert log[["reviewer", "reviewer_id"]].values.tolist() == [["Dana Reviewer",
+                                                                 "dana@example.org"]]
+
+
+def test_two_signed_in_users_sharing_a_display_name_are_two_reviewers(db):
+    """Issue 41, item 19: two logins, one display name."""
+    first = _review_page(user={"is_logged_in": True, "name": "Alex", "email": "alex@one.org"})
+    row = _current_row(first)
+    first.button(key="review_A").click().run()
+    second = _review_page(user={"is_logged_in": True, "name": "Alex", "sub": "oidc|42"})
+    assert _current_row(second) == row  # the other Alex's decision is not this Alex's
+    second.button(key="review_B").click().run()
+    assert not second.exception
+    d = _store(db).decisions()
+    assert d["reviewer"].tolist() == ["alex@one.org", "oidc|42"]
+    assert d["reviewer_name"].tolist() == ["Alex", "Alex"]
+    assert _metric(second, "Reviewers") == "2"
+    assert _metric(second, "Rows where reviewers disagree") == "1"
+
+
+def test_a_reviewer_name_is_shown_as_text_not_as_an_icon(db):
+    """Issue 41, item 20: ':material/verified: admin' in the Saved message."""
+    at = _review_page()
+    name = ":material/verified: admin"
+    at.text_input(key="w_review_name").input(name).run()
+    at.button(key="review_A").click().run()
+    assert _store(db).decisions()["reviewer"].tolist() == [name]
+    saved = [s.value for s in at.success if s.value.startswith("Saved")]
+    assert saved, [s.value for s in at.success]
+    # Streamlit draws ":material/<name>:" (and emoji shortcodes) after escapes are resolved:
+    # nothing of the kind is left in the message, yet a reader sees the name as typed
+    raw = saved[0].replace("\\", "")
+    assert ":material/" not in raw and "material/verified" in raw
+    assert raw.replace(WORD_JOINER, "").endswith(f"by {name}.")
+
+
+def test_a_read_only_database_shows_its_decisions_and_says_saving_is_off(db, monkeypatch):
+    """Issue 41, item 18 (a read-only mount, here a read-only connection to the file)."""
+    _store(db).add("k-elsewhere", "A", "erin")
+    monkeypatch.setenv("PUAUDIT_REVIEW_URL", f"sqlite:///file:{db}?mode=ro&uri=true")
+    at = _review_page()
+    assert not at.exception
+    assert any("read-only" in w.value and "saving is off" in w.value for w in at.warning)
+    at.text_input(key="w_review_name").input("frank").run()
+    assert at.button(key="review_A").disabled  # no click that cannot be saved
+    assert _store(db).decisions()["reviewer"].tolist() == ["erin"]
 
 
 def test_with_authentication_configured_nobody_types_a_name(db):
@@ -153,9 +205,12 @@ def test_locked_database_keeps_the_decision_until_it_can_be_saved(db, monkeypatc
 def test_reviewer_identity_rules():
     from components.review import reviewer_identity
 
-    assert reviewer_identity({}, " ann ") == ("ann", "typed")
-    assert reviewer_identity({"email": "x@y"}, "") == ("", "typed")  # no auth configured
+    assert reviewer_identity({}, " ann ") == ("ann", "ann", "typed")
+    assert reviewer_identity({"email": "x@y"}, "") == ("", "", "typed")  # no auth configured
     assert reviewer_identity({"is_logged_in": True, "name": "Dana", "email": "d@x"}, "evil") == \
-        ("Dana", "login")
-    assert reviewer_identity({"is_logged_in": True, "email": "d@x"}, "evil") == ("d@x", "login")
-    assert reviewer_identity({"is_logged_in": False}, "evil") == ("", "sign-in")
+        ("d@x", "Dana", "login")
+    assert reviewer_identity({"is_logged_in": True, "name": "Dana", "sub": "s1"}, "evil") == \
+        ("s1", "Dana", "login")
+    assert reviewer_identity({"is_logged_in": True, "email": "d@x"}, "evil") == \
+        ("d@x", "d@x", "login")
+    assert reviewer_identity({"is_logged_in": False}, "evil") == ("", "", "sign-in")

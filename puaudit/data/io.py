@@ -24,6 +24,7 @@ import gzip
 import io
 import json
 import os
+import re
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -326,6 +327,9 @@ def _json_nbytes(value) -> int:
     return total
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class _JsonColumns:
     """Builds a table column by column from JSON records, packing string chunks into Arrow."""
 
@@ -362,7 +366,16 @@ class _JsonColumns:
         for key, vals in self.current.items():
             if any(isinstance(v, str) for v in vals) and all(v is None or isinstance(v, str)
                                                              for v in vals):
-                self.chunks[key].append(_pack_strings(vals))
+                try:
+                    self.chunks[key].append(_pack_strings(vals))
+                except UnicodeEncodeError:  # "\ud800" in the JSON: no table column holds it
+                    i = next(i for i, v in enumerate(vals) if isinstance(v, str)
+                             and not v.isascii() and _SURROGATE.search(v))
+                    raise PUAuditError(
+                        f"{self.name}: record {self.n0 + i + 1:,}, field '{key}': the text holds "
+                        "a lone surrogate (a broken \\ud800-\\udfff escape), which is not "
+                        "valid Unicode. Fix the file's encoding or the program that wrote it.",
+                        column=str(key), row=self.n0 + i + 1) from None
             else:
                 self.chunks[key].append(vals)
             self.current[key] = []

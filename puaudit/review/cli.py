@@ -56,6 +56,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        help="SQLite file (default $PUAUDIT_REVIEW_DB or ~/.puaudit/review.sqlite)")
         g.add_argument("--url", default=None, metavar="URL",
                        help="any SQLAlchemy URL (default $PUAUDIT_REVIEW_URL)")
+        q.add_argument("--allow-other-tables", action="store_true",
+                       help="use an SQLite file that also holds another application's tables "
+                            "(refused otherwise, to leave such a file untouched)")
     p.set_defaults(func=run)
     return p
 
@@ -64,7 +67,7 @@ def _store(args):
     from puaudit.review.store import ReviewStore
 
     url = args.url or (f"sqlite:///{Path(args.db).expanduser()}" if args.db else None)
-    return ReviewStore(url)
+    return ReviewStore(url, allow_other_tables=args.allow_other_tables or None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -149,9 +152,12 @@ def _import(args) -> int:
     else:
         records = df.astype(object).where(df.notna(), None).to_dict(orient="records")
     store = _store(args)
-    added = store.add_many(records)
-    print(f"imported {added} decisions into {store.location} "
-          f"({len(records) - added} already there)")
+    added, counts = store.add_many(records, log=True)
+    left = [f"{counts['n_stored']} already there"] if counts["n_stored"] else []
+    if counts["n_repeated"]:
+        left.append(f"{counts['n_repeated']} repeated in the file")
+    print(f"imported {added} decisions into {store.location}"
+          + (f" ({'; '.join(left)})" if left else ""))
     return 0
 
 

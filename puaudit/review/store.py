@@ -12,47 +12,57 @@ Every decision is one row that is never updated or deleted: a reviewer who chang
 adds a later decision (the latest per reviewer and row counts), and two reviewers on one row are
 two rows. Each carries a random ``uid`` so that importing the same export twice adds nothing.
 
-SQLite runs in WAL mode with a busy timeout, and every write is one ``BEGIN IMMEDIATE``
-transaction, so concurrent writers (threads, processes, two browser sessions) wait for each
-other instead of failing or losing a decision. A locked, read-only or damaged file raises a
-:class:`~puaudit.errors.PUAuditError` that says which file, what is wrong and what to do; the
-store never rewrites or deletes an existing file, so decisions already made stay where they are.
+SQLite runs in WAL mode with a busy timeout, and every write, creating the table included, is
+one ``BEGIN IMMEDIATE`` transaction, so concurrent writers (threads, processes, two browser
+sessions, several processes creating a new file at once) wait for each other instead of failing
+or losing a decision. A locked or damaged file raises a :class:`~puaudit.errors.PUAuditError`
+that says which file, what is wrong and what to do; the store never rewrites or deletes an
+existing file, so decisions already made stay where they are. A file that cannot be written (a
+read-only file, folder or mount) is opened read-only: its decisions are read, and saving raises
+an error saying saving is off (:attr:`ReviewStore.read_only`). An SQLite file holding tables of
+another application is refused unless ``allow_other_tables`` (the store would add its table to
+it); allowed, its journal mode is left as it is.
+
+Every field of a decision is checked by :mod:`puaudit.review.validate` before anything is saved.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import sqlite3
 import threading
-import uuid
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 from sqlalchemy import (DateTime, Float, Integer, String, Text, create_engine, event, func, insert,
-                        select)
+                        inspect, literal, select, text)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from puaudit.data.jsonsafe import to_jsonable
 from puaudit.errors import PUAuditError
-from puaudit.review import VERDICTS
+from puaudit.review.validate import MAX_REVIEWER, clean_decisions
 
 __all__ = ["ReviewStore", "Decision", "get_store", "store_exists", "empty_decisions", "default_url",
            "DECISION_COLUMNS",
-           "URL_ENV", "DB_ENV", "BUSY_TIMEOUT_S"]
+           "URL_ENV", "DB_ENV", "OTHER_TABLES_ENV", "BUSY_TIMEOUT_S", "TABLE"]
 
 URL_ENV = "PUAUDIT_REVIEW_URL"
 DB_ENV = "PUAUDIT_REVIEW_DB"
 #: Seconds a writer waits for another writer's lock before giving up with a clear message.
 BUSY_TIMEOUT_S = float(os.environ.get("PUAUDIT_REVIEW_BUSY_S", "30"))
-MAX_REVIEWER = 200
-MAX_NOTE = 10_000
+#: Set to 1 to let the store share an SQLite file with another application's tables.
+OTHER_TABLES_ENV = "PUAUDIT_REVIEW_ALLOW_OTHER_TABLES"
+TABLE = "puaudit_review_decisions"
 
-#: Columns of :meth:`ReviewStore.decisions` and of an export, in order.
+#: Columns of :meth:`ReviewStore.decisions` and of an export, in order. ``reviewer`` is who
+#: decided (the login's identity when the dashboard has one), ``reviewer_name`` the name shown.
 DECISION_COLUMNS = ["uid", "row_key", "verdict", "reviewer", "note", "created_at", "dataset",
-                    "judge_verdict", "p_judge_right", "audit_group", "settings"]
+                    "judge_verdict", "p_judge_right", "audit_group", "settings", "reviewer_name"]
+#: Columns added after the table's first release: added to an older table when it is opened.
+_ADDED_COLUMNS = {"reviewer_name": f"VARCHAR({MAX_REVIEWER})"}
 
 
 class Base(DeclarativeBase):
@@ -62,7 +72,7 @@ class Base(DeclarativeBase):
 class Decision(Base):
     """One reviewer's verdict on one row (never updated; later decisions supersede)."""
 
-    __tablename__ = "puaudit_review_decisions"
+    __tablename__ = TABLE
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     uid: Mapped[str] = mapped_column(String(32), unique=True)
@@ -77,6 +87,8 @@ class Decision(Base):
     audit_group: Mapped[str | None] = mapped_column(String(32), nullable=True)
     #: the audit settings the decision was made under (AuditConfig.to_dict() as JSON)
     settings: Mapped[str] = mapped_column(Text, default="{}")
+    #: the reviewer's display name when ``reviewer`` is a login identity (email or subject)
+    reviewer_name: Mapped[str | None] = mapped_column(String(MAX_REVIEWER), nullable=True)
 
 
 def empty_decisions() -> pd.DataFrame:
@@ -95,30 +107,6 @@ def default_url() -> str:
     return "sqlite:///" + str(Path(path).expanduser())
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _check_verdict(verdict: str, where: str = "") -> str:
-    v = str(verdict).strip()
-    norm = {"a": "A", "b": "B", "tie": "tie", "skip": "skip"}.get(v.lower())
-    if norm is None:
-        raise PUAuditError(f"{where}unknown review verdict {v[:40]!r}: use one of {list(VERDICTS)}.",
-                           column="verdict")
-    return norm
-
-
-def _check_reviewer(reviewer, where: str = "") -> str:
-    name = "" if reviewer is None else str(reviewer).strip()
-    if not name or name.lower() == "nan":
-        raise PUAuditError(f"{where}a reviewer name is required (who made this decision?).",
-                           column="reviewer")
-    if len(name) > MAX_REVIEWER:
-        raise PUAuditError(f"{where}the reviewer name is longer than {MAX_REVIEWER} characters.",
-                           column="reviewer")
-    return name
-
-
 class ReviewStore:
     """Review decisions in a database (see the module docstring for the location).
 
@@ -128,9 +116,22 @@ class ReviewStore:
         A SQLAlchemy URL; default :func:`default_url`.
     create : bool, default True
         Create the folder, the file and the table when missing.
+    allow_other_tables : bool, optional
+        Use an SQLite file that also holds tables of another application (the store adds its
+        table and leaves the journal mode alone). Default: ``$PUAUDIT_REVIEW_ALLOW_OTHER_TABLES``
+        is 1; otherwise such a file is refused untouched.
+
+    Attributes
+    ----------
+    read_only : bool
+        The database could not be opened for writing (file, folder or mount read-only): its
+        decisions are read, saving raises a :class:`PUAuditError` of kind ``"read-only"``.
+    read_only_reason : str
+        Why, for the page to show.
     """
 
-    def __init__(self, url: str | None = None, *, create: bool = True):
+    def __init__(self, url: str | None = None, *, create: bool = True,
+                 allow_other_tables: bool | None = None):
         self.url = url or default_url()
         try:
             parsed = make_url(self.url)
@@ -143,10 +144,26 @@ class ReviewStore:
         #: shown in messages: the file, or the URL without its password
         self.location = (self.path or ":memory:") if self.is_sqlite else parsed.render_as_string(
             hide_password=True)
-        if self.is_sqlite and self.path and self.path != ":memory:" and create \
-                and not self.path.startswith("file:"):
+        self.read_only = False
+        self.read_only_reason = ""
+        if allow_other_tables is None:
+            allow_other_tables = os.environ.get(OTHER_TABLES_ENV, "").strip().lower() in (
+                "1", "true", "yes")
+        self.allow_other_tables = bool(allow_other_tables)
+        file = self._file()
+        other = _other_tables(file) if file is not None else []
+        if other and not self.allow_other_tables:
+            err = PUAuditError(
+                f"The review database {self.location} holds tables of another application "
+                f"({', '.join(other[:5])}{', ...' if len(other) > 5 else ''}); PUAudit would add "
+                "its own table to the file and change its journal mode. It was left untouched. "
+                f"Set {DB_ENV} to a file of its own, or, to share this file on purpose, pass "
+                f"--allow-other-tables (the dashboard: {OTHER_TABLES_ENV}=1).")
+            err.kind = "other-tables"
+            raise err
+        if file is not None and create:
             try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                file.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise PUAuditError(f"Cannot create the folder of the review database "
                                    f"{self.location}: {exc.strerror}. Set {DB_ENV} to a "
@@ -160,13 +177,70 @@ class ReviewStore:
             raise PUAuditError(f"Cannot open the review database {self.location}: {exc}. Install "
                                "its driver or check the URL.") from None
         if self.is_sqlite:
-            _sqlite_setup(self.engine)
+            _sqlite_setup(self.engine, wal=not other)
+        try:
+            self._open(create)
+        except PUAuditError as err:
+            kind = getattr(err, "kind", "")
+            if not (kind in ("read-only", "unavailable") and self._readable_copy(err)):
+                raise
+
+    def _file(self) -> Path | None:
+        """The SQLite file of a plain path (not ``:memory:``, not a ``file:`` URI)."""
+        if not self.is_sqlite or not self.path or self.path == ":memory:" \
+                or self.path.startswith("file:"):
+            return None
+        return Path(self.path)
+
+    def _open(self, create: bool) -> None:
+        """Create the table (or check it is there) in one write transaction: processes
+        creating a new file at once queue on the lock instead of failing; a file that cannot be
+        written fails here, not at the first decision."""
         with self._guard("open"):
-            if create:
-                Base.metadata.create_all(self.engine)
-            else:
-                with self.engine.connect() as conn:
-                    conn.execute(select(func.count()).select_from(Decision))
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(puaudit_write=True)
+                with conn.begin():
+                    if create:
+                        Base.metadata.create_all(conn)
+                    conn.execute(select(func.count()).select_from(Decision.__table__))
+                    have = {c["name"] for c in inspect(conn).get_columns(TABLE)}
+                    for col, sql_type in _ADDED_COLUMNS.items():
+                        if col not in have:  # a table made by an earlier version
+                            conn.execute(text(f"ALTER TABLE {TABLE} ADD COLUMN {col} {sql_type}"))
+                    if self.is_sqlite:  # rewrite one header field as it is: a write, which
+                        # a read-only file, folder, mount or connection refuses here
+                        version = int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0)
+                        conn.exec_driver_sql(f"PRAGMA user_version = {version}")
+        self._columns = set(DECISION_COLUMNS)
+
+    def _readable_copy(self, err: PUAuditError) -> bool:
+        """Open the SQLite file read-only after ``err`` (the file, its folder or its mount
+        cannot be written); True when its decisions can be read that way."""
+        file = self._file()
+        if self.is_sqlite and file is None and (self.path or "").startswith("file:"):
+            engines = [self.engine]  # a URI the caller made read-only (mode=ro)
+        elif file is not None and file.is_file():
+            # immutable=1 as a last resort: a WAL file in a read-only folder cannot be read
+            # otherwise (SQLite needs to create its -shm file next to it)
+            engines = [create_engine("sqlite://", creator=_ro_connect(file, extra))
+                       for extra in ("", "&immutable=1")]
+        else:
+            return False
+        for engine in engines:
+            try:
+                with engine.connect() as conn:
+                    conn.execute(select(func.count()).select_from(Decision.__table__))
+                    self._columns = {c["name"] for c in inspect(conn).get_columns(TABLE)}
+            except SQLAlchemyError:
+                engine.dispose()
+                continue
+            if engine is not self.engine:
+                self.engine.dispose()
+                self.engine = engine
+            self.read_only = True
+            self.read_only_reason = str(err)
+            return True
+        return False
 
     # -- errors ------------------------------------------------------------------------------
     def _guard(self, action: str):
@@ -185,8 +259,8 @@ class ReviewStore:
             kind = "locked"
         elif "readonly" in low or "read-only" in low or "read only" in low:
             msg = (f"{where} is read-only (file or folder permissions, or a read-only mount): "
-                   "decisions can be read but not saved. Make the file and its folder writable, "
-                   f"or set {DB_ENV} to a writable path and import an export there.")
+                   "decisions are read and shown, saving is off. Make the file and its folder "
+                   f"writable, or set {DB_ENV} to a writable path and import an export there.")
             kind = "read-only"
         elif ("not a database" in low or "malformed" in low or "corrupt" in low
               or "file is encrypted" in low):
@@ -209,92 +283,88 @@ class ReviewStore:
     def add(self, row_key: str, verdict: str, reviewer: str, *, note: str = "",
             settings: dict | None = None, dataset: str = "", judge_verdict: str | None = None,
             p_judge_right: float | None = None, audit_group: str | None = None,
-            created_at: datetime | None = None, uid: str | None = None) -> dict:
-        """Save one decision; returns it as a dict (with its ``uid`` and ``created_at``)."""
+            created_at=None, uid: str | None = None, reviewer_name: str | None = None) -> dict:
+        """Save one decision; returns it as a dict (with its ``uid`` and ``created_at``).
+
+        ``reviewer`` is who decided (a typed name, or the login's identity), ``reviewer_name``
+        the name to show for it when that differs."""
         rec = {"uid": uid, "row_key": row_key, "verdict": verdict, "reviewer": reviewer,
-               "note": note, "settings": settings, "dataset": dataset,
-               "judge_verdict": judge_verdict, "p_judge_right": p_judge_right,
-               "audit_group": audit_group, "created_at": created_at}
-        (saved,) = self._clean([rec])
+               "reviewer_name": reviewer_name, "note": note, "settings": settings,
+               "dataset": dataset, "judge_verdict": judge_verdict,
+               "p_judge_right": p_judge_right, "audit_group": audit_group,
+               "created_at": created_at}
+        (saved,) = clean_decisions([rec])
         self._write([saved])
         return saved
 
-    def add_many(self, records) -> int:
-        """Save many decisions in one transaction; decisions whose ``uid`` is already stored are
-        left out (importing one export twice adds nothing). Returns how many were added."""
-        rows = self._clean(list(records))
-        return self._write(rows)
+    def add_many(self, records, *, log: bool = False):
+        """Save many decisions in one transaction; returns how many were added.
 
-    def _clean(self, records: list[dict]) -> list[dict]:
-        out = []
-        for i, r in enumerate(records):
-            where = f"decision {i + 1}: " if len(records) > 1 else ""
-            key = str(r.get("row_key") or "").strip()
-            if not key or len(key) > 64:
-                raise PUAuditError(f"{where}row_key is missing or longer than 64 characters.",
-                                   column="row_key", row=i + 1)
-            created = r.get("created_at")
-            if created is None or (isinstance(created, float) and created != created):
-                created = _now()
-            else:
-                try:
-                    created = pd.Timestamp(created)
-                except (ValueError, TypeError):
-                    raise PUAuditError(f"{where}created_at {str(created)[:40]!r} is not a date "
-                                       "and time (ISO 8601, e.g. 2026-01-31T12:00:00Z).",
-                                       column="created_at", row=i + 1) from None
-                created = (created.tz_localize("UTC") if created.tzinfo is None
-                           else created.tz_convert("UTC")).to_pydatetime()
-            settings = r.get("settings")
-            if isinstance(settings, str):
-                settings_text = settings or "{}"
-            else:
-                settings_text = json.dumps(to_jsonable(settings or {}), sort_keys=True)
-            p = r.get("p_judge_right")
-            p = None if p is None or (isinstance(p, float) and p != p) else float(p)
-            note = "" if r.get("note") is None or r.get("note") != r.get("note") else str(r["note"])
-            out.append({
-                "uid": str(r.get("uid") or uuid.uuid4().hex),
-                "row_key": key,
-                "verdict": _check_verdict(r.get("verdict", ""), where),
-                "reviewer": _check_reviewer(r.get("reviewer"), where),
-                "note": note[:MAX_NOTE],
-                "created_at": created,
-                "dataset": str(r.get("dataset") or "")[:500],
-                "judge_verdict": None if r.get("judge_verdict") in (None, "") or
-                r.get("judge_verdict") != r.get("judge_verdict") else str(r["judge_verdict"])[:8],
-                "p_judge_right": p,
-                "audit_group": None if r.get("audit_group") in (None, "") or
-                r.get("audit_group") != r.get("audit_group") else str(r["audit_group"])[:32],
-                "settings": settings_text,
-            })
-        return out
+        A decision whose ``uid`` is already stored is left out (importing one export twice adds
+        nothing), and so is a repeat of a decision earlier in ``records``. A ``uid`` that comes
+        back with another row, verdict, reviewer or note (in ``records`` or against the store)
+        is refused, naming it: one uid is one decision. Nothing is saved unless every decision
+        is valid (:func:`~puaudit.review.validate.clean_decisions`).
 
-    def _write(self, rows: list[dict]) -> int:
+        With ``log=True`` returns ``(added, log)``, ``log`` holding ``n_added``, ``n_stored``
+        (already in the database) and ``n_repeated`` (repeats within ``records``).
+        """
+        rows = clean_decisions(list(records))
+        first: dict[str, int] = {}
+        for i, r in enumerate(rows):
+            j = first.setdefault(r["uid"], i)
+            if j != i:
+                _same_decision(rows[j], r, f"decisions {j + 1} and {i + 1} of the input",
+                               row=i + 1)
+        counts = self._write(rows)
+        return (counts["n_added"], counts) if log else counts["n_added"]
+
+    def _refuse_write(self) -> None:
+        if self.read_only:
+            err = PUAuditError(f"{self.read_only_reason} Nothing was saved.")
+            err.kind = "read-only"
+            raise err
+
+    def _write(self, rows: list[dict]) -> dict:
+        counts = {"n_added": 0, "n_stored": 0, "n_repeated": 0}
         if not rows:
-            return 0
+            return counts
+        self._refuse_write()
         with self._guard("save decisions"):
             with self.engine.connect() as conn:
                 conn = conn.execution_options(puaudit_write=True)
                 with conn.begin():
-                    uids = [r["uid"] for r in rows]
-                    known = set()
+                    uids = list(dict.fromkeys(r["uid"] for r in rows))
+                    stored: dict = {}
                     for i in range(0, len(uids), 500):
-                        known |= set(conn.execute(select(Decision.uid).where(
-                            Decision.uid.in_(uids[i:i + 500]))).scalars())
-                    new = [r for r in rows if r["uid"] not in known]
-                    seen: set = set()
-                    new = [r for r in new if not (r["uid"] in seen or seen.add(r["uid"]))]
+                        for rec in conn.execute(select(*[getattr(Decision, c) for c in
+                                                         _IDENTITY]).where(
+                                Decision.uid.in_(uids[i:i + 500]))).mappings():
+                            stored[rec["uid"]] = dict(rec)
+                    new, seen = [], set()
+                    for i, r in enumerate(rows):
+                        if r["uid"] in stored:
+                            _same_decision(stored[r["uid"]], r, f"decision {i + 1} and the one "
+                                           f"stored in {self.location}", row=i + 1)
+                            counts["n_stored"] += 1
+                        elif r["uid"] in seen:
+                            counts["n_repeated"] += 1
+                        else:
+                            seen.add(r["uid"])
+                            new.append(r)
                     if new:
                         conn.execute(insert(Decision), new)
-        return len(new)
+        counts["n_added"] = len(new)
+        return counts
 
     # -- reading -----------------------------------------------------------------------------
     def decisions(self, keys=None, *, reviewer: str | None = None) -> pd.DataFrame:
         """Decisions (all, or those on ``keys`` / by ``reviewer``) oldest first, as a frame with
         :data:`DECISION_COLUMNS`; ``created_at`` in UTC."""
-        q = select(*[getattr(Decision, c) for c in DECISION_COLUMNS]).order_by(
-            Decision.created_at, Decision.id)
+        have = getattr(self, "_columns", set(DECISION_COLUMNS))
+        # a read-only table made by an earlier version lacks the newer columns: read as empty
+        q = select(*[getattr(Decision, c) if c in have else literal(None).label(c)
+                     for c in DECISION_COLUMNS]).order_by(Decision.created_at, Decision.id)
         if reviewer is not None:
             q = q.where(Decision.reviewer == reviewer)
         rows: list = []
@@ -327,6 +397,22 @@ class ReviewStore:
         self.engine.dispose()
 
 
+#: what makes two decisions with one uid the same decision
+_IDENTITY = ("uid", "row_key", "verdict", "reviewer", "note")
+
+
+def _same_decision(old: dict, new: dict, where: str, *, row: int) -> None:
+    """Refuse two decisions with one uid that say different things."""
+    for field in _IDENTITY[1:]:
+        a, b = old.get(field) or "", new.get(field) or ""
+        if a != b:
+            raise PUAuditError(
+                f"uid {new['uid']!r} names two different decisions ({where}): {field} "
+                f"{str(a)[:40]!r} vs {str(b)[:40]!r}. One uid is one decision; a changed mind "
+                "is a new decision with a new uid. Remove the repeated line, or give it a new "
+                "uid.", column="uid", row=row)
+
+
 class _Guard:
     def __init__(self, store: ReviewStore, action: str):
         self.store, self.action = store, action
@@ -342,9 +428,39 @@ class _Guard:
         return False
 
 
-def _sqlite_setup(engine) -> None:
+def _ro_connect(file: Path, extra: str = ""):
+    """A connection factory opening ``file`` read-only (``extra``: more URI parameters)."""
+    uri = f"file:{quote(str(file.resolve()))}?mode=ro{extra}"
+
+    def connect():
+        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+    return connect
+
+
+def _other_tables(file: Path) -> list[str]:
+    """Tables and views in an existing SQLite file that are not the store's, read without
+    changing anything; [] when there is no such file or it cannot be read as SQLite (opening
+    it then says what is wrong)."""
+    if not file.is_file() or file.stat().st_size == 0:
+        return []
+    for extra in ("", "&immutable=1"):
+        try:
+            con = _ro_connect(file, extra)()
+            try:
+                names = [r[0] for r in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+            finally:
+                con.close()
+        except sqlite3.Error:
+            continue
+        return sorted(n for n in names if n != TABLE and not n.startswith("sqlite_"))
+    return []
+
+
+def _sqlite_setup(engine, *, wal: bool = True) -> None:
     """WAL, a busy timeout, and BEGIN IMMEDIATE for writes (readers never block writers; two
-    writers queue instead of failing with 'database is locked' on a stale snapshot)."""
+    writers queue instead of failing with 'database is locked' on a stale snapshot). ``wal``
+    False leaves the journal mode of a file shared with another application as it is."""
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_conn, _record):
@@ -352,11 +468,12 @@ def _sqlite_setup(engine) -> None:
         cur = dbapi_conn.cursor()
         try:
             cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            try:
-                cur.execute("PRAGMA journal_mode = WAL")
-                cur.execute("PRAGMA synchronous = NORMAL")
-            except Exception:  # a read-only file: it stays readable in its own journal mode
-                pass
+            if wal:
+                try:
+                    cur.execute("PRAGMA journal_mode = WAL")
+                    cur.execute("PRAGMA synchronous = NORMAL")
+                except Exception:  # a read-only file: it stays readable in its own journal mode
+                    pass
         finally:
             cur.close()
 
