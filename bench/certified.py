@@ -6,7 +6,9 @@ set and target: the share of seeds whose realised agreement among trusted valida
 (items counted once) is at least the target (a seed that trusts nothing meets it trivially),
 coverage (share of audited rows trusted) mean and sd, and the mean certified threshold.
 
-    python bench/certified.py [--seeds 20] [--encoder hashing] [--sets ...]
+    python bench/certified.py [--seeds 20] [--encoder hashing] [--sets ...] [--no-texts]
+
+``--no-texts``: the evidence-only audit (no encoder; :mod:`puaudit.audit.evidence_only`).
 
 Prints ``ratio=<worst seed-share meeting the target / 0.9>`` last (>= 1: the guarantee held in
 at least 90% of seeds everywhere, as risk 0.1 promises).
@@ -39,6 +41,7 @@ def main() -> None:
     ap.add_argument("--p-ratio", type=float, default=0.3)
     ap.add_argument("--encoder", default=None, help="default all-MiniLM-L6-v2; 'hashing' = test double")
     ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    ap.add_argument("--no-texts", action="store_true", help="the evidence-only audit")
     args = ap.parse_args()
 
     import numpy as np
@@ -49,7 +52,9 @@ def main() -> None:
     from puaudit.data.io import read_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
 
-    if args.encoder == "hashing":
+    if args.no_texts:
+        encoder = None
+    elif args.encoder == "hashing":
         from tests.doubles import HashingEncoder
 
         encoder = HashingEncoder()
@@ -58,7 +63,8 @@ def main() -> None:
 
         encoder = get_encoder(args.encoder)
     shares = []
-    print(f"seeds {args.seeds}, risk {args.risk}, p_ratio {args.p_ratio}")
+    print(f"seeds {args.seeds}, risk {args.risk}, p_ratio {args.p_ratio}"
+          + ("; evidence only (--no-texts)" if args.no_texts else ""))
     print("data | target | seeds meeting the target | coverage mean | coverage sd | "
           "realised (mean over seeds trusting any) | threshold (mean) | seconds per audit")
     for name in args.sets:
@@ -66,12 +72,13 @@ def main() -> None:
         table = load_comparisons(read_table(path), name=path.name)
         if rule:
             table = apply_judge_rule(table, rule)
-        emb = embed_table(table, encoder)
+        emb = None if args.no_texts else embed_table(table, encoder)
         rows = {t: [] for t in TARGETS}
         t0 = time.perf_counter()
         for seed in range(args.seeds):
             cfg = AuditConfig(target_agreement=max(TARGETS), risk=args.risk,
-                              p_ratio=args.p_ratio, random_state=seed)
+                              p_ratio=args.p_ratio, random_state=seed,
+                              texts=not args.no_texts)
             res = audit_table(table, emb, cfg)
             for t in TARGETS:
                 c = with_target(res, t, args.risk).certification

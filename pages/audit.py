@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import state
+from components import first_look, state
 from components.certify import (CURVE_TARGETS, RISK_CHOICES, certification_text,
                                 coverage_curve_figure)
 from components.jobs import job_status
@@ -73,7 +73,10 @@ with st.expander("Advanced"):
                           "judges). none: only the texts' embeddings.")
 
 try:
-    emb = state.get_embeddings(table, params["encoder"])
+    # while the texts are embedded: the evidence-only audit, replaced in place when they are
+    emb = first_look.embeddings_or_first_look(table, params)
+    if emb is None:
+        st.stop()
     est = state.m_estimate(table, emb, params)
 except PUAuditError as exc:
     state.show_error(exc)

@@ -71,6 +71,10 @@ def score_split(prep: PreparedSplit, config: AuditConfig | None = None, *,
         raise PUAuditError(f"m must be in (0, 1]; got {m_used}" + (
             " (estimated from P: the judge agrees with no verified positive; set m explicitly)"
             if m is None else "."))
+    if not config.texts:  # the evidence-only audit: no embeddings, the evidence scorer alone
+        from puaudit.audit.evidence_only import score_evidence_only
+
+        return apply_prior(prep, score_evidence_only(prep, config, m_used=m_used), m)
     # Many small matrix products: BLAS threads cost more to wake than they save (4x slower on
     # 2 busy cores, measured), so small audits run single-threaded.
     from threadpoolctl import threadpool_limits

@@ -122,6 +122,12 @@ class AuditConfig:
         ``None`` (default): no certification.
     risk : float in (0, 0.5], default 0.1
         Probability that the certified set misses the target.
+    texts : bool, default True
+        ``False``: the evidence-only audit (:mod:`puaudit.audit.evidence_only`): no text
+        encoder is loaded and no embedding is computed or cached; P(judge right) comes from the
+        evidence scorer on the verdict evidence and the question type alone, with the same
+        calibration, guarded rule, base-rate test and certification. The first look while the
+        texts are embedded, and the audit of tables too large to embed.
     """
 
     m: float | None = field(default=None, metadata=_cli(
@@ -165,6 +171,10 @@ class AuditConfig:
         "(e.g. 0.9) and escalate the rest (default: no certification)"))
     risk: float = field(default=0.1, metadata=_cli(
         "--risk", "probability that the certified verdicts miss --target-agreement"))
+    texts: bool = field(default=True, metadata=_cli(
+        "--no-texts", "evidence-only audit: no text encoder, no embeddings; P(judge right) from "
+        "the judge's own evidence (Bradley-Terry, lengths, position, both orders, "
+        "probabilities, other judges) alone", invert=True))
 
     def __post_init__(self):
         def unit(name, lo_open=True, hi=1.0):
@@ -220,6 +230,15 @@ class AuditConfig:
         if self.target_agreement is not None:
             object.__setattr__(self, "target_agreement", check_target(self.target_agreement))
         object.__setattr__(self, "risk", check_risk(self.risk))
+        object.__setattr__(self, "texts", bool(self.texts))
+        if not self.texts and self.scorer not in ("auto", "evidence"):
+            raise PUAuditError(f"The {self.scorer} scorer reads the texts' embeddings; the "
+                               "evidence-only audit (texts=False, --no-texts) has only the "
+                               "evidence scorer: use scorer 'auto' or 'evidence'.")
+        if not self.texts and self.evidence == "none":
+            raise PUAuditError("The evidence-only audit (texts=False, --no-texts) learns from "
+                               "the verdict evidence alone: evidence 'none' leaves it nothing. "
+                               "Use evidence 'auto', or audit the texts.")
 
     def replace(self, **changes) -> "AuditConfig":
         """A copy with some fields changed (validated again)."""

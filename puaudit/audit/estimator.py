@@ -121,15 +121,17 @@ class PUAudit(BaseEstimator):
             from puaudit.scale.ray_embed import embed_table_ray
             from puaudit.scale.ray_score import RayMap
 
-            if embeddings is None:
+            if embeddings is None and cfg.texts:
                 embeddings = embed_table_ray(table, self.encoder, progress=progress,
                                              show_progress=show_progress)
             map_fn = RayMap()
         elif self.backend != "local":
             raise PUAuditError(f"Unknown backend {self.backend!r}: choose 'local' or 'ray'.")
         stages = self._reusable_stages(table, embeddings)
+        if stages is not None and cfg.texts and stages.embeddings is None:
+            stages = None  # the previous fit was evidence-only: this one needs the texts
         if stages is None:
-            if embeddings is None:
+            if embeddings is None and cfg.texts:  # texts=False: no encoder, no embeddings
                 embeddings = embed_table(table, self.encoder, progress=progress,
                                          show_progress=show_progress)
             stages = StageCache(table, embeddings, map_fn=map_fn)
@@ -190,7 +192,7 @@ def human_labels(table: ComparisonTable, config: AuditConfig,
 
         if config.human_source == "ds":
             return model_consensus_labels(table, model="ds")
-        if embeddings is None:
+        if embeddings is None and config.texts:
             raise PUAuditError("human_source='crowdlab' needs the embeddings: it runs the audit "
                                "once on single votes first.")
         # CROWDLAB's model is this audit on single votes: out of fold on P, fitted without the
@@ -236,7 +238,8 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     draw :func:`reversals_vs_m` from the very scores of this audit
     (:func:`puaudit.audit.m_curve.audit_with_m_curve`); given scores are not timed in
     ``diagnostics["stages"]``. ``map_fn``: runs the scoring jobs (see :func:`score_split`; the
-    Ray backend's tasks).
+    Ray backend's tasks). ``config.texts`` False: the evidence-only audit
+    (:mod:`puaudit.audit.evidence_only`); ``embeddings`` is not read and may be None.
     """
     stages = _StageLog()
     if prep is None:
@@ -256,7 +259,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
                                       reversed_rows=rel["group"] == GROUP_NEG)
         stages.done("certify")
     params = {**config.to_dict(), "m_used": scored.m, "scorer_used": scored.scorer,
-              "encoder": embeddings.encoder}
+              "encoder": None if embeddings is None else embeddings.encoder}
     diagnostics = {**scored.diagnostics, "split": prep.split_log, "stages": stages.rows}
     if prep.evidence is not None:
         diagnostics.setdefault("evidence", {"signals": prep.evidence.names,

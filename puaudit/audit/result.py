@@ -266,6 +266,8 @@ class AuditResult:
                 "n", "cons_orig", "cons_adj", "delta", "n_reversed", "reversal_precision")}
                 for t, m in self.per_type.items()},
             "params": self.params,
+            # texts=False: the evidence-only audit (no text scorer; puaudit.audit.evidence_only)
+            "evidence_only": self.params.get("texts", True) is False,
             "scorer_used": self.params.get("scorer_used", self.params.get("scorer")),
             # scorer="auto": each candidate's cross-fitted log loss / Brier score on P, the choice
             "scorer_choice": (self.diagnostics or {}).get("auto"),

@@ -199,14 +199,22 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
     ``config`` gives ``p_ratio``, ``random_state`` and ``evidence`` (which signals of
     :func:`puaudit.audit.evidence.verdict_evidence` to compute; ``"none"``: none, and the
     ``evidence`` scorer is unavailable); default :class:`AuditConfig`. ``human`` overrides the
-    table's human verdicts (e.g. item-level consensus labels).
+    table's human verdicts (e.g. item-level consensus labels). With ``config.texts`` False
+    (the evidence-only audit) ``emb`` is not read and may be None; rows whose two responses
+    are the same text are the ones excluded as identical.
     """
     config = AuditConfig() if config is None else config
-    p_ratio, random_state = config.p_ratio, config.random_state
+    human = table.human if human is None else np.asarray(human, dtype=object)
+    if not config.texts:  # the evidence-only audit: no embeddings (puaudit.audit.evidence_only)
+        from puaudit.audit.evidence_only import identical_responses
+
+        return _finish_split(table, emb, config, human, identical_responses(table))
+    if emb is None:
+        raise PUAuditError("The audit needs the table's embeddings (embed_table), or "
+                           "texts=False for the evidence-only audit.")
     if len(emb) != len(table):
         raise PUAuditError(f"Embeddings have {len(emb)} rows but the table has {len(table)}; "
                            "embed this table again.")
-    human = table.human if human is None else np.asarray(human, dtype=object)
     norms = _row_norms(emb, np.arange(len(emb)))
     identical = norms < 1e-6
     # Say what is wrong with the embeddings themselves, rather than "too few annotated rows".
@@ -223,6 +231,14 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
             f"The embeddings {what} ({len(norms)} rows), so no response can be told from the "
             "other and nothing can be audited. Check the encoder (or the --embeddings file: e_a "
             "must embed response A, e_b response B) and that the two response columns differ.")
+    return _finish_split(table, emb, config, human, identical)
+
+
+def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: AuditConfig,
+                  human: np.ndarray, identical: np.ndarray) -> PreparedSplit:
+    """Split the rows and compute the verdict evidence (``identical``: rows that cannot be
+    audited because their two responses are the same)."""
+    p_ratio, random_state = config.p_ratio, config.random_state
     split, reason, slog = split_rows(table.judge, human, table.question_type, table.item_id,
                                      p_ratio=p_ratio, random_state=random_state,
                                      identical=identical, log=True)

@@ -324,6 +324,10 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
 
     print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}")
+    if summary.get("evidence_only"):
+        from puaudit.audit.evidence_only import EVIDENCE_ONLY
+
+        print(EVIDENCE_ONLY)
     print(f"m = {_fmt(res.m)} (estimate from P: {_fmt(res.m_estimate)}); scorer {cfg.scorer}"
           + (f" -> {res.params['scorer_used']}" if cfg.scorer == "auto" else "")
           + f", rule {cfg.rule}")
@@ -368,7 +372,7 @@ def cmd_audit(args) -> int:
 
         check_annotations_input(table.frame, name=Path(args.input).name)
     _preload_scorers()
-    emb = _embeddings(args, table)
+    emb = _embeddings(args, table) if cfg.texts else None  # --no-texts: no encoder at all
     res = _run_audit(args, cfg, table, emb)
     shape = _write_export(args, res, table)
     summary = res.summary()
@@ -404,16 +408,16 @@ def cmd_evaluate(args) -> int:
     from puaudit.audit.relabel import RULES
 
     table = _load(args)
-    emb = _embeddings(args, table)
+    cfg = config_from_args(args)
+    emb = _embeddings(args, table) if cfg.texts else None  # --no-texts: no encoder at all
     scorers = _split_list(args.scorers, SCORER_CHOICES)
     rules = _split_list(args.rules, RULES)
     t0 = time.perf_counter()
-    cfg = config_from_args(args)
     res = evaluate(table, emb, seeds=args.seeds, scorers=scorers, rules=rules, config=cfg)
     lb = res["leaderboard"]
     judge = table.judge_column
     print(f"{args.seeds} seeds, p_ratio {cfg.p_ratio}, judge '{judge}', "
-          f"{time.perf_counter() - t0:.1f}s")
+          f"{time.perf_counter() - t0:.1f}s" + ("" if cfg.texts else "; evidence only (--no-texts)"))
     print(f"{'scorer':<9} {'rule':<8} {'Cons_orig':>15} {'Cons_adj':>15} {'change':>16} {'reversed':>9} {'precision':>9}")
     for e in lb:
         print(f"{e['scorer']:<9} {e['rule']:<8} {_fmt(e['cons_orig_mean'])} ({_fmt(e['cons_orig_sd'])})"
@@ -424,7 +428,7 @@ def cmd_evaluate(args) -> int:
         out = {"n_rows": len(table), "judge": judge, "seeds": args.seeds, "p_ratio": cfg.p_ratio,
                "m": cfg.m if cfg.m is not None else first["m_mean"],
                "scorer": first["scorer"], "rule": first["rule"], "chosen": first.get("chosen"),
-               "encoder": emb.encoder, "n_validation": first["n_validation_mean"],
+               "encoder": None if emb is None else emb.encoder, "n_validation": first["n_validation_mean"],
                **{k: first[k] for k in ("cons_orig_mean", "cons_orig_sd", "cons_adj_mean",
                                         "cons_adj_sd", "delta_mean", "delta_sd")},
                "cons_orig": first["cons_orig_mean"], "cons_adj": first["cons_adj_mean"],

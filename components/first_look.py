@@ -1,0 +1,157 @@
+"""The first look: while the texts are embedded, the evidence-only audit (Streamlit glue).
+
+The Audit page asks :func:`embeddings_or_first_look` for the embeddings. They are computed in a
+background thread, once per table and encoder per server process, through the same cached
+function as :func:`components.state.get_embeddings` (so every page finds them afterwards). When
+they are not ready within :data:`WAIT_S`, the page shows the evidence-only audit
+(:mod:`puaudit.audit.evidence_only`, ``texts=False``: the judge's own evidence, no encoder) with
+the label ":data:`PRELIMINARY` (N s left)", and a timed fragment reruns the page when the
+embeddings are done, so the full audit replaces it in place, without a page reload.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, TimeoutError as FutureTimeout
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+from components import state
+from components.metrics import expected_text, headline_metrics, per_type_table, verdict_text
+from components.safe_text import md
+from puaudit.audit.config import AuditConfig
+from puaudit.audit.estimator import audit_table
+from puaudit.audit.evidence_only import PRELIMINARY
+from puaudit.errors import PUAuditError
+
+__all__ = ["embeddings_or_first_look", "embedding_job", "preliminary_config",
+           "preliminary_label", "PRELIMINARY", "WAIT_S", "POLL_S"]
+
+#: embeddings ready within this many seconds (cached, or a small table): no first look, which
+#: would only flash before the full audit
+WAIT_S = 2.0
+#: how often the first look checks whether the embeddings are done (and redraws the time left)
+POLL_S = 1.0
+
+
+@st.cache_resource(show_spinner=False)
+def _jobs() -> tuple[dict, threading.Lock]:
+    return {}, threading.Lock()
+
+
+def embedding_job(table, encoder_label: str) -> tuple[Future, dict]:
+    """The embeddings of ``table`` computed in a background thread (one per table content and
+    encoder per server process; a failed one is started again), and their progress
+    ``{"done", "total", "start"}`` (``start``: texts done and the time at the first report)."""
+    key = f"{state.table_hash(table)}|{encoder_label}"
+    jobs, lock = _jobs()
+    with lock:
+        job = jobs.get(key)
+        if job is not None and not (job[0].done() and job[0].exception() is not None):
+            return job
+        encoder = state.load_encoder(encoder_label)
+        fut: Future = Future()
+        prog: dict = {"done": 0, "total": 0, "start": None}
+
+        def report(done: int, total: int) -> None:
+            if prog["start"] is None:  # the first report counts the cached texts
+                prog["start"] = (done, time.monotonic())
+            prog.update(done=done, total=total)
+
+        def run() -> None:
+            try:
+                fut.set_result(state._embeddings(state.table_hash(table), encoder_label, table,
+                                                 encoder, report))
+            except BaseException as exc:  # noqa: BLE001 - handed to the page that asks
+                fut.set_exception(exc)
+
+        th = threading.Thread(target=run, name="puaudit-embed", daemon=True)
+        add_script_run_ctx(th, get_script_run_ctx())
+        th.start()
+        jobs[key] = (fut, prog)
+        while len(jobs) > 8:  # bounded memory: forget the oldest finished jobs
+            old = next(k for k in jobs)
+            if not jobs[old][0].done():
+                break
+            jobs.pop(old)
+        return jobs[key]
+
+
+def preliminary_config(params: dict) -> AuditConfig | None:
+    """The evidence-only configuration of this session's settings (a text scorer named in
+    Advanced becomes ``auto``), or None when the verdict evidence is turned off."""
+    cfg = state.audit_config(params)
+    if cfg.evidence == "none":
+        return None
+    return cfg.replace(texts=False, scorer=cfg.scorer if cfg.scorer in ("auto", "evidence")
+                       else "auto")
+
+
+def preliminary_label(prog: dict, *, now: float | None = None) -> str:
+    """":data:`PRELIMINARY` (N s left)": the texts left at the embedding rate so far (texts
+    embedded since the first report over the seconds since then; ``now`` defaults to
+    ``time.monotonic()``), rounded up to a second."""
+    done, total, start = prog.get("done", 0), prog.get("total", 0), prog.get("start")
+    if start is None or done <= start[0]:
+        return f"{PRELIMINARY} (estimating the time left)"
+    now = time.monotonic() if now is None else now
+    left = max(total - done, 0)
+    eta = int(-(-left * (now - start[1]) / (done - start[0]) // 1))
+    when = f"{eta // 60} min {eta % 60} s" if eta >= 60 else f"{eta} s"
+    return f"{PRELIMINARY} ({when} left)"
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _preliminary(content_hash: str, config: AuditConfig, _table):
+    return audit_table(_table, None, config)
+
+
+def _show(result) -> None:
+    """The evidence-only audit's numbers, as the Audit page shows the full audit's."""
+    cols = st.columns(4)
+    for col, m in zip(cols, headline_metrics(result)):
+        col.metric(m["label"], m["value"], delta=m["delta"], help=m["help"])
+    n_reversed = int((result.group == "negative").sum())
+    st.caption(f"Measured on {result.metrics['n']:,} validation rows (annotated, held out) · "
+               f"m = {result.m:.3f} · {n_reversed:,} audited rows reversed in all.")
+    verdict = verdict_text(result)
+    if verdict:
+        st.markdown(f"**Verdict:** {md(verdict)}")
+    st.info(expected_text(result))
+    if result.certification is not None:
+        from components.certify import certification_text
+
+        cert = result.summary()["certification"]
+        (st.warning if cert["message"] else st.success)(certification_text(cert))
+    st.dataframe(per_type_table(result), hide_index=True, width="stretch")
+
+
+def embeddings_or_first_look(table, params: dict):
+    """The embeddings of ``table`` when they are ready; else the evidence-only audit drawn
+    with its label, a fragment that reruns the page when they are, and None (the page stops)."""
+    fut, prog = embedding_job(table, params["encoder"])
+    try:
+        return fut.result(timeout=WAIT_S)
+    except FutureTimeout:
+        pass
+    cfg = preliminary_config(params)
+    result = None
+    if cfg is not None:
+        try:
+            result = _preliminary(state.table_hash(table), cfg, table)
+        except PUAuditError:
+            result = None  # nothing to learn from without the texts: wait for them
+    if result is None:
+        with st.spinner("Embedding the texts…"):
+            return fut.result()
+
+    def poll() -> None:
+        if fut.done():
+            st.rerun()  # the whole page: the full audit replaces this one
+        st.info(preliminary_label(prog))
+
+    st.fragment(poll, run_every=POLL_S)()
+    _show(result)
+    return None

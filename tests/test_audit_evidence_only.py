@@ -1,0 +1,162 @@
+"""The evidence-only audit (texts=False): no encoder, no cache, the full audit's split and rules,
+and its reversals on planted data where the judge's length habit carries its errors."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from puaudit.audit.config import AuditConfig
+from puaudit.audit.estimator import PUAudit, audit_table, embed_table, prepare_split
+from puaudit.audit.evaluate import evaluate
+from puaudit.audit.evidence_only import EVIDENCE_ONLY, identical_responses
+from puaudit.cli.commands import main
+from puaudit.data.schema import load_comparisons
+from puaudit.errors import PUAuditError
+from tests.doubles import HashingEncoder
+
+
+def _length_planted(n_items: int = 700, seed: int = 0, *, wrong_long: float = 0.85,
+                    wrong_else: float = 0.08) -> pd.DataFrame:
+    """One row per item, two question types, every row annotated. The judge picks the longer
+    answer; where the length gap is large (a third of the rows) people prefer the other one in
+    ``wrong_long`` of the rows, elsewhere in ``wrong_else``."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_items):
+        la, lb = rng.integers(5, 60, size=2)
+        if rng.random() < 1 / 3:
+            lb = la * 6 + 5  # a large gap, B the longer
+        if rng.random() < 0.5:
+            la, lb = lb, la
+        judge = "A" if la > lb else "B"
+        big = max(la, lb) > 5 * min(la, lb)
+        wrong = rng.random() < (wrong_long if big else wrong_else)
+        human = ("B" if judge == "A" else "A") if wrong else judge
+        rows.append({"prompt": f"question {i}", "response_a": f"a{i} " + "word " * int(la),
+                     "response_b": f"b{i} " + "text " * int(lb), "judge_winner": judge,
+                     "human_winner": human, "category": "coding" if i % 2 else "writing"})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return load_comparisons(_length_planted())
+
+
+def _no_encoder(monkeypatch):
+    """Any construction of an encoder, or embedding of a table, fails the test."""
+    import puaudit.embed.encoders as encoders
+    import puaudit.embed.hf_encoder as hf
+
+    def refuse(*a, **k):
+        raise AssertionError("the evidence-only audit must not touch the encoder")
+
+    monkeypatch.setattr(hf.HFEncoder, "__init__", refuse)
+    monkeypatch.setattr(encoders, "get_encoder", refuse)
+    monkeypatch.setattr(encoders, "embed_distinct", refuse)
+
+
+def test_no_encoder_and_no_cache_written(planted, monkeypatch, tmp_path):
+    _no_encoder(monkeypatch)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("PUAUDIT_CACHE_DIR", str(cache))
+    est = PUAudit(texts=False).fit(planted)
+    assert est.embeddings_ is None and est.result_.params["encoder"] is None
+    assert est.result_.summary()["evidence_only"] is True
+    assert list(cache.iterdir()) == []  # nothing read, nothing written
+
+
+def test_cli_no_texts_loads_no_encoder_and_writes_every_row(planted, monkeypatch, tmp_path,
+                                                           capsys):
+    _no_encoder(monkeypatch)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    src = tmp_path / "in.csv"
+    planted.frame.to_csv(src, index=False)
+    out = tmp_path / "out.csv"
+    rc = main(["audit", str(src), "-o", str(out), "--no-texts", "--cache-dir", str(cache),
+               "--spread-seeds", "1", "--target-agreement", "0.85", "--json"])
+    printed = capsys.readouterr().out
+    assert rc == 0 and list(cache.iterdir()) == []
+    assert EVIDENCE_ONLY in printed
+    summary = json.loads(printed.strip().splitlines()[-1])
+    assert summary["evidence_only"] is True and summary["scorer_used"] == "evidence"
+    assert summary["certification"] is not None
+    exported = pd.read_csv(out)
+    assert len(exported) == len(planted) and "puaudit_trusted" in exported
+    assert list(exported.columns[:len(planted.frame.columns)]) == list(planted.frame.columns)
+    rc = main(["evaluate", str(src), "--no-texts", "--seeds", "2", "--json"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert rc == 0 and "evidence only (--no-texts)" in lines[0]
+    assert json.loads(lines[-1])["encoder"] is None
+
+
+def test_same_split_as_the_full_audit(planted):
+    emb = embed_table(planted, HashingEncoder())
+    for seed in (0, 3):
+        cfg = AuditConfig(random_state=seed)
+        full = prepare_split(planted, emb, cfg)
+        first = prepare_split(planted, None, cfg.replace(texts=False))
+        np.testing.assert_array_equal(first.split, full.split)
+        assert first.m_estimate == full.m_estimate
+
+
+def test_identical_responses_are_excluded_as_in_the_full_audit():
+    df = _length_planted(60)
+    df.loc[[3, 7], "response_b"] = df.loc[[3, 7], "response_a"]
+    t = load_comparisons(df)
+    np.testing.assert_array_equal(np.flatnonzero(identical_responses(t)), [3, 7])
+    prep = prepare_split(t, None, AuditConfig(texts=False))
+    full = prepare_split(t, embed_table(t, HashingEncoder()), AuditConfig())
+    np.testing.assert_array_equal(prep.reason, full.reason)
+    assert prep.reason[3] == "identical responses"
+
+
+def test_reverses_the_length_habits_errors(planted):
+    res = audit_table(planted, None, AuditConfig(texts=False))
+    auto = res.diagnostics["auto"]
+    assert auto["chosen"] == "evidence" and auto["beats_base_rate"]
+    assert auto["gain_z_needed"] == pytest.approx(1.645, abs=1e-3)  # one candidate, 5% one-sided
+    m = res.metrics
+    # big-gap rows are wrong 85% of the time: reversing them gains about a quarter of the rows
+    assert m["delta"] > 0.15 and m["reversal_precision"] > 0.75
+    assert "log_length_ratio" in res.diagnostics["evidence"]["signals"]
+    # every P row is cross-fitted: P' is P (no denoising without embeddings)
+    assert res.in_p_prime.sum() == (res.split == "P").sum()
+
+
+def test_noise_evidence_reverses_nothing():
+    # people disagree with the judge at random (20% of every row): no signal predicts it
+    df = _length_planted(600, wrong_long=0.2, wrong_else=0.2)
+    res = audit_table(load_comparisons(df), None, AuditConfig(texts=False))
+    assert res.diagnostics["auto"]["beats_base_rate"] is False
+    assert (res.group == "negative").sum() == 0
+
+
+def test_evaluate_and_the_spread_need_no_embeddings(planted):
+    res = evaluate(planted, None, seeds=2, config=AuditConfig(texts=False))
+    entry = res["leaderboard"][0]
+    assert entry["chosen"] == {"evidence": 2}
+    assert entry["delta_mean"] > 0.1 and entry["auroc_judge_right"] > 0.75
+
+
+def test_config_refuses_what_needs_texts():
+    with pytest.raises(PUAuditError, match="probe scorer reads the texts"):
+        AuditConfig(texts=False, scorer="probe")
+    with pytest.raises(PUAuditError, match="evidence 'none' leaves it nothing"):
+        AuditConfig(texts=False, evidence="none")
+    assert AuditConfig(texts=False).to_cli()[-1] == "--no-texts"
+    assert "--no-texts" not in AuditConfig().to_cli()
+    with pytest.raises(PUAuditError, match="needs the table's embeddings"):
+        prepare_split(load_comparisons(_length_planted(40)), None, AuditConfig())
+
+
+def test_cli_no_texts_with_a_text_scorer_exits_2(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    _length_planted(40).to_csv(src, index=False)
+    rc = main(["audit", str(src), "-o", str(tmp_path / "o.csv"), "--no-texts",
+               "--scorer", "probe"])
+    assert rc == 2 and "evidence-only audit" in capsys.readouterr().err
