@@ -192,14 +192,16 @@ class PreparedSplit:
 
 
 def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConfig | None = None,
-                  *, human: np.ndarray | None = None) -> PreparedSplit:
+                  *, human: np.ndarray | None = None, with_evidence: bool = True) -> PreparedSplit:
     """Split rows (seeded, per type, by item), build the oriented difference vectors and the
     verdict evidence.
 
     ``config`` gives ``p_ratio``, ``random_state`` and ``evidence`` (which signals of
     :func:`puaudit.audit.evidence.verdict_evidence` to compute; ``"none"``: none, and the
     ``evidence`` scorer is unavailable); default :class:`AuditConfig`. ``human`` overrides the
-    table's human verdicts (e.g. item-level consensus labels). With ``config.texts`` False
+    table's human verdicts (e.g. item-level consensus labels). ``with_evidence`` False: leave
+    ``evidence`` None for the caller to fill (the stage cache computes it once per table, apart
+    from the split). With ``config.texts`` False
     (the evidence-only audit) ``emb`` is not read and may be None; rows whose two responses
     are the same text are the ones excluded as identical.
     """
@@ -208,7 +210,8 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
     if not config.texts:  # the evidence-only audit: no embeddings (puaudit.audit.evidence_only)
         from puaudit.audit.evidence_only import identical_responses
 
-        return _finish_split(table, emb, config, human, identical_responses(table))
+        return _finish_split(table, emb, config, human, identical_responses(table),
+                             with_evidence=with_evidence)
     if emb is None:
         raise PUAuditError("The audit needs the table's embeddings (embed_table), or "
                            "texts=False for the evidence-only audit.")
@@ -231,11 +234,12 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
             f"The embeddings {what} ({len(norms)} rows), so no response can be told from the "
             "other and nothing can be audited. Check the encoder (or the --embeddings file: e_a "
             "must embed response A, e_b response B) and that the two response columns differ.")
-    return _finish_split(table, emb, config, human, identical)
+    return _finish_split(table, emb, config, human, identical, with_evidence=with_evidence)
 
 
 def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: AuditConfig,
-                  human: np.ndarray, identical: np.ndarray) -> PreparedSplit:
+                  human: np.ndarray, identical: np.ndarray, *,
+                  with_evidence: bool = True) -> PreparedSplit:
     """Split the rows and compute the verdict evidence (``identical``: rows that cannot be
     audited because their two responses are the same)."""
     p_ratio, random_state = config.p_ratio, config.random_state
@@ -263,7 +267,7 @@ def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: Au
     p = split == SPLIT_P
     m_est = float(np.mean(table.judge[p] == human[p])) if p.any() else float("nan")
     ev = None
-    if config.evidence != "none":
+    if with_evidence and config.evidence != "none":
         from puaudit.audit.evidence import verdict_evidence
 
         ev = verdict_evidence(table, signals=config.evidence)

@@ -186,8 +186,8 @@ class StageCache:
         def compute():
             human = self.human(config)
             _check(checkpoint)
-            prep = prepare_split(self.table, self.embeddings, config.replace(evidence="none"),
-                                 human=human)
+            prep = prepare_split(self.table, self.embeddings, config, human=human,
+                                 with_evidence=False)
             return dataclasses.replace(prep, evidence=self.evidence(config))
 
         return self._get(("split", self.split_key(config)), compute)
