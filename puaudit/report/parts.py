@@ -4,8 +4,8 @@
 TrustJudge consistency, its model ranking) and, when the table allows, the labelled ones (the
 ranking four ways, the annotator audit). Each part the table cannot give is left out with the
 reason in :attr:`ReportParts.notes`, so a report on a table without human labels still shows what
-needs none. No plotting here: :mod:`puaudit.report.card` turns the parts into numbers, and the
-dashboard's figure builders turn them into an HTML page.
+needs none. No plotting here: :mod:`puaudit.report.card` turns the parts into numbers, and
+:mod:`puaudit.report.html` turns them into an HTML page.
 """
 
 from __future__ import annotations

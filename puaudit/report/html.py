@@ -1,9 +1,9 @@
 """The audit card as one self-contained HTML page (``puaudit report``, the Export page).
 
-Drawn with the dashboard's own figure builders (radar, scores, models, annotators, consistency,
-certify), so every number and plot is the dashboard's. No Streamlit here. The page opens
-offline: plotly's JavaScript is inlined once, the page links nowhere, and no text from the data
-can become markup:
+Drawn with :mod:`puaudit.report.figures`, the functions the dashboard's pages draw with, so every
+number and plot is the dashboard's. No Streamlit here. The page opens offline: plotly's
+JavaScript is inlined once (from the installed plotly package), the page links nowhere, and no
+text from the data can become markup:
 
 * data-derived text goes through :func:`text` (HTML entities for ``& < > " '`` and ``=``, so not
   even the words ``href=http:`` appear literally);
@@ -24,19 +24,20 @@ import re
 
 import pandas as pd
 
-from components.annotators import agreement_figure, annotator_table, bias_scatter
-from components.certify import CURVE_TARGETS, certification_text, coverage_curve_figure
-from components.consistency import metrics_bar_chart, metrics_table
-from components.data_summary import question_type_frame, summary_metrics
-from components.m_curve import m_curve_figure
-from components.metrics import expected_text, headline_metrics, per_type_table
-from components.models import interval_figure, rank_figure, rank_table
-from components.radar import consistency_radar
-from components.scores import score_density
 from puaudit.audit.evaluate import spread_sentence
 from puaudit.rankings.limits import TOP_MODELS
+from puaudit.report.figures.annotators import agreement_figure, annotator_table, bias_scatter
+from puaudit.report.figures.certify import (CURVE_TARGETS, certification_text,
+                                            coverage_curve_figure)
+from puaudit.report.figures.consistency import metrics_bar_chart, metrics_table
+from puaudit.report.figures.data_summary import question_type_frame, summary_metrics
+from puaudit.report.figures.m_curve import m_curve_figure
+from puaudit.report.figures.metrics import expected_text, headline_metrics, per_type_table
+from puaudit.report.figures.radar import consistency_radar
+from puaudit.report.figures.rankings import interval_figure, rank_figure, rank_table
+from puaudit.report.figures.scores import score_density
 
-__all__ = ["render_report", "text", "plotly_js", "PLOTLY_CONFIG", "CSP"]
+__all__ = ["render_report", "report_html", "text", "plotly_js", "PLOTLY_CONFIG", "CSP"]
 
 #: plotly's options for every figure: no logo, no links out, nothing to fetch
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False,
@@ -290,7 +291,7 @@ def report_html(table, result, config, *, m_curve: list[dict] | None = None,
     result : AuditResult
     config : AuditConfig
     m_curve : list of dict, optional
-        The Audit page's reversals vs m for this audit (``components.state.m_curve`` over
+        The Audit page's reversals vs m for this audit (the dashboard's ``m_curve`` over
         :func:`~puaudit.audit.m_curve.m_grid` of its m); the report notes when it is missing.
     spread : dict, optional
         The change over seeded splits, when it has been measured.
