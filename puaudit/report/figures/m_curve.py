@@ -32,6 +32,8 @@ def m_curve_figure(curve: list[dict], *, current_m: float | None = None) -> go.F
     fig.update_layout(height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       xaxis_title="m (share of audited verdicts believed right)",
                       yaxis_title="rows reversed", showlegend=False)
-    fig.update_xaxes(range=list(M_RANGE))  # the slider's range, not Plotly's guess from the data
-    fig.update_yaxes(rangemode="tozero")
+    # the slider's range, not Plotly's guess from the data; automargin on both axes, whatever
+    # the template (Streamlit's has none): room for the tick labels and the titles beside them
+    fig.update_xaxes(range=list(M_RANGE), automargin=True)
+    fig.update_yaxes(rangemode="tozero", automargin=True)
     return fig
