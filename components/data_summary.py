@@ -1,4 +1,5 @@
-"""Data page builders: summary numbers, column-mapping defaults and judge-column candidates."""
+"""Data page glue: column-mapping defaults and warnings, judge-column candidates, the rows the
+audit leaves out (the summary numbers are :mod:`puaudit.report.figures.data_summary`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pandas as pd
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import ROLES, guess_columns, normalize_verdicts
 
-__all__ = ["ROLE_LABELS", "mapping_defaults", "judge_candidates", "summary_metrics",
-           "question_type_frame", "mapping_warnings", "excluded_rows", "excluded_text"]
+__all__ = ["ROLE_LABELS", "mapping_defaults", "judge_candidates", "mapping_warnings",
+           "excluded_rows", "excluded_text"]
 
 ROLE_LABELS = {
     "prompt": "Prompt", "response_a": "Response A", "response_b": "Response B",
@@ -58,25 +59,6 @@ def judge_candidates(df: pd.DataFrame, mapping: dict[str, str | None]) -> list[s
         if _is_verdict_column(df, col, mapping.get("model_a"), mapping.get("model_b")):
             out.append(col)
     return out
-
-
-def summary_metrics(summary: dict) -> list[tuple[str, str]]:
-    """(label, value) pairs for the summary metrics of :meth:`ComparisonTable.summary`."""
-    agree = summary.get("judge_human_agreement")
-    return [
-        ("Rows", f"{summary['n_rows']:,}"),
-        ("Question types", str(summary["n_question_types"])),
-        (f"Annotated ({summary['annotated_share']:.0%})", f"{summary['n_annotated']:,}"),
-        ("Judge ties", f"{summary['n_judge_ties']:,}"),
-        ("Human ties", f"{summary['n_human_ties']:,}"),
-        ("Judge–human agreement", "n/a" if agree is None else f"{agree:.1%}"),
-    ]
-
-
-def question_type_frame(summary: dict) -> pd.DataFrame:
-    """Rows per question type, largest first."""
-    items = sorted(summary["question_types"].items(), key=lambda kv: (-kv[1], kv[0]))
-    return pd.DataFrame(items, columns=["question_type", "rows"])
 
 
 def mapping_warnings(mapping: dict[str, str | None]) -> list[str]:

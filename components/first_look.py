@@ -19,7 +19,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from components import state
-from components.metrics import expected_text, headline_metrics, per_type_table, verdict_text
+from puaudit.report.figures.metrics import (expected_text, headline_metrics, per_type_table,
+                                            verdict_text)
 from components.safe_text import md
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.estimator import audit_table
@@ -121,7 +122,7 @@ def _show(result) -> None:
         st.markdown(f"**Verdict:** {md(verdict)}")
     st.info(expected_text(result))
     if result.certification is not None:
-        from components.certify import certification_text
+        from puaudit.report.figures.certify import certification_text
 
         cert = result.summary()["certification"]
         (st.warning if cert["message"] else st.success)(certification_text(cert))

@@ -1,43 +1,17 @@
-"""The "verdicts reversed vs m" curve beside the m slider: its figure and the page glue that
-shows it when its background job is ready (the job: :func:`components.state.m_curve_job`)."""
+"""The "verdicts reversed vs m" curve beside the m slider: the page glue that shows it when its
+background job is ready (the job: :func:`components.state.m_curve_job`). The figure is
+:func:`puaudit.report.figures.m_curve.m_curve_figure`, which the report draws too."""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
-
 # the m values live with the curve's numbers, which the audit report reads too
 from puaudit.audit.m_curve import M_RANGE, m_grid
+from puaudit.report.figures.m_curve import m_curve_figure
 
-__all__ = ["M_RANGE", "M_STEP", "m_grid", "m_curve_figure", "curve_ready", "show_m_curve"]
+__all__ = ["M_RANGE", "M_STEP", "m_grid", "curve_ready", "show_m_curve"]
 
 #: the Audit page's m slider's step (its range is :data:`M_RANGE`)
 M_STEP = 0.01
-
-
-def m_curve_figure(curve: list[dict], *, current_m: float | None = None) -> go.Figure:
-    """Audited rows the guarded rule would reverse at each ``m`` (from
-    :func:`puaudit.audit.estimator.reversals_vs_m`) over the slider's whole range
-    (:data:`M_RANGE`), with the current value marked and its count labelled."""
-    ms = [c["m"] for c in curve]
-    n = [c["n_reversed"] for c in curve]
-    fig = go.Figure(go.Scatter(x=ms, y=n, mode="lines+markers", name="reversed",
-                               hovertemplate="m %{x:.2f}: %{y:,} rows reversed<extra></extra>",
-                               line={"color": "#E45756"}, marker={"size": 5}))
-    if current_m is not None:
-        here = [c["n_reversed"] for c in curve if abs(c["m"] - current_m) < 1e-9]
-        fig.add_vline(x=float(current_m), line_dash="dot", line_color="#4C78A8")
-        if here:
-            fig.add_trace(go.Scatter(
-                x=[float(current_m)], y=[here[0]], mode="markers+text", name="current m",
-                marker={"size": 10, "color": "#4C78A8"},
-                text=[f"m {current_m:.2f}: {here[0]:,}"], textposition="top right",
-                hovertemplate="current m %{x:.3f}: %{y:,} rows reversed<extra></extra>"))
-    fig.update_layout(height=240, margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      xaxis_title="m (share of audited verdicts believed right)",
-                      yaxis_title="rows reversed", showlegend=False)
-    fig.update_xaxes(range=list(M_RANGE))  # the slider's range, not Plotly's guess from the data
-    fig.update_yaxes(rangemode="tozero")
-    return fig
 
 
 def curve_ready(table, emb, params) -> bool:

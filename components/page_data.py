@@ -163,7 +163,7 @@ def consistency_pairs(source: tuple):
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _data_page_pairs(key: tuple, _frame):
-    from components.consistency import pairwise_fit
+    from puaudit.report.figures.consistency import pairwise_fit
 
     return pairwise_fit(_frame, name=key[2])
 

@@ -24,15 +24,16 @@ first:
     ``://``, after ``www`` and before ``@``: the text looks the same and no link is built.
 :func:`md_label`
     :func:`md` on one line: newlines become spaces (a label is one line).
-:func:`plotly_text`
-    ``&``, ``<`` and ``>`` as HTML entities, which Plotly displays as the characters.
+:func:`puaudit.report.figures.text.plotly_text`
+    (in the package, beside the figures that use it) ``&``, ``<`` and ``>`` as HTML entities,
+    which Plotly displays as the characters.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["md", "md_label", "plotly_text", "plotly_texts", "WORD_JOINER"]
+__all__ = ["md", "md_label", "WORD_JOINER"]
 
 _ALWAYS = re.compile(r"([\\`*\[\]<~$&|])")
 _UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
@@ -65,14 +66,3 @@ def md(value) -> str:
 def md_label(value) -> str:
     """:func:`md` for a one-line label (expander, widget, tab, metric): newlines become spaces."""
     return md(re.sub(r"[\r\n]+", " ", str(value)))
-
-
-def plotly_text(value) -> str:
-    """``str(value)`` with ``&``, ``<``, ``>`` as entities: Plotly shows them as characters and
-    builds no link, line break or styling from them."""
-    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def plotly_texts(values) -> list[str]:
-    """:func:`plotly_text` of each value (for categories, tick labels, legend names)."""
-    return [plotly_text(v) for v in values]

@@ -567,7 +567,7 @@ def audit_view():
 @st.cache_data(show_spinner=False, max_entries=32)
 def _export_bytes(content_hash: str, params_key: str, fmt: str, safe: bool, _result,
                   _table) -> bytes:
-    from components.metrics import spreadsheet_safe_copy
+    from puaudit.report.figures.metrics import spreadsheet_safe_copy
     from puaudit.data.io import table_to_bytes
 
     frame = _result.to_frame(_table)

@@ -8,13 +8,13 @@ import streamlit as st
 
 
 from components import page_data, state
-from components.annotators import (METRIC_LABELS, agreement_figure,
-                                   annotator_table, bias_scatter, disagreements_table)
+from puaudit.report.figures.annotators import (METRIC_LABELS, agreement_figure, annotator_table,
+                                               bias_scatter, disagreements_table)
 from components.messages import for_dashboard
 from components.safe_text import md, md_label
-from components.annotator_models import (STAT_LABELS, confusion_figure,
-                                         consensus_changes, consensus_summary, model_table,
-                                         skill_figure)
+from puaudit.report.figures.annotator_models import (STAT_LABELS, confusion_figure,
+                                                     consensus_changes, consensus_summary,
+                                                     model_table, skill_figure)
 from puaudit.annotators import MODEL_NAMES, MODELS
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes

@@ -7,16 +7,17 @@ import streamlit as st
 
 
 from components import first_look, state
-from components.certify import (CURVE_TARGETS, RISK_CHOICES, certification_text,
-                                coverage_curve_figure)
 from components.jobs import job_status
 from components.m_curve import M_RANGE, M_STEP, curve_ready, show_m_curve
 from components.safe_text import md
-from components.evidence import (evidence_info, evidence_note, evidence_weights_figure,
-                                 evidence_weights_frame)
-from components.metrics import (as_percent, audit_note, auto_choice_text,
-                                auto_comparison_table, expected_text, headline_metrics,
-                                leaderboard_table, per_type_table, spread_text, verdict_text)
+from puaudit.report.figures.certify import (CURVE_TARGETS, RISK_CHOICES, certification_text,
+                                            coverage_curve_figure)
+from puaudit.report.figures.evidence import (evidence_info, evidence_note, evidence_weights_figure,
+                                             evidence_weights_frame)
+from puaudit.report.figures.metrics import (as_percent, audit_note, auto_choice_text,
+                                            auto_comparison_table, expected_text, headline_metrics,
+                                            leaderboard_table, per_type_table, spread_text,
+                                            verdict_text)
 from puaudit.audit.evaluate import default_spread_seeds
 
 PER_TYPE_SHARES = ("cons_orig", "cons_adj", "reversal_precision")

@@ -7,11 +7,10 @@ import streamlit as st
 
 
 from components import page_data, state
-from components.consistency import (candidate_scores, cycle_graph,
-                                    default_score_method, method_options, metrics_bar_chart,
-                                    metrics_table, question_violations,
-                                    score_options, weakest_edges)
-from components.metrics import points_delta
+from puaudit.report.figures.consistency import (candidate_scores, cycle_graph, default_score_method,
+                                                method_options, metrics_bar_chart, metrics_table,
+                                                question_violations, score_options, weakest_edges)
+from puaudit.report.figures.metrics import points_delta
 from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from components.state import DEMO_NAME

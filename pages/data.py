@@ -8,9 +8,9 @@ import streamlit as st
 
 from components import state
 from components.data_summary import (ROLE_LABELS, excluded_rows, excluded_text,
-                                     judge_candidates, mapping_warnings, question_type_frame,
-                                     summary_metrics)
-from components.metrics import spreadsheet_safe_copy
+                                     judge_candidates, mapping_warnings)
+from puaudit.report.figures.data_summary import question_type_frame, summary_metrics
+from puaudit.report.figures.metrics import spreadsheet_safe_copy
 from components.safe_text import md
 from components.split_picker import picker_key, read_split, unpacked_zip
 from components.uploads import limits_text, offered_splits, read_note_caption, read_upload

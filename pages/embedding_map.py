@@ -7,7 +7,7 @@ import streamlit as st
 
 
 from components import page_data, state
-from components.embedding_map import embedding_scatter
+from puaudit.report.figures.embedding_map import embedding_scatter
 from components.safe_text import md
 from puaudit.embed.projection import oriented_differences, umap_ready
 

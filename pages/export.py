@@ -9,8 +9,8 @@ import streamlit as st
 
 from components import state
 from components.m_curve import m_grid
-from components.metrics import formula_cells, spreadsheet_safe_copy
-from components.report_html import report_html
+from puaudit.report.figures.metrics import formula_cells, spreadsheet_safe_copy
+from puaudit.report.html import report_html
 from components.review import review_export
 from components.safe_text import md
 from puaudit.audit.evaluate import default_spread_seeds

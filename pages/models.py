@@ -6,9 +6,10 @@ import streamlit as st
 
 
 from components import page_data, state
-from components.models import (HEATMAP_MODELS, SHORT_LABELS, STAT_LABELS, interval_figure,
-                               rank_figure, rank_table, shown_note, style_rank_table,
-                               win_probability_caption, win_probability_figure)
+from puaudit.report.figures.rankings import (HEATMAP_MODELS, SHORT_LABELS, STAT_LABELS,
+                                             interval_figure, rank_figure, rank_table, shown_note,
+                                             style_rank_table, win_probability_caption,
+                                             win_probability_figure)
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes
 from puaudit.rankings.estimate import SOURCE_LABELS, table_models

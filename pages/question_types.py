@@ -8,7 +8,7 @@ import streamlit as st
 
 from components import state
 from components.data_summary import judge_candidates
-from components.radar import consistency_radar, radar_frame
+from puaudit.report.figures.radar import consistency_radar, radar_frame
 from components.messages import for_dashboard
 from components.safe_text import md
 from puaudit.errors import PUAuditError

@@ -8,8 +8,8 @@ import streamlit as st
 
 from components import state
 from components.safe_text import md
-from components.scores import (nearest_threshold_rows, score_density,
-                               sorted_scores_figure)
+from puaudit.report.figures.scores import (nearest_threshold_rows, score_density,
+                                           sorted_scores_figure)
 
 state.through_navigation()
 st.title("Scores")

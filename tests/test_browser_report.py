@@ -62,3 +62,52 @@ def test_report_opens_offline_and_draws_its_plots(report_file):
     assert linking == []
     assert f"http://{PLANTED_HOST}/puaudit-planted-ann" in text  # shown as typed, as text
     assert "Verdict" in text and "Model rankings" in text
+
+
+# the m curve's geometry: each y tick label, and the axis titles, against the plot's own box
+_M_CURVE_BOXES = """() => {
+    const div = [...document.querySelectorAll('.js-plotly-plot')]
+        .find(d => (d.querySelector('.ytitle') || {}).textContent === 'rows reversed');
+    const box = e => { const b = e.getBoundingClientRect();
+                       return {left: b.left, top: b.top, right: b.right, bottom: b.bottom}; };
+    return {svg: box(div.querySelector('.main-svg')),
+            yticks: [...div.querySelectorAll('.ytick text')].map(box),
+            xticks: [...div.querySelectorAll('.xtick text')].map(box),
+            xtitle: box(div.querySelector('.xtitle')), ytitle: box(div.querySelector('.ytitle'))};
+}"""
+
+
+@pytest.fixture(scope="module")
+def export_page_report(report_file) -> Path:
+    """The same report built as the Export page builds it: in a process whose plotly template
+    is Streamlit's (no axis automargin; Streamlit's frontend adds its own margins)."""
+    import plotly.io as pio
+    import streamlit.elements.plotly_chart  # noqa: F401 - registers Streamlit's template
+
+    d = report_file.parent
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pio.templates, "default", "streamlit")
+        assert main(["report", str(d / "bad.csv"), "-o", str(d / "export.html"),
+                     "--embeddings", str(d / "emb.npz"), "--scorer", "centroid",
+                     "--spread-seeds", "1"]) == 0
+    return d / "export.html"
+
+
+def test_m_curve_labels_are_inside_the_plot_and_clear_of_each_other(export_page_report):
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+                   else r.abort())
+        page.goto(export_page_report.resolve().as_uri(), wait_until="load")
+        page.wait_for_selector(".js-plotly-plot .ytitle", timeout=60_000)
+        page.wait_for_timeout(1000)
+        boxes = page.evaluate(_M_CURVE_BOXES)
+    svg = boxes["svg"]
+    assert boxes["yticks"] and boxes["xticks"]
+    # every y tick label and the y title are drawn whole, inside the figure
+    assert min(b["left"] for b in boxes["yticks"]) >= svg["left"]
+    assert boxes["ytitle"]["left"] >= svg["left"]
+    assert boxes["ytitle"]["right"] <= min(b["left"] for b in boxes["yticks"])
+    # the x title sits below the x tick labels, inside the figure
+    assert boxes["xtitle"]["top"] >= max(b["bottom"] for b in boxes["xticks"])
+    assert boxes["xtitle"]["bottom"] <= svg["bottom"]

@@ -8,17 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.data_summary import judge_candidates, mapping_defaults, summary_metrics
-from components.embedding_map import SPLIT_SYMBOLS, embedding_scatter, map_frame
-from components.metrics import (
+from components.data_summary import judge_candidates, mapping_defaults
+from puaudit.report.figures.data_summary import summary_metrics
+from puaudit.report.figures.embedding_map import SPLIT_SYMBOLS, embedding_scatter, map_frame
+from puaudit.report.figures.metrics import (
     audit_note,
     formula_cells,
     headline_metrics,
     per_type_table,
     spreadsheet_safe_copy,
 )
-from components.radar import consistency_radar, radar_frame
-from components.scores import (
+from puaudit.report.figures.radar import consistency_radar, radar_frame
+from puaudit.report.figures.scores import (
     nearest_threshold_rows,
     score_density,
     score_frame,

@@ -9,9 +9,9 @@ import math
 import pandas as pd
 import pytest
 
-from components.consistency import cycle_graph
-from components.metrics import as_percent, points_delta
-from components.radar import consistency_radar, radar_frame
+from puaudit.report.figures.consistency import cycle_graph
+from puaudit.report.figures.metrics import as_percent, points_delta
+from puaudit.report.figures.radar import consistency_radar, radar_frame
 
 PER_TYPE = {"coding": {"n": 40, "cons_orig": 0.5304, "cons_adj": 0.6304, "delta": 0.1},
             "writing": {"n": 0, "cons_orig": None, "cons_adj": None, "delta": None}}
@@ -80,7 +80,7 @@ def test_shares_shown_as_percent_with_one_decimal():
 def test_headline_has_no_arrow_when_the_audit_changes_nothing():
     from types import SimpleNamespace
 
-    from components.metrics import headline_metrics
+    from puaudit.report.figures.metrics import headline_metrics
 
     base = {"cons_orig": 0.53, "cons_orig_ci": (0.5, 0.56), "cons_adj_ci": (0.5, 0.56),
             "n_reversed": 0, "n": 300, "reversal_precision": float("nan")}

@@ -4,7 +4,7 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.metrics import leaderboard_table
+from puaudit.report.figures.metrics import leaderboard_table
 from puaudit.audit.evaluate import evaluate
 from tests.conftest import ROOT
 

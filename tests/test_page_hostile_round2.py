@@ -14,7 +14,8 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.safe_text import WORD_JOINER, md, md_label, plotly_text
+from components.safe_text import WORD_JOINER, md, md_label
+from puaudit.report.figures.text import plotly_text
 from puaudit.data.demo import generate_demo
 from puaudit.data.upload_limits import DEFAULT_UPLOAD_LIMITS, upload_limits
 from tests.conftest import ROOT

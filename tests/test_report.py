@@ -166,7 +166,7 @@ def test_bad_input_is_one_message(demo, tmp_path, capsys):
 
 
 def test_the_command_line_never_imports_streamlit():
-    code = ("import sys, puaudit.report.cli, puaudit.cli.commands, components.report_html; "
+    code = ("import sys, puaudit.report.cli, puaudit.cli.commands, puaudit.report.html; "
             "sys.exit('streamlit' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
 
@@ -258,7 +258,7 @@ def test_card_carries_the_audit_pages_m_curve(m_card):
 
 
 def test_html_draws_the_m_curve_under_the_reversals(m_parts):
-    from components.report_html import render_report
+    from puaudit.report.html import render_report
     from puaudit.report.card import build_card
     from puaudit.report.parts import assemble
 

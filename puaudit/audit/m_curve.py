@@ -1,9 +1,10 @@
 """The "verdicts reversed vs m" curve's numbers: the m values it is drawn at and one audit's curve.
 
-The Audit page draws the curve beside its m slider (``components/m_curve.py``) and the audit
-report carries it (``puaudit report``); both take their m values from :func:`m_grid` and each
-point from :func:`puaudit.audit.estimator.reversals_vs_m`. :func:`audit_with_m_curve` runs an
-audit and draws its curve from that audit's own split and scores (nothing is scored twice).
+The Audit page draws the curve beside its m slider and the audit report (``puaudit report``)
+carries it, both with :func:`puaudit.report.figures.m_curve.m_curve_figure`; both take their m
+values from :func:`m_grid` and each point from :func:`puaudit.audit.estimator.reversals_vs_m`.
+:func:`audit_with_m_curve` runs an audit and draws its curve from that audit's own split and
+scores (nothing is scored twice).
 """
 
 from __future__ import annotations

@@ -70,28 +70,7 @@ def _check(args):
         raise PUAuditError(f"--fail-under-agreement must be in (0, 1] (e.g. 0.7), got {floor}.")
     check_output_path(args.output, inputs=[args.input, args.embeddings, args.human],
                       what="report (-o)", table=False)
-    if _format(args) == "html":
-        _renderer()  # a missing renderer is said now, not after the audit
     return cfg
-
-
-def _renderer():
-    """``components.report_html.render_report``: the dashboard's figure builders draw the
-    report, so its numbers and plots are the dashboard's."""
-    try:
-        from components.report_html import render_report
-    except ImportError:
-        # an editable install maps only the puaudit package: the repository root holds
-        # components/ beside it (neither imports Streamlit)
-        root = Path(__file__).resolve().parents[2]
-        if not (root / "components" / "report_html.py").is_file():
-            raise PUAuditError("The HTML report needs the dashboard's figure builders "
-                               "(components/ in the PUAudit repository), which this "
-                               "installation lacks; --format json writes the card without "
-                               "them.") from None
-        sys.path.append(str(root))
-        from components.report_html import render_report
-    return render_report
 
 
 def command_line(args) -> str:
@@ -154,7 +133,9 @@ def _write(args, parts, card) -> int:
     if _format(args) == "json":
         data = (dumps(card, indent=2) + "\n").encode("utf-8")
     else:
-        data = _renderer()(parts, card).encode("utf-8")
+        from puaudit.report.html import render_report
+
+        data = render_report(parts, card).encode("utf-8")
     write_bytes_atomic(args.output, data)
     return len(data)
 

@@ -4,8 +4,8 @@
 TrustJudge consistency, its model ranking) and, when the table allows, the labelled ones (the
 ranking four ways, the annotator audit). Each part the table cannot give is left out with the
 reason in :attr:`ReportParts.notes`, so a report on a table without human labels still shows what
-needs none. No plotting here: :mod:`puaudit.report.card` turns the parts into numbers, and the
-dashboard's figure builders turn them into an HTML page.
+needs none. No plotting here: :mod:`puaudit.report.card` turns the parts into numbers, and
+:mod:`puaudit.report.html` turns them into an HTML page.
 """
 
 from __future__ import annotations
@@ -20,10 +20,14 @@ from puaudit.audit.config import AuditConfig
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
 
-__all__ = ["ReportParts", "assemble", "judge_tendencies", "file_sha256", "JUDGE_NAME"]
+__all__ = ["ReportParts", "assemble", "judge_tendencies", "file_sha256", "JUDGE_NAME",
+           "FIRST_SHOWN", "REFERENCE"]
 
 #: the judge's name as one more annotator (as on the Annotators page)
 JUDGE_NAME = "LLM judge"
+#: what response A is (``judge_tendencies()["response_a"]``): the one the judge saw first, or
+#: AlpacaEval's reference model (``output_1``; AlpacaEval randomises the order shown to the judge)
+FIRST_SHOWN, REFERENCE = "first shown", "AlpacaEval reference (output_1)"
 #: bootstrap draws of the ranking intervals (the Models page's default: a few seconds on a
 #: small table, where ``puaudit models``' 1000 take twice as long)
 RANKING_RESAMPLES = 500
@@ -111,8 +115,13 @@ def judge_tendencies(table: ComparisonTable) -> dict:
         ``position``: share of its A/B verdicts that pick response A (the first shown; 0.5 is
         no preference); ``longer``: share of its A/B verdicts on rows whose responses differ in
         length that pick the longer one; ``ties``: share of its verdicts that are ties. Each is
-        ``{"share", "lo", "hi", "k", "n"}`` with a Wilson 95% interval.
+        ``{"share", "lo", "hi", "k", "n"}`` with a Wilson 95% interval; ``response_a``: what
+        response A is, :data:`FIRST_SHOWN` or, for AlpacaEval annotations, :data:`REFERENCE`
+        (``output_1`` is AlpacaEval's fixed reference model and the order the judge saw was
+        randomised, so ``position`` then compares the reference with the model, not positions).
     """
+    from puaudit.data.formats import alpaca_eval
+
     judge = np.asarray(table.judge, dtype=object)
     strict = (judge == "A") | (judge == "B")
     len_a = np.fromiter((len(str(t)) for t in table.response_a), dtype=np.int64, count=len(table))
@@ -120,9 +129,11 @@ def judge_tendencies(table: ComparisonTable) -> dict:
     longer = np.where(len_a > len_b, "A", np.where(len_b > len_a, "B", ""))
     unequal = strict & (longer != "")
     decided = strict | (judge == "tie")
+    a_is = REFERENCE if alpaca_eval.looks_like(table.frame.columns) else FIRST_SHOWN
     return {"position": _share(int((judge[strict] == "A").sum()), int(strict.sum())),
             "longer": _share(int((judge[unequal] == longer[unequal]).sum()), int(unequal.sum())),
-            "ties": _share(int((judge[decided] == "tie").sum()), int(decided.sum()))}
+            "ties": _share(int((judge[decided] == "tie").sum()), int(decided.sum())),
+            "response_a": a_is}
 
 
 def _try(notes: dict, name: str, build):

@@ -1,4 +1,4 @@
-"""components.annotators: display table, agreement chart, bias scatter, disagreements."""
+"""Annotator figures: display table, agreement chart, bias scatter, disagreements."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.annotators import (
+from puaudit.report.figures.annotators import (
     JUDGE_COLOR,
     agreement_figure,
     annotator_table,

@@ -1,4 +1,5 @@
-"""Tables and numbers for the Audit and Export pages (pure functions, no Streamlit)."""
+"""Tables and numbers of an audit for the Audit and Export pages and the report (pure functions,
+no Streamlit)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
-           "auto_comparison_table", "verdict_text", "spread_text", "with_current_point",
+           "auto_comparison_table", "verdict_text", "spread_text",
            "MIN_TYPE_ROWS", "HURT_NOTE", "points_delta", "as_percent",
-           "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
+           "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table",
+           "PER_TYPE_HEADERS", "per_type_display"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
-# re-exported: the audit report pins its m curve's current point the same way
-from puaudit.audit.m_curve import with_current_point  # noqa: E402
 
 
 def _pct(x: float | None) -> str:
@@ -220,3 +220,27 @@ def leaderboard_table(leaderboard: list[dict]) -> pd.DataFrame:
     if len(df):
         df = df.sort_values("delta_pts", ascending=False, kind="stable").reset_index(drop=True)
     return df
+
+
+#: :func:`per_type_table`'s columns as a reader sees them: shares in percent, the change in
+#: percentage points
+PER_TYPE_HEADERS = {"question_type": "Question type", "n_validation": "Validation rows",
+                    "cons_orig": "Judge agrees with people (%)",
+                    "cons_adj": "Audited verdicts agree (%)", "delta_pts": "Change (points)",
+                    "n_reversed": "Reversed", "reversal_precision": "Reversals right (%)",
+                    "note": "Note"}
+
+
+def per_type_display(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
+    """:func:`per_type_table` in one unit under readable headers (:data:`PER_TYPE_HEADERS`).
+
+    Agreement before and after and the reversals' precision are percentages rounded to one
+    decimal; the change is the difference of the two rounded percentages (so 74.2 → 74.6 reads
+    +0.4, never +0.3), in points. A type with fewer than ``min_rows`` validation rows keeps its
+    counts and leaves the percentages empty (NaN).
+    """
+    df = per_type_table(result, min_rows=min_rows)
+    for col in ("cons_orig", "cons_adj", "reversal_precision"):
+        df[col] = (100 * pd.to_numeric(df[col], errors="coerce")).round(1)
+    df["delta_pts"] = (df["cons_adj"] - df["cons_orig"]).round(1)
+    return df.rename(columns=PER_TYPE_HEADERS)

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.evidence import evidence_note, evidence_weights_figure, evidence_weights_frame
-from components.scores import nearest_threshold_rows
+from puaudit.report.figures.evidence import (evidence_note, evidence_weights_figure,
+                                             evidence_weights_frame)
+from puaudit.report.figures.scores import nearest_threshold_rows
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.estimator import audit_table
 from tests.conftest import ROOT

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from components.safe_text import plotly_texts
+from puaudit.report.figures.text import plotly_texts
 
 __all__ = ["radar_frame", "consistency_radar"]
 

@@ -1,11 +1,11 @@
-"""components.annotator_models: tables and figures of a latent-truth model report."""
+"""puaudit.report.figures.annotator_models: tables and figures of a latent-truth model report."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from components.annotator_models import (
+from puaudit.report.figures.annotator_models import (
     STAT_LABELS,
     confusion_figure,
     consensus_changes,

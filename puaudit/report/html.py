@@ -1,9 +1,9 @@
 """The audit card as one self-contained HTML page (``puaudit report``, the Export page).
 
-Drawn with the dashboard's own figure builders (radar, scores, models, annotators, consistency,
-certify), so every number and plot is the dashboard's. No Streamlit here. The page opens
-offline: plotly's JavaScript is inlined once, the page links nowhere, and no text from the data
-can become markup:
+Drawn with :mod:`puaudit.report.figures`, the functions the dashboard's pages draw with, so every
+number and plot is the dashboard's. No Streamlit here. The page opens offline: plotly's
+JavaScript is inlined once (from the installed plotly package), the page links nowhere, and no
+text from the data can become markup:
 
 * data-derived text goes through :func:`text` (HTML entities for ``& < > " '`` and ``=``, so not
   even the words ``href=http:`` appear literally);
@@ -24,19 +24,22 @@ import re
 
 import pandas as pd
 
-from components.annotators import agreement_figure, annotator_table, bias_scatter
-from components.certify import CURVE_TARGETS, certification_text, coverage_curve_figure
-from components.consistency import metrics_bar_chart, metrics_table
-from components.data_summary import question_type_frame, summary_metrics
-from components.m_curve import m_curve_figure
-from components.metrics import expected_text, headline_metrics, per_type_table
-from components.models import interval_figure, rank_figure, rank_table
-from components.radar import consistency_radar
-from components.scores import score_density
 from puaudit.audit.evaluate import spread_sentence
 from puaudit.rankings.limits import TOP_MODELS
+from puaudit.report.figures.annotators import agreement_figure, annotator_table, bias_scatter
+from puaudit.report.figures.certify import (CURVE_TARGETS, certification_text,
+                                            coverage_curve_figure)
+from puaudit.report.figures.consistency import metrics_bar_chart, metrics_table
+from puaudit.report.figures.data_summary import question_type_frame, summary_metrics
+from puaudit.report.figures.m_curve import m_curve_figure
+from puaudit.report.figures.metrics import (PER_TYPE_HEADERS, expected_text, headline_metrics,
+                                            per_type_display)
+from puaudit.report.figures.radar import consistency_radar
+from puaudit.report.figures.rankings import interval_figure, rank_figure, rank_table
+from puaudit.report.figures.scores import score_density
+from puaudit.report.parts import REFERENCE
 
-__all__ = ["render_report", "text", "plotly_js", "PLOTLY_CONFIG", "CSP"]
+__all__ = ["render_report", "report_html", "text", "plotly_js", "PLOTLY_CONFIG", "CSP"]
 
 #: plotly's options for every figure: no logo, no links out, nothing to fetch
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False,
@@ -46,6 +49,9 @@ PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False,
 #: from the page's own data (plotly draws some with data: and blob: URLs)
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
        "img-src data: blob:; font-src data:")
+#: the per-type table's numbers: percentages and a signed change in points, one decimal
+_PER_TYPE_FORMATS = {**{c: "{:.1f}" for c in PER_TYPE_HEADERS.values()},
+                     PER_TYPE_HEADERS["delta_pts"]: "{:+.1f}"}
 _LINK = re.compile(r"((?:src|href)\s*=\s*[\"']?https?):", re.IGNORECASE)
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
@@ -70,17 +76,19 @@ def _pct(x) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
 
 
-def _cell(v) -> str:
+def _cell(v, fmt: str = "{:.3f}") -> str:
     if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.3f}"
+        return "" if math.isnan(v) else fmt.format(v)
     return text("" if v is None or v is pd.NA else v)
 
 
-def _table(df: pd.DataFrame) -> str:
-    """A DataFrame as an HTML table, every header and cell escaped."""
+def _table(df: pd.DataFrame, formats: dict[str, str] | None = None) -> str:
+    """A DataFrame as an HTML table, every header and cell escaped; ``formats`` maps a column
+    to the format of its numbers (default three decimals)."""
+    fmts = [(formats or {}).get(c, "{:.3f}") for c in df.columns]
     head = "".join(f"<th>{text(c)}</th>" for c in df.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
-                   for row in df.astype(object).itertuples(index=False, name=None))
+    rows = "".join("<tr>" + "".join(f"<td>{_cell(v, f)}</td>" for v, f in zip(row, fmts))
+                   + "</tr>" for row in df.astype(object).itertuples(index=False, name=None))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
@@ -106,6 +114,10 @@ class _Figures:
         import plotly.io as pio
 
         self.n += 1
+        # plotly's own template, whatever this process's default: the Export page runs under
+        # Streamlit's, which leaves margins to Streamlit's frontend (no axis automargin), and
+        # its report would clip tick labels that the CLI's report shows
+        fig.update_layout(template=pio.templates["plotly"])
         spec = pio.to_json(fig, validate=False).replace("=", "\\u003d")
         height = int(fig.layout.height or 450)
         config = json.dumps(PLOTLY_CONFIG)
@@ -172,16 +184,22 @@ def _data(parts, card: dict) -> str:
             ("Judge column", inp["judge_column"]),
             ("Columns used", ", ".join(f"{k}: {v}" for k, v in inp["columns"].items() if v))]
     tend = data["judge_tendencies"]
+    reference = tend.get("response_a") == REFERENCE
+    first = ("Picks output_1, AlpacaEval's reference model (50% = as often as the model "
+             "compared with it)" if reference else
+             "Picks response A (first shown; 50% = no preference)")
     rows = [(label, "n/a" if d["share"] is None else
              f"{d['share']:.1%} [{d['lo']:.1%}, {d['hi']:.1%}] of {d['n']:,}")
-            for label, d in (("Picks response A (first shown; 50% = no preference)",
-                              tend["position"]),
+            for label, d in ((first, tend["position"]),
                              ("Picks the longer response (unequal lengths)", tend["longer"]),
                              ("Ties", tend["ties"]))]
+    why = (" AlpacaEval shows the two outputs to its judge in a random order, so the first row "
+           "compares the reference with the model, not the first position with the second."
+           if reference else "")
     return (_section("Data", _pairs(summary_metrics(data)), _pairs(prov),
                      _table(question_type_frame(data)))
             + _section("The judge's tendencies (no human label needed)", _pairs(rows),
-                       _note("Wilson 95% intervals.")))
+                       _note("Wilson 95% intervals." + why)))
 
 
 def _settings(card: dict) -> str:
@@ -200,7 +218,10 @@ def _audit_plots(parts, card: dict, fig: _Figures) -> str:
     res = parts.result
     if res is None:
         return ""
-    out = _section("Per question type", _table(per_type_table(res)),
+    out = _section("Per question type",
+                   _table(per_type_display(res), _PER_TYPE_FORMATS),
+                   _note("Agreement with people on each type's validation rows, before and "
+                         "after the audit's reversals, in percent; the change in points."),
                    fig(consistency_radar({parts.table.judge_column: res.per_type})))
     out += _section("Score densities", fig(score_density(res, parts.table)))
     cert = (card["audit"] or {}).get("certification")
@@ -290,7 +311,7 @@ def report_html(table, result, config, *, m_curve: list[dict] | None = None,
     result : AuditResult
     config : AuditConfig
     m_curve : list of dict, optional
-        The Audit page's reversals vs m for this audit (``components.state.m_curve`` over
+        The Audit page's reversals vs m for this audit (the dashboard's ``m_curve`` over
         :func:`~puaudit.audit.m_curve.m_grid` of its m); the report notes when it is missing.
     spread : dict, optional
         The change over seeded splits, when it has been measured.

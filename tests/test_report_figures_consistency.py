@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.consistency import (
+from puaudit.report.figures.consistency import (
     cycle_graph,
     metrics_bar_chart,
     metrics_table,
@@ -91,7 +91,7 @@ def test_cycle_graph_highlights_cycle_edges_and_shows_hover():
 
 
 def test_source_and_option_helpers():
-    from components.consistency import (
+    from puaudit.report.figures.consistency import (
         default_score_method,
         method_options,
         pairwise_fit,
@@ -113,7 +113,7 @@ def test_source_and_option_helpers():
 
 
 def test_candidate_scores_before_and_after(reports):
-    from components.consistency import candidate_scores
+    from puaudit.report.figures.consistency import candidate_scores
 
     pairs, scores = make_demo(n_questions=8, n_candidates=5, random_state=3)
     before, after = reports

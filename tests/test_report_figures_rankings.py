@@ -1,11 +1,11 @@
-"""components/models.py: tables and plotly figures of a ModelRankings, checked without a browser."""
+"""puaudit/report/figures/rankings.py: tables and plotly figures of a ModelRankings, no browser."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from components.models import (
+from puaudit.report.figures.rankings import (
     LABEL_CHARS,
     LABEL_FONT,
     interval_figure,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from components.safe_text import plotly_text, plotly_texts
+from puaudit.report.figures.text import plotly_text, plotly_texts
 
 __all__ = ["GROUP_COLOURS", "score_frame", "threshold_lines", "score_density",
            "sorted_scores_figure", "nearest_threshold_rows"]

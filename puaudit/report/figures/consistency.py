@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from components.safe_text import plotly_text, plotly_texts
+from puaudit.report.figures.text import plotly_text, plotly_texts
 from puaudit.trustjudge.report import TrustJudgeReport
 from puaudit.trustjudge.transitivity import KIND_LABELS
 

@@ -2,7 +2,7 @@
 :class:`puaudit.annotators.ModelReport`.
 
 No Streamlit here: every function returns a DataFrame or a plotly figure. Annotator names are
-data: they go into figures through :func:`components.safe_text.plotly_texts`.
+data: they go into figures through :func:`puaudit.report.figures.text.plotly_texts`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from components.safe_text import plotly_text, plotly_texts
+from puaudit.report.figures.text import plotly_text, plotly_texts
 from puaudit.annotators import LABELS, MODEL_NAMES, ModelReport
 
 __all__ = ["STAT_LABELS", "model_table", "skill_figure", "confusion_figure",

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from components.safe_text import plotly_texts
+from puaudit.report.figures.text import plotly_texts
 
 __all__ = ["SIGNAL_LABELS", "evidence_info", "evidence_weights_frame", "evidence_weights_figure",
            "evidence_note"]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from components.safe_text import plotly_texts
+from puaudit.report.figures.text import plotly_texts
 from puaudit.annotators.agreement import AnnotatorReport, consensus_labels
 from puaudit.data.schema import ComparisonTable
 

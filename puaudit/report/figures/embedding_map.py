@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from components.safe_text import plotly_texts
+from puaudit.report.figures.text import plotly_texts
 from puaudit.errors import PUAuditError
 
 __all__ = ["SPLIT_SYMBOLS", "map_frame", "embedding_scatter"]
