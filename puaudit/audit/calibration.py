@@ -10,14 +10,10 @@ import numpy as np
 
 from puaudit.errors import PUAuditError
 from puaudit.stats.bootstrap import cluster_bootstrap_indices
+from puaudit.stats.proportions import wilson_interval
 
 __all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss", "row_log_loss"]
 
-
-def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
-    from puaudit.audit.metrics import wilson_interval
-
-    return wilson_interval(k, n, z=z)
 
 CALIBRATIONS = ("isotonic", "platt")
 
@@ -132,6 +128,9 @@ class MonotoneCalibrator:
         # rows under its windows (distinct groups, when given) set how sure we are of it (Wilson)
         upper = np.empty(len(centres))
         lower = np.empty(len(centres))
+        from scipy.stats import norm
+
+        confidence = 2 * float(norm.cdf(self.z)) - 1  # one-sided bounds at level Φ(z)
         start = 0
         while start < len(centres):
             end = start + 1
@@ -140,7 +139,8 @@ class MonotoneCalibrator:
             a, b = win_lo[start], win_hi[end - 1]
             share = (counts[start:end] * means[start:end]).sum() / counts[start:end].sum()
             n_block = float(b - a) if g is None else float(len(set(g[a:b].tolist())))
-            lower[start:end], upper[start:end] = _wilson(share * n_block, n_block, self.z)
+            lower[start:end], upper[start:end] = wilson_interval(share * n_block, n_block,
+                                                                 confidence=confidence)
             start = end
         self.bin_upper_ = upper
         self.bin_lower_ = lower

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.formats.records import is_empty, locate
+from puaudit.data.cells import is_missing
+from puaudit.data.formats.records import locate
 from puaudit.errors import PUAuditError
 
 __all__ = ["Answers", "load_answers"]
@@ -100,9 +101,9 @@ def load_answers(folder: str | os.PathLike, *, read: Callable[[Path], pd.DataFra
     cats = qs["category"].tolist() if "category" in qs.columns else [None] * len(qs)
     for i, (qid, turns, cat) in enumerate(zip(qs["question_id"], qs["turns"], cats), start=1):
         where = f"{qfile}: {locate(qfile, i)}"
-        if is_empty(qid):
+        if is_missing(qid):
             raise PUAuditError(f"{where} has no 'question_id' field.", column="question_id")
-        questions[str(qid)] = {"category": "" if is_empty(cat) else str(cat),
+        questions[str(qid)] = {"category": "" if is_missing(cat) else str(cat),
                                "turns": _turns(turns, where=where, field="turns")}
     answers = {}
     files = sorted(afolder.glob("*.jsonl"))
@@ -124,7 +125,7 @@ def load_answers(folder: str | os.PathLike, *, read: Callable[[Path], pd.DataFra
             if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
                 raise PUAuditError(f"{where}: 'choices' must be a list of objects with 'turns'.",
                                    column="choices")
-            model = path.stem if is_empty(model) else str(model)
+            model = path.stem if is_missing(model) else str(model)
             answers[(model, str(qid))] = _turns(choices[0].get("turns"), where=where,
                                                  field="choices[0].turns")
     return Answers(root, questions, answers)

@@ -22,8 +22,9 @@ import os
 import pandas as pd
 
 import puaudit.data.formats.mtbench as mtbench
+from puaudit.data.cells import is_missing
 from puaudit.data.formats.mtbench import Judged
-from puaudit.data.formats.records import is_empty, locate, require_fields
+from puaudit.data.formats.records import locate, require_fields
 from puaudit.errors import PUAuditError
 
 __all__ = ["NAME", "FIELDS", "BASELINE", "looks_like", "parse_score", "judged_from_arena_hard",
@@ -45,7 +46,7 @@ def parse_score(label) -> tuple[str, int] | None:
     ``A>>B`` is ``("A", 2)``, ``B>A`` ``("B", 1)``, ``A=B`` ``("tie", 0)``; ``A<B`` and
     ``B<<A`` read the same way round. Raises ``KeyError`` for anything else.
     """
-    if is_empty(label):
+    if is_missing(label):
         return None
     s = str(label).strip().replace(" ", "")
     if len(s) < 3 or s[0] not in "AB" or s[-1] not in "AB" or s[0] == s[-1]:

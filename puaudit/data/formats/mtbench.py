@@ -24,9 +24,10 @@ import os
 
 import pandas as pd
 
+from puaudit.data.cells import is_missing
 from puaudit.data.formats.answers import Answers
+from puaudit.data.formats.records import locate, require_fields
 from puaudit.data.jsonsafe import dumps
-from puaudit.data.formats.records import is_empty, locate, require_fields
 from puaudit.errors import PUAuditError
 
 __all__ = ["NAME", "FIELDS", "looks_like", "Judged", "parse_turn", "judged_from_release",
@@ -192,7 +193,7 @@ def build_frame(judged: list[Judged], votes: list[dict] | None, answers: Answers
             row["human_winner"] = _verdict(v["winner"])
         row["judge_winner"] = "" if j is None else _verdict(j.raw)
         if v is not None:
-            row["human_judge"] = "" if is_empty(v["voter"]) else str(v["voter"])
+            row["human_judge"] = "" if is_missing(v["voter"]) else str(v["voter"])
         row["judge_winner_raw"] = "" if j is None else j.raw
         row.update(prev_prompt=texts["prev_prompt"], prev_response_a=texts["prev_response_a"],
                    prev_response_b=texts["prev_response_b"])
