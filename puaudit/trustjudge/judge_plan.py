@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.data.cells import id_text
+from puaudit.data.vocabulary import match_columns
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.prompts import PromptTemplate
 
@@ -72,13 +73,17 @@ class JudgePlan:
     generated_ids: bool = False
 
 
-def _find(frame: pd.DataFrame, role: str, columns: Mapping[str, str] | None) -> str | None:
-    if columns and columns.get(role):
-        if columns[role] not in frame.columns:
-            raise PUAuditError(f"Column '{columns[role]}' given for {role} is not in the table.")
-        return columns[role]
-    lowered = {str(c).strip().lower(): c for c in frame.columns}
-    return next((lowered[a] for a in ANSWER_ALIASES[role] if a in lowered), None)
+def _answer_columns(frame: pd.DataFrame, columns: Mapping[str, str] | None) -> dict:
+    """Role -> column of the answers shape (None where absent): the explicit ``columns``, then
+    the first alias of :data:`ANSWER_ALIASES` present (:func:`puaudit.data.vocabulary
+    .match_columns`, as every other table reader finds its columns)."""
+    explicit = {r: c for r, c in (columns or {}).items() if r in ANSWER_ALIASES and c}
+    for role, col in explicit.items():
+        if col not in frame.columns:
+            raise PUAuditError(f"Column '{col}' given for {role} is not in the table (columns: "
+                               f"{', '.join(map(str, frame.columns))}).", column=col)
+    found = match_columns(frame.columns, ANSWER_ALIASES, explicit)
+    return {role: found.get(role) for role in ANSWER_ALIASES}
 
 
 def detect_input_kind(frame: pd.DataFrame) -> str:
@@ -89,7 +94,8 @@ def detect_input_kind(frame: pd.DataFrame) -> str:
     guessed = guess_columns(frame)
     if "response_a" in guessed and "response_b" in guessed:
         return "comparisons"
-    if _find(frame, "candidate", None) and _find(frame, "answer", None):
+    found = _answer_columns(frame, None)
+    if found["candidate"] and found["answer"]:
         return "answers"
     raise PUAuditError(
         "Cannot tell what to judge. Give either one row per question and candidate (columns "
@@ -194,7 +200,7 @@ def _pairs_to_judge(kind: str, answers: pd.DataFrame, used) -> list[tuple]:
 
 
 def _answers(frame: pd.DataFrame, columns, name: str) -> tuple[pd.DataFrame, dict, bool]:
-    found = {role: _find(frame, role, columns) for role in ANSWER_ALIASES}
+    found = _answer_columns(frame, columns)
     for role in ("question", "candidate", "answer"):
         if found[role] is None:
             raise PUAuditError(f"{name}: no column for the {role}. Name it '{role}' (or one of "

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from puaudit.data.cells import is_missing
 from puaudit.data.formats.records import locate, missing_field_error
 from puaudit.data.formats.tool_votes import (ANNOTATOR, HUMAN, add_response_copies,
-                                             judge_probabilities, json_cell, rows_frame,
-                                             set_aside, vote_word)
-from puaudit.data.cells import is_missing
+                                             judge_probabilities, rows_frame, set_aside,
+                                             vote_word)
+from puaudit.data.jsonsafe import json_cell
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError
 
