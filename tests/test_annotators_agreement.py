@@ -15,13 +15,13 @@ from puaudit.annotators.agreement import (
     annotator_report,
     annotator_score_disagreement,
     consensus_labels,
-    share_interval,
-    wilson_interval,
 )
+from puaudit.annotators.intervals import share_interval
 from puaudit.annotators.cli import main as cli_main
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
+from puaudit.stats.proportions import wilson_interval
 
 # Response texts per (item, model): their lengths decide "longer".
 _LEN = {(1, "X"): 10, (1, "Y"): 20, (2, "X"): 30, (2, "Y"): 5, (3, "X"): 7, (3, "Z"): 7,

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from puaudit.data.io import read_table
-from puaudit.trustjudge.collect import usable_tokens
+from puaudit.trustjudge.judge_responses import usable_tokens
 from puaudit.trustjudge.runner import JudgeClient, RequestFailed, response_usage
 from tests.judge_stub import StubJudgeServer
 from tests.test_trustjudge_runner import (

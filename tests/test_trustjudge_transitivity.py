@@ -8,13 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from puaudit.errors import PUAuditError
 from puaudit.trustjudge import (
     analyse,
     bad_triple_tensor,
     classify_triple,
     count_nontransitive,
     pool_counts,
-    pseudo_win_strengths,
+    rank_candidates,
     relation_matrix,
     violating_triples,
 )
@@ -179,39 +180,58 @@ def test_hundred_candidates_per_question_returns_in_seconds():
     assert lo <= rep.ntr[5] <= hi and 0 < rep.ntr[3] < rep.ntr[4] < rep.ntr[5]
 
 
-def test_pseudo_win_strengths_solve_likelihood_equations():
-    wins = np.array([[0, 3, 1, 2], [1, 0, 2, 0.5], [1, 1, 0, 2], [0, 1.5, 1, 0]], dtype=float)
-    theta, log = pseudo_win_strengths(wins, prior=0.0, log=True)
-    assert log["converged"] and theta.sum() == pytest.approx(0, abs=1e-9)
+# wins[a, b] of four candidates, fractional (ties count half); every pair compared
+_WINS = np.array([[0, 3, 1, 2], [1, 0, 2, 0.5], [1, 1, 0, 2], [0, 1.5, 1, 0]], dtype=float)
+
+
+def _relations(wins: np.ndarray, *, question: str = "q", judge: str = "j") -> pd.DataFrame:
+    """Relation rows whose probabilities add up to twice ``wins`` (row a beats column b)."""
+    rows = []
+    for a, b in itertools.combinations(range(len(wins)), 2):
+        n = wins[a, b] + wins[b, a]
+        if n > 0:
+            # a row is one comparison: 2n rows with probabilities wins / n are the pair's wins,
+            # doubled (every n here is a multiple of 1/2)
+            for _ in range(int(n * 2)):
+                rows.append((judge, question, "all", f"c{a}", f"c{b}", wins[a, b] / n,
+                             wins[b, a] / n, 0.0))
+    return pd.DataFrame(rows, columns=["judge", "question_id", "category", "candidate_i",
+                                       "candidate_j", "prob_i", "prob_j", "prob_tie"])
+
+
+def _strengths(ranking: pd.DataFrame) -> np.ndarray:
+    by_name = dict(zip(ranking["candidate"], ranking["strength"]))
+    return np.array([by_name[f"c{k}"] for k in range(len(by_name))])
+
+
+def test_rank_candidates_strengths_solve_the_likelihood_equations():
+    """Without pseudo-wins the strengths are the maximum-likelihood estimate: each candidate's
+    expected wins under the model equal its observed wins (Zermelo's equations)."""
+    theta = _strengths(rank_candidates(_relations(_WINS), prior=0.0))
+    assert theta.sum() == pytest.approx(0, abs=1e-9)
     pi = np.exp(theta)
-    n = wins + wins.T
+    # each pair appears 2n times with wins/n each, i.e. twice the wins
+    n = 2 * (_WINS + _WINS.T)
     expected_wins = (n * pi[:, None] / (pi[:, None] + pi[None, :])).sum(axis=1)
-    np.testing.assert_allclose(expected_wins, wins.sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(expected_wins, 2 * _WINS.sum(axis=1), rtol=1e-6)
 
 
-def test_pseudo_win_strengths_batch_with_padding_matches_single():
-    w3 = np.array([[0, 2, 1], [1, 0, 1], [0, 1, 0]], dtype=float)
-    w2 = np.array([[0, 1], [3, 0]], dtype=float)
-    batch = np.zeros((2, 3, 3))
-    batch[0] = w3
-    batch[1, :2, :2] = w2
-    thetas = pseudo_win_strengths(batch)
-    np.testing.assert_allclose(thetas[0], pseudo_win_strengths(w3), atol=1e-7)
-    np.testing.assert_allclose(thetas[1, :2], pseudo_win_strengths(w2), atol=1e-7)
-    assert thetas[1, 2] == 0
+def test_rank_candidates_pseudo_wins_keep_a_sweep_finite_and_questions_apart():
+    """A candidate that wins every comparison gets a finite strength from the pseudo-wins, and
+    a question's strengths do not depend on the other questions fitted with it."""
+    sweep = np.array([[0, 2, 2], [0, 0, 1], [0, 1, 0]], dtype=float)
+    both = pd.concat([_relations(sweep, question="q"), _relations(_WINS, question="r")])
+    ranked = rank_candidates(both, prior=0.1)
+    q = _strengths(ranked[ranked["question_id"] == "q"])
+    assert np.isfinite(q).all() and q[0] > q[1] == pytest.approx(q[2], abs=1e-9)
+    alone = rank_candidates(_relations(_WINS, question="r"), prior=0.1)
+    np.testing.assert_allclose(_strengths(ranked[ranked["question_id"] == "r"]),
+                               _strengths(alone), atol=1e-9)
 
 
-def test_pseudo_win_strengths_are_the_rankings_fit_of_the_smoothed_counts():
-    """The same Bradley–Terry likelihood as the leaderboards' fit: adding the pseudo-wins to the
-    counts and fitting without a Gaussian prior gives the same strengths."""
-    from puaudit.rankings.estimate import bradley_terry
-
-    wins = np.array([[0, 3, 1, 2], [1, 0, 2, 0.5], [1, 1, 0, 2], [0, 1.5, 1, 0]], dtype=float)
-    smoothed = wins + 0.1 * ((wins + wins.T) > 0)
-    i, j = np.triu_indices(4, 1)
-    theta, _ = bradley_terry(i, j, smoothed[i, j], smoothed[i, j] + smoothed[j, i], n_models=4,
-                             prior=0.0)
-    np.testing.assert_allclose(pseudo_win_strengths(wins, prior=0.1), theta, atol=1e-6)
+def test_rank_candidates_refuses_a_negative_prior():
+    with pytest.raises(PUAuditError, match="prior .* must be >= 0"):
+        rank_candidates(_relations(_WINS), prior=-1.0)
 
 
 def test_rankings_follow_a_transitive_tournament_and_cycles_tie():

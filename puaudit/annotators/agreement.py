@@ -32,8 +32,7 @@ from puaudit.annotators.audit_link import annotator_score_disagreement
 from puaudit.annotators.consensus import (TIE_KEY, _item_majority, _to_keys,
                                           _to_letters, consensus_labels,
                                           require_annotator_column, winner_keys)
-from puaudit.annotators.intervals import (CI_METHODS, share_columns, share_interval,
-                                          wilson_interval)
+from puaudit.annotators.intervals import CI_METHODS, share_columns, share_interval
 from puaudit.data.jsonsafe import to_jsonable
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
@@ -44,7 +43,6 @@ __all__ = [
     "consensus_labels",
     "annotator_score_disagreement",
     "share_interval",
-    "wilson_interval",
     "winner_keys",
     "require_annotator_column",
     "TIE_KEY",

@@ -9,13 +9,12 @@ of response B, and ``"tie"`` the tie key.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from puaudit.data.cells import is_missing
 from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
 from puaudit.errors import PUAuditError
 
@@ -39,17 +38,13 @@ def winner_keys(table: ComparisonTable) -> tuple[np.ndarray, np.ndarray]:
     key_a = np.empty(n, dtype=object)
     key_b = np.empty(n, dtype=object)
     for i in range(n):
-        a = "" if ma is None or _is_missing(ma[i]) else str(ma[i]).strip()
-        b = "" if mb is None or _is_missing(mb[i]) else str(mb[i]).strip()
+        a = "" if ma is None or is_missing(ma[i]) else str(ma[i]).strip()
+        b = "" if mb is None or is_missing(mb[i]) else str(mb[i]).strip()
         if a and b and a != b:
             key_a[i], key_b[i] = "m:" + a, "m:" + b
         else:
             key_a[i], key_b[i] = "t:" + str(table.response_a[i]), "t:" + str(table.response_b[i])
     return key_a, key_b
-
-
-def _is_missing(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
 
 def _to_keys(votes: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:

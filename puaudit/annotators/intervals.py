@@ -6,7 +6,7 @@ import numpy as np
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["CI_METHODS", "share_interval", "wilson_interval", "share_columns"]
+__all__ = ["CI_METHODS", "share_interval", "share_columns"]
 
 CI_METHODS = ("wilson", "jeffreys")
 
@@ -33,11 +33,6 @@ def share_interval(k, n, *, method: str = "wilson",
     if not 0 < confidence < 1:
         raise PUAuditError(f"confidence must lie strictly between 0 and 1, got {confidence}.")
     return proportion_interval(k, n, alpha=1.0 - confidence, method=method)
-
-
-def wilson_interval(k, n, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """The Wilson interval of :func:`share_interval`."""
-    return share_interval(k, n, method="wilson", confidence=confidence)
 
 
 def share_columns(prefix: str, k, n, method: str, confidence: float) -> dict:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.special import softmax
 
 from puaudit.annotators.consensus import winner_keys
 from puaudit.annotators.crowdkit_em import _EPS, dawid_skene_em, mace_em
@@ -140,7 +141,7 @@ class TruthFit:
         np.add.at(ll, item[m], contrib[m])
         ll += self.log_prior
         lo = ll[item] - np.where(m[:, None], contrib, 0.0)
-        return _softmax(lo), n_other > 0
+        return softmax(lo, axis=1), n_other > 0
 
 
 def _vote_log_lik(lik: np.ndarray, worker: np.ndarray, label: np.ndarray) -> np.ndarray:
@@ -150,12 +151,6 @@ def _vote_log_lik(lik: np.ndarray, worker: np.ndarray, label: np.ndarray) -> np.
     used = rows.sum(1, keepdims=True) > 0
     with np.errstate(divide="ignore"):
         return np.where(used, np.log(np.maximum(rows, 1e-300)), 0.0)
-
-
-def _softmax(ll: np.ndarray) -> np.ndarray:
-    ll = ll - ll.max(1, keepdims=True)
-    p = np.exp(ll)
-    return p / p.sum(1, keepdims=True)
 
 
 def _consensus_of(post: np.ndarray) -> np.ndarray:
@@ -240,7 +235,7 @@ def fit_truth_model(votes: VoteData, *, model: str = "ds", include_judge: bool =
     rest = mask & ~fit_items[votes.item]
     ll = np.zeros((n_items, 3)) + log_prior
     np.add.at(ll, votes.item[rest], _vote_log_lik(lik, votes.worker[rest], votes.label[rest]))
-    post = np.where(fit_items[:, None], post, _softmax(ll))
+    post = np.where(fit_items[:, None], post, softmax(ll, axis=1))
     return TruthFit(model, post, _consensus_of(post), mask, fit_items, likelihood=lik,
                     log_prior=log_prior, worker_info=extra.get("worker_info", {}),
                     info=extra.get("info", {}))

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from puaudit.annotators.consensus import _is_missing, require_annotator_column, winner_keys
+from puaudit.annotators.consensus import require_annotator_column, winner_keys
+from puaudit.data.cells import is_missing
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
 
@@ -173,7 +174,7 @@ def collect_votes(table: ComparisonTable, *, judge: bool = True,
         No annotator column, no person's vote, or a person named ``judge_name``.
     """
     require_annotator_column(table)
-    annot = np.array(["" if _is_missing(a) else str(a).strip() for a in table.annotator],
+    annot = np.array(["" if is_missing(a) else str(a).strip() for a in table.annotator],
                      dtype=object)
     hcode = _label_codes(np.asarray(table.human, dtype=object))
     person = (annot != "") & (hcode >= 0)

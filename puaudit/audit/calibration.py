@@ -10,14 +10,10 @@ import numpy as np
 
 from puaudit.errors import PUAuditError
 from puaudit.stats.bootstrap import cluster_bootstrap_indices
+from puaudit.stats.proportions import wilson_interval
 
 __all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss", "row_log_loss"]
 
-
-def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
-    from puaudit.audit.metrics import wilson_interval
-
-    return wilson_interval(k, n, z=z)
 
 CALIBRATIONS = ("isotonic", "platt")
 
@@ -132,6 +128,9 @@ class MonotoneCalibrator:
         # rows under its windows (distinct groups, when given) set how sure we are of it (Wilson)
         upper = np.empty(len(centres))
         lower = np.empty(len(centres))
+        from scipy.stats import norm
+
+        confidence = 2 * float(norm.cdf(self.z)) - 1  # one-sided bounds at level Φ(z)
         start = 0
         while start < len(centres):
             end = start + 1
@@ -140,7 +139,8 @@ class MonotoneCalibrator:
             a, b = win_lo[start], win_hi[end - 1]
             share = (counts[start:end] * means[start:end]).sum() / counts[start:end].sum()
             n_block = float(b - a) if g is None else float(len(set(g[a:b].tolist())))
-            lower[start:end], upper[start:end] = _wilson(share * n_block, n_block, self.z)
+            lower[start:end], upper[start:end] = wilson_interval(share * n_block, n_block,
+                                                                 confidence=confidence)
             start = end
         self.bin_upper_ = upper
         self.bin_lower_ = lower
@@ -188,7 +188,9 @@ class MonotoneCalibrator:
     def predict(self, scores: np.ndarray) -> np.ndarray:
         s = np.asarray(scores, dtype=np.float64)
         if self.method == "platt":
-            return 1.0 / (1.0 + np.exp(-(self.coef_ * s + self.intercept_)))
+            from scipy.special import expit
+
+            return expit(self.coef_ * s + self.intercept_)
         if self.bagged_:
             return np.interp(s, self.grid_, self.grid_mean_)
         if len(self.bin_centres_) == 1:
@@ -256,25 +258,39 @@ def prior_shift(p, *, base_rate: float, target: float | None) -> np.ndarray:
     eps = 1e-9
     pi = min(max(float(base_rate), eps), 1 - eps)
     m = min(max(float(target), eps), 1 - eps)
-    log_ratio = np.log(m) - np.log1p(-m) - np.log(pi) + np.log1p(-pi)
-    with np.errstate(divide="ignore"):
-        logit = np.log(np.clip(p, eps, 1 - eps)) - np.log1p(-np.clip(p, eps, 1 - eps))
-    out = 1.0 / (1.0 + np.exp(-(logit + log_ratio)))
+    from scipy.special import expit
+    from scipy.special import logit as _logit
+
+    out = expit(_logit(np.clip(p, eps, 1 - eps)) + _logit(m) - _logit(pi))
     return np.where(np.isnan(p), np.nan, out)
 
 
+# Probabilities are kept this far from 0 and 1 before a logit or a log loss: a calibrated
+# probability of exactly 0 or 1 (an isotonic level of a pure block) would otherwise weigh
+# infinitely in the stacked scorer and the scorer choice.
+_CLIP = 1e-4
+
+
 def logit(p: np.ndarray) -> np.ndarray:
-    """``log(p / (1 − p))`` with ``p`` clipped to ``[1e-4, 1 − 1e-4]``."""
-    p = np.clip(p, 1e-4, 1 - 1e-4)
-    return np.log(p) - np.log1p(-p)
+    """``log(p / (1 − p))`` (scipy's ``logit``) with ``p`` clipped to ``[1e-4, 1 − 1e-4]``."""
+    from scipy.special import logit as _logit
+
+    return _logit(np.clip(p, _CLIP, 1 - _CLIP))
 
 
 def row_log_loss(q: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Log loss of each probability ``q`` (clipped to ``[1e-4, 1 − 1e-4]``) for outcome ``y``."""
-    q = np.clip(q, 1e-4, 1 - 1e-4)
-    return -(y * np.log(q) + (1 - y) * np.log1p(-q))
+    r"""Log loss of each probability ``q`` (clipped to ``[1e-4, 1 − 1e-4]``) for outcome ``y``:
+    :math:`-[y \log q + (1-y) \log(1-q)]` (the rows of :func:`log_loss`)."""
+    from scipy.special import xlog1py, xlogy
+
+    q = np.clip(q, _CLIP, 1 - _CLIP)
+    return -(xlogy(y, q) + xlog1py(1 - y, -q))
 
 
 def log_loss(q: np.ndarray, y: np.ndarray) -> float:
-    """Mean of :func:`row_log_loss`."""
-    return float(np.mean(row_log_loss(q, y)))
+    """Mean log loss of probabilities ``q`` (clipped as in :func:`row_log_loss`) for 0/1
+    outcomes ``y`` (scikit-learn's ``log_loss``)."""
+    from sklearn.metrics import log_loss as _log_loss
+
+    return float(_log_loss(np.asarray(y, dtype=float), np.clip(q, _CLIP, 1 - _CLIP),
+                           labels=[0.0, 1.0]))

@@ -15,6 +15,7 @@ import math
 from typing import Callable
 
 import numpy as np
+from scipy.special import expit
 from scipy.stats import norm
 
 from puaudit.audit.calibration import MonotoneCalibrator, log_loss, logit, row_log_loss
@@ -157,7 +158,7 @@ def _compare(prep: PreparedSplit, fitted: dict, usable: list, ev_scored: ScoredS
     q = {c: cross_fitted_probabilities(fitted[c].cv_scores, y, folds, groups, method)
          for c in usable}
     if len(usable) > 1:
-        q[STACKED] = 1 / (1 + np.exp(-np.mean([logit(q[c]) for c in usable], axis=0)))
+        q[STACKED] = expit(np.mean([logit(q[c]) for c in usable], axis=0))
     if ev_scored is not None:
         q[EVIDENCE] = cross_fitted_probabilities(ev_scored.cv_scores, y, folds, groups, method)
     losses = {c: log_loss(v, y) for c, v in q.items()}
@@ -210,17 +211,17 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict,
     first = fitted[usable[0]]
     cv_rows = first.cv_rows
     score = np.full(len(first.score), np.nan)
-    score[u] = 1 / (1 + np.exp(-np.mean(
-        [logit(fitted[c].calibrator.predict(fitted[c].score[u])) for c in usable], axis=0)))
-    cv = 1 / (1 + np.exp(-np.mean(
-        [logit(fitted[c].calibrator.predict(fitted[c].cv_scores)) for c in usable], axis=0)))
+    score[u] = expit(np.mean(
+        [logit(fitted[c].calibrator.predict(fitted[c].score[u])) for c in usable], axis=0))
+    cv = expit(np.mean(
+        [logit(fitted[c].calibrator.predict(fitted[c].cv_scores)) for c in usable], axis=0))
     y = first.cv_correct
     # every repetition's stacked out-of-fold probability (NaN where a candidate had none); the
     # usable candidates all cross-fitted, with the same repetitions of the same P rows
     with np.errstate(invalid="ignore"):
-        stacked = 1 / (1 + np.exp(-np.mean(
+        stacked = expit(np.mean(
             [logit(fitted[c].calibrator.predict(fitted[c].cv_repeat_scores)) for c in usable],
-            axis=0)))
+            axis=0))
     cal = fit_pooled(prep, stacked, config.calibration, bags=config.calibration_bags,
                      random_state=config.random_state)
     score[cv_rows] = cv

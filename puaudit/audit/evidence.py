@@ -103,10 +103,6 @@ class VerdictEvidence:
         cols = [v if rows is None else v[rows] for v in self.values.values()]
         return np.column_stack(cols).astype(np.float64)
 
-    def subset(self, names) -> "VerdictEvidence":
-        return VerdictEvidence({k: self.values[k] for k in names},
-                               {k: self.sources[k] for k in names}, list(self.messages))
-
 
 def evidence_signal_names(spec) -> tuple[str, ...] | None:
     """Normalise the ``evidence`` option: ``"auto"`` -> None (every signal the table allows),

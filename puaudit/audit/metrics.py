@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
-__all__ = ["wilson_bounds", "wilson_interval", "consistency", "consistency_by_type"]
+from puaudit.stats.proportions import wilson_interval
 
-
-def wilson_bounds(k, n, *, z: float = 1.959963984540054) -> tuple[np.ndarray, np.ndarray]:
-    r"""Wilson score interval for binomial shares :math:`\hat p = k / n`, elementwise.
-
-    .. math::
-        \frac{\hat p + \frac{z^2}{2n}}{1 + \frac{z^2}{n}} \pm
-        \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1-\hat p)}{n} + \frac{z^2}{4n^2}}
-
-    ``k`` may be fractional (a share times ``n``). Returns ``(lo, hi)`` clipped to [0, 1];
-    NaN where ``n <= 0``. Computed by :func:`puaudit.stats.proportions.proportion_interval`.
-    """
-    from scipy.stats import norm
-
-    from puaudit.stats.proportions import proportion_interval
-
-    return proportion_interval(k, n, alpha=2 * norm.sf(z), method="wilson")
-
-
-def wilson_interval(k: float, n: float, *, z: float = 1.959963984540054) -> tuple[float, float]:
-    """:func:`wilson_bounds` for one share, as a pair of floats (``(nan, nan)`` when ``n == 0``)."""
-    lo, hi = wilson_bounds(k, n, z=z)
-    return (float(lo), float(hi))
+__all__ = ["consistency", "consistency_by_type"]
 
 
 def consistency(human: np.ndarray, judge: np.ndarray, adjusted: np.ndarray) -> dict:
@@ -59,8 +37,8 @@ def consistency(human: np.ndarray, judge: np.ndarray, adjusted: np.ndarray) -> d
         "n_reversed": n_rev,
         "reversed_share": n_rev / n,
         "reversal_precision": float((~orig_ok[rev]).mean()) if n_rev else float("nan"),
-        "cons_orig_ci": wilson_interval(k_o, n),
-        "cons_adj_ci": wilson_interval(k_a, n),
+        "cons_orig_ci": tuple(map(float, wilson_interval(k_o, n))),
+        "cons_adj_ci": tuple(map(float, wilson_interval(k_a, n))),
     }
 
 

@@ -18,6 +18,7 @@ from puaudit.audit.config import config_from_args
 from puaudit.cli.limits import add_max_rows_argument, add_split_argument, read_input
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import dumps
+from puaudit.progress import stderr_progress
 
 __all__ = ["main", "build_parser"]
 
@@ -148,17 +149,6 @@ def _streams(args) -> bool:
     return detect(pd.DataFrame(columns=names)) is None
 
 
-def _progress(what: str):
-    """A stderr progress line every 10% of a large file."""
-    last = [0.0]
-
-    def report(done: int, total: int) -> None:
-        if total >= 500_000 and (done == total or done / total >= last[0] + 0.1):
-            last[0] = done / total
-            print(f"  {what} {done:,}/{total:,} rows", file=sys.stderr, flush=True)
-    return report
-
-
 def _load(args):
     from puaudit.data.schema import apply_judge_rule, load_comparisons
 
@@ -169,7 +159,7 @@ def _load(args):
         from puaudit.data.parquet_stream import read_comparisons_parquet
 
         table = read_comparisons_parquet(args.input, columns=cols, **limits_from(args),
-                                         progress=_progress("read"))
+                                         progress=stderr_progress("read", min_total=500_000))
     else:
         from puaudit.data.formats import read_comparison_input
 
@@ -289,7 +279,8 @@ def _write_export(args, res, table) -> tuple[int, int]:
 
         import pyarrow.parquet as pq
 
-        write_export_parquet(res, args.input, args.output, progress=_progress("wrote"))
+        write_export_parquet(res, args.input, args.output,
+                             progress=stderr_progress("wrote", min_total=500_000))
         return (res.input.n_rows, len(pq.read_schema(args.output).names))
     from puaudit.data.io import write_table
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["to_jsonable", "dumps", "encode"]
+__all__ = ["to_jsonable", "dumps", "encode", "json_cell"]
 
 _CONTAINERS = (dict, list, tuple, set, frozenset, np.ndarray)
 _INFINITY = ("null", "keep")
@@ -116,6 +116,17 @@ def dumps(obj: Any, *, indent: int | None = None, infinity: str = "null",
     """
     return encode(to_jsonable(obj, infinity=infinity), indent=indent, separators=separators,
                   sort_keys=sort_keys)
+
+
+def json_cell(value: Any) -> Any:
+    """A table cell that holds a list, tuple, dict or array as its JSON text from :func:`dumps`
+    (so that every export format can hold it, and a NaN inside is ``null``); any other value
+    as it is (a numpy scalar as the Python number)."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
+    if isinstance(value, (list, tuple, dict)):
+        return dumps(value)
+    return value
 
 
 def encode(value: Any, *, indent: int | None = None,

@@ -98,7 +98,7 @@ def file_sha256(path: str | Path) -> str:
 
 def _share(k: int, n: int) -> dict:
     """``{"share", "lo", "hi", "k", "n"}`` with the Wilson 95% interval (None where n = 0)."""
-    from puaudit.annotators.intervals import wilson_interval
+    from puaudit.stats.proportions import wilson_interval
 
     if n == 0:
         return {"share": None, "lo": None, "hi": None, "k": 0, "n": 0}

@@ -12,28 +12,20 @@ import hashlib
 
 import numpy as np
 
+from puaudit.data.cells import id_text
+
 __all__ = ["row_keys", "key_of", "KEY_ROLES"]
 
 #: Roles (besides prompt and the responses) that enter the key when the table maps them.
 KEY_ROLES = ("model_a", "model_b", "question_id", "turn")
 
 
-def _text(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float) and v != v:
-        return ""
-    if isinstance(v, (float, np.floating)) and float(v).is_integer():
-        return str(int(v))  # 3 and 3.0 (a column read with a missing value) are one id
-    return str(v)
-
-
 def key_of(prompt, response_a, response_b, **extra) -> str:
     """The key of one row from its texts (and optional ``model_a``, ``model_b``,
     ``question_id``, ``turn``)."""
     h = hashlib.sha256()
-    parts = [_text(prompt), _text(response_a), _text(response_b)]
-    parts += [f"{r}={_text(extra[r])}" for r in KEY_ROLES if r in extra]
+    parts = [id_text(v, strip=False) for v in (prompt, response_a, response_b)]
+    parts += [f"{r}={id_text(extra[r], strip=False)}" for r in KEY_ROLES if r in extra]
     for p in parts:
         h.update(p.encode("utf-8", "surrogatepass"))
         h.update(b"\x1f")

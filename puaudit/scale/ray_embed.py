@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +34,7 @@ from puaudit.embed.cache import EmbeddingCache, text_key
 from puaudit.embed.encoder_cache import DEFAULT, _slug
 from puaudit.embed.encoders import HFEncoder
 from puaudit.embed.text import _as_text, format_text
+from puaudit.progress import stderr_progress
 from puaudit.errors import PUAuditError
 from puaudit.scale.ray_backend import cluster_cpus, cluster_gpus, connect
 
@@ -335,22 +335,9 @@ def embed_table_ray(table, encoder=None, *, cache_dir: Any = DEFAULT,
          for p, r in zip(prompts, responses)), dtype=np.int64, count=len(prompts))
     del prompts, responses
     if show_progress and progress is None:
-        progress = _stderr_progress()
+        progress = stderr_progress("embedding on Ray", unit="distinct texts")
     vectors = embed_texts_ray(list(first), encoder, cache_dir=cache_dir, num_workers=num_workers,
                               cpus_per_worker=cpus_per_worker, batch_size=batch_size,
                               max_restarts=max_restarts, progress=progress)
     return PairEmbeddings(vectors=vectors, idx_a=inverse[:n], idx_b=inverse[n:],
                           encoder=str(getattr(encoder, "name", encoder)))
-
-
-def _stderr_progress() -> Callable[[int, int], None]:
-    last = [-1]
-
-    def report(done: int, total: int) -> None:
-        tenth = (10 * done) // max(total, 1)
-        if tenth != last[0]:
-            last[0] = tenth
-            print(f"embedding on Ray: {done:,} of {total:,} distinct texts", file=sys.stderr,
-                  flush=True)
-
-    return report

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PROPORTION_METHODS", "proportion_interval"]
+__all__ = ["PROPORTION_METHODS", "proportion_interval", "wilson_interval"]
 
 PROPORTION_METHODS = ("wilson", "jeffreys", "beta")
 
@@ -51,3 +51,32 @@ def proportion_interval(k, n, *, alpha: float,
     lo = np.where(ok, np.clip(lo, 0.0, 1.0), np.nan)
     hi = np.where(ok, np.clip(hi, 0.0, 1.0), np.nan)
     return lo, hi
+
+
+def wilson_interval(k, n, *, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    r"""Wilson score interval for shares :math:`\hat p = k / n`, elementwise: the one Wilson
+    interval of the tool (the audit's consistency, the calibrator's level bounds, the annotator
+    audit's shares, the report's judge tendencies).
+
+    .. math::
+        \frac{\hat p + \frac{z^2}{2n}}{1 + \frac{z^2}{n}} \pm
+        \frac{z}{1 + \frac{z^2}{n}} \sqrt{\frac{\hat p (1-\hat p)}{n} + \frac{z^2}{4n^2}}
+
+    with :math:`z` the normal quantile :math:`\Phi^{-1}(\tfrac{1 + \text{confidence}}{2})`
+    (statsmodels' ``proportion_confint(method="wilson")``, via :func:`proportion_interval`).
+
+    Parameters
+    ----------
+    k, n : array_like
+        Successes (may be fractional: a share times ``n``) and trials.
+    confidence : float, default 0.95
+        Two-sided level, strictly between 0 and 1.
+
+    Returns
+    -------
+    lo, hi : ndarray
+        Within [0, 1]; NaN where ``n <= 0``. ``float(lo)`` for a single share.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    return proportion_interval(k, n, alpha=1.0 - confidence, method="wilson")

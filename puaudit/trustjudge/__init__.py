@@ -10,7 +10,7 @@ OpenAI-compatible endpoint. See ``docs/trustjudge.md`` and ``docs/method.md`` ("
 from puaudit.trustjudge.conflict import attach_scores, conflict_ratio, expected_relation
 from puaudit.trustjudge.demo import make_demo
 from puaudit.trustjudge.io import normalise_verdict, read_pairwise, read_scores
-from puaudit.trustjudge.candidate_ranking import pseudo_win_strengths, rank_candidates
+from puaudit.trustjudge.candidate_ranking import rank_candidates
 from puaudit.trustjudge.likelihood import (confidence_weights, perplexity,
                                            score_distribution_from_logprobs,
                                            verdict_probabilities)
@@ -34,5 +34,5 @@ __all__ = [
     "score_baseline", "score_geval", "score_distribution", "score_scale", "score_table",
     "expected_relation", "conflict_ratio", "attach_scores",
     "classify_triple", "relation_matrix", "bad_triple_tensor", "count_nontransitive",
-    "pool_counts", "violating_triples", "pseudo_win_strengths", "rank_candidates",
+    "pool_counts", "violating_triples", "rank_candidates",
 ]

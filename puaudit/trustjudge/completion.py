@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["RequestFailed", "EndpointError", "response_text", "response_tokens", "response_usage",
+__all__ = ["RequestFailed", "EndpointError", "response_text", "response_usage",
            "redact_secret"]
 
 
@@ -28,14 +28,6 @@ class _Malformed(Exception):
 def response_text(response: Mapping) -> str:
     """``choices[0].message.content`` of a chat-completion response (a dict)."""
     return str(response["choices"][0]["message"].get("content") or "")
-
-
-def response_tokens(response: Mapping) -> list[dict] | None:
-    """``choices[0].logprobs.content`` (one dict per generated token) or ``None``."""
-    lp = response["choices"][0].get("logprobs")
-    if not isinstance(lp, dict) or not isinstance(lp.get("content"), list) or not lp["content"]:
-        return None
-    return lp["content"]
 
 
 def response_usage(response: Mapping) -> tuple[int, int]:
@@ -58,7 +50,7 @@ def response_usage(response: Mapping) -> tuple[int, int]:
 
 def _check_response(data: Any) -> dict:
     """A response must hold ``choices[0].message.content`` text; its log-probabilities may be
-    anything: :func:`puaudit.trustjudge.collect.assemble` checks them and lists the bad ones,
+    anything: :func:`puaudit.trustjudge.judge_tables.assemble` checks them and lists the bad ones,
     keeping the verdict (asking again would not change a deterministic server's answer)."""
     try:
         choice = data["choices"][0]

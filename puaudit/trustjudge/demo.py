@@ -20,6 +20,7 @@ import itertools
 
 import numpy as np
 import pandas as pd
+from scipy.special import softmax
 
 __all__ = ["make_demo", "DEMO_JUDGES"]
 
@@ -33,12 +34,6 @@ _NAMES = ("atlas", "birch", "cedar", "dune", "ember", "fjord", "grove", "heath",
           "kestrel", "lumen")
 _PRAISE = ("more complete", "clearer", "more accurate", "better organised", "more helpful")
 _FAULT = ("misses a step", "is vaguer", "contains an error", "wanders off topic", "is too terse")
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _rationale(verdict: str, category: str, rng: np.random.Generator) -> str:
@@ -90,7 +85,7 @@ def make_demo(*, n_questions: int = 24, n_candidates: int = 6,
                 pair_eps = rng.normal(0, noise)
                 for order, first, second, sign in ((1, i, j, 1), (2, j, i, -1)):
                     x = 1.5 * (seen[first] - seen[second]) + sign * pair_eps + rng.normal(0, 0.5)
-                    p = _softmax(np.array([x + bias, -x, tie_logit - abs(x)]))
+                    p = softmax(np.array([x + bias, -x, tie_logit - abs(x)]))
                     verdict = ("A", "B", "tie")[int(np.argmax(p))]
                     row[f"verdict_{order}"] = verdict
                     row[f"p{order}_A"], row[f"p{order}_B"], row[f"p{order}_tie"] = np.round(p, 4)

@@ -49,9 +49,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from puaudit.errors import PUAuditError
+from puaudit.data.cells import id_text, is_missing
 from puaudit.data.io import read_table
 from puaudit.data.vocabulary import match_columns, parse_verdict
+from puaudit.errors import PUAuditError
 
 __all__ = [
     "read_pairwise",
@@ -95,22 +96,6 @@ _LOGPROBS_RE = re.compile(r"^(?:token_)?logprobs_?(?P<order>[12])$", re.I)
 _DIST_RE = re.compile(r"^p_?(?P<token>-?\d+(?:\.\d+)?)$", re.I)
 
 
-def _is_missing(value: Any) -> bool:
-    if value is None or value is pd.NA:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    return isinstance(value, str) and value.strip() == ""
-
-
-def _text(value: Any) -> str:
-    if _is_missing(value):
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
 def normalise_verdict(value: Any, *, column: str = "verdict", row: int | None = None) -> str | None:
     """Map a verdict cell to ``"A"``, ``"B"``, ``"tie"``, or ``None`` when the cell is empty.
 
@@ -119,10 +104,10 @@ def normalise_verdict(value: Any, *, column: str = "verdict", row: int | None = 
     PUAuditError
         The value is not a recognised verdict.
     """
-    if _is_missing(value):
+    if is_missing(value):
         return None
     try:
-        return parse_verdict(_text(value))
+        return parse_verdict(id_text(value))
     except KeyError:
         pass
     where = f" at row {row}" if row is not None else ""
@@ -162,7 +147,7 @@ def _require(found: str | None, canon: str, aliases: tuple[str, ...], columns: l
 
 
 def _number(value: Any, *, column: str, row: int, label: str) -> float:
-    if _is_missing(value):
+    if is_missing(value):
         return math.nan
     try:
         x = float(value)
@@ -216,8 +201,8 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
     prob_cols, ppl_cols, logprob_cols = _order_columns(columns, mapping)
     rows = np.arange(1, len(raw) + 1)
     out = pd.DataFrame({"row": rows})
-    out["judge"] = [_text(v) or "judge" for v in raw[found["judge"]]] if found["judge"] else "judge"
-    out["category"] = ([_text(v) or "all" for v in raw[found["category"]]]
+    out["judge"] = [id_text(v) or "judge" for v in raw[found["judge"]]] if found["judge"] else "judge"
+    out["category"] = ([id_text(v) or "all" for v in raw[found["category"]]]
                        if found["category"] else "all")
     for canon in ("question_id", "candidate_i", "candidate_j"):
         out[canon] = _filled_texts(raw, found[canon], label, what=f" ({canon})",
@@ -237,7 +222,7 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
         out[canon] = [normalise_verdict(v, column=col, row=r) for v, r in zip(raw[col], rows)]
     for canon in ("rationale_1", "rationale_2"):
         col = found[canon]
-        out[canon] = [_text(v) for v in raw[col]] if col else ""
+        out[canon] = [id_text(v) for v in raw[col]] if col else ""
 
     for canon in PROB_COLUMNS:
         out[canon] = _probabilities(raw, prob_cols.get(canon), rows, label)
@@ -283,7 +268,7 @@ def _order_columns(columns: list[str], mapping: dict[str, str] | None
 def _filled_texts(raw: pd.DataFrame, col: str, label: str, *, what: str = "",
                   hint: str = "") -> list[str]:
     """The column's cells as text; a clear error at the first empty one."""
-    values = [_text(v) for v in raw[col]]
+    values = [id_text(v) for v in raw[col]]
     empty = next((i for i, v in enumerate(values) if v == ""), None)
     if empty is not None:
         raise PUAuditError(f"{label}: column '{col}'{what} is empty at row {empty + 1}.{hint}",
@@ -328,7 +313,7 @@ def _ppl_from_logprobs(raw: pd.DataFrame, col: str, rows: np.ndarray, label: str
 def _with_turns(question_ids: pd.Series, turns: pd.Series) -> pd.Series:
     """``"<question> · turn <t>"`` where the table has several turns; the ids as they were
     where it has one (or the cell is empty)."""
-    t = [_text(v) for v in turns]
+    t = [id_text(v) for v in turns]
     if len({v for v in t if v}) < 2:
         return question_ids
     return pd.Series([f"{q} · turn {v}" if v else q for q, v in zip(question_ids, t)],
@@ -450,7 +435,7 @@ def read_scores(source: Any, *, mapping: dict[str, str] | None = None,
     n = len(raw)
     rows = np.arange(1, n + 1)
     out = pd.DataFrame({"row": rows})
-    out["judge"] = [_text(v) or None for v in raw[found["judge"]]] if found["judge"] else None
+    out["judge"] = [id_text(v) or None for v in raw[found["judge"]]] if found["judge"] else None
     for canon in ("question_id", "candidate"):
         out[canon] = _filled_texts(raw, found[canon], label)
     scol = found["score"]
@@ -475,7 +460,7 @@ def read_scores(source: Any, *, mapping: dict[str, str] | None = None,
 
 
 def _parse_json_dist(value: Any, *, column: str, row: int, label: str) -> dict[float, float] | None:
-    if _is_missing(value):
+    if is_missing(value):
         return None
     obj = value
     if isinstance(value, str):

@@ -21,7 +21,7 @@ import pandas as pd
 from puaudit.cli.limits import add_max_rows_argument, read_input
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge.collect import WINNER_RULES
+from puaudit.trustjudge.judge_tables import WINNER_RULES
 
 __all__ = ["add_parser", "run", "default_paths"]
 
@@ -182,7 +182,7 @@ class _Redacting:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from puaudit.trustjudge.collect import assemble
+    from puaudit.trustjudge.judge_tables import assemble
     from puaudit.trustjudge.runner import JudgeClient
 
     scores = args.scores or args.scores_only
@@ -257,7 +257,7 @@ def _input_frame(args: argparse.Namespace) -> pd.DataFrame:
 
 def _plan(frame: pd.DataFrame, args: argparse.Namespace, client, *, scores: bool):
     """The requests to send, announced on stderr."""
-    from puaudit.trustjudge.collect import plan_judging
+    from puaudit.trustjudge.judge_plan import plan_judging
     from puaudit.trustjudge.prompts import get_template
 
     pair_t = None if args.scores_only else get_template(args.pair_template, kind="pair")

@@ -17,13 +17,14 @@ comparisons (a PUAudit table: one row per comparison)
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from puaudit.data.cells import id_text
+from puaudit.data.vocabulary import match_columns
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.prompts import PromptTemplate
 
@@ -72,21 +73,17 @@ class JudgePlan:
     generated_ids: bool = False
 
 
-def _text(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v).strip()
-
-
-def _find(frame: pd.DataFrame, role: str, columns: Mapping[str, str] | None) -> str | None:
-    if columns and columns.get(role):
-        if columns[role] not in frame.columns:
-            raise PUAuditError(f"Column '{columns[role]}' given for {role} is not in the table.")
-        return columns[role]
-    lowered = {str(c).strip().lower(): c for c in frame.columns}
-    return next((lowered[a] for a in ANSWER_ALIASES[role] if a in lowered), None)
+def _answer_columns(frame: pd.DataFrame, columns: Mapping[str, str] | None) -> dict:
+    """Role -> column of the answers shape (None where absent): the explicit ``columns``, then
+    the first alias of :data:`ANSWER_ALIASES` present (:func:`puaudit.data.vocabulary
+    .match_columns`, as every other table reader finds its columns)."""
+    explicit = {r: c for r, c in (columns or {}).items() if r in ANSWER_ALIASES and c}
+    for role, col in explicit.items():
+        if col not in frame.columns:
+            raise PUAuditError(f"Column '{col}' given for {role} is not in the table (columns: "
+                               f"{', '.join(map(str, frame.columns))}).", column=col)
+    found = match_columns(frame.columns, ANSWER_ALIASES, explicit)
+    return {role: found.get(role) for role in ANSWER_ALIASES}
 
 
 def detect_input_kind(frame: pd.DataFrame) -> str:
@@ -97,7 +94,8 @@ def detect_input_kind(frame: pd.DataFrame) -> str:
     guessed = guess_columns(frame)
     if "response_a" in guessed and "response_b" in guessed:
         return "comparisons"
-    if _find(frame, "candidate", None) and _find(frame, "answer", None):
+    found = _answer_columns(frame, None)
+    if found["candidate"] and found["answer"]:
         return "answers"
     raise PUAuditError(
         "Cannot tell what to judge. Give either one row per question and candidate (columns "
@@ -202,15 +200,15 @@ def _pairs_to_judge(kind: str, answers: pd.DataFrame, used) -> list[tuple]:
 
 
 def _answers(frame: pd.DataFrame, columns, name: str) -> tuple[pd.DataFrame, dict, bool]:
-    found = {role: _find(frame, role, columns) for role in ANSWER_ALIASES}
+    found = _answer_columns(frame, columns)
     for role in ("question", "candidate", "answer"):
         if found[role] is None:
             raise PUAuditError(f"{name}: no column for the {role}. Name it '{role}' (or one of "
                                f"{', '.join(ANSWER_ALIASES[role][1:])}).", column=role)
     n = len(frame)
-    question = [_text(v) for v in frame[found["question"]]]
-    candidate = [_text(v) for v in frame[found["candidate"]]]
-    answer = [_text(v) for v in frame[found["answer"]]]
+    question = [id_text(v) for v in frame[found["question"]]]
+    candidate = [id_text(v) for v in frame[found["candidate"]]]
+    answer = [id_text(v) for v in frame[found["answer"]]]
     for label, values in (("question", question), ("candidate", candidate), ("answer", answer)):
         empty = next((i for i, v in enumerate(values) if not v), None)
         if empty is not None:
@@ -218,12 +216,12 @@ def _answers(frame: pd.DataFrame, columns, name: str) -> tuple[pd.DataFrame, dic
                                f"{empty + 1}. Fill it in or delete the row.",
                                column=found[label], row=empty + 1)
     generated = found["question_id"] is None
-    qid = ([_text(v) for v in frame[found["question_id"]]] if not generated
+    qid = ([id_text(v) for v in frame[found["question_id"]]] if not generated
            else [_qid(q) for q in question])
     empty = next((i for i, v in enumerate(qid) if not v), None)
     if empty is not None:
         raise PUAuditError(f"{name}: the question id is empty at row {empty + 1}.", row=empty + 1)
-    cat = ([_text(v) or "all" for v in frame[found["category"]]] if found["category"]
+    cat = ([id_text(v) or "all" for v in frame[found["category"]]] if found["category"]
            else ["all"] * n)
     out = pd.DataFrame({"question_id": qid, "question": question, "candidate": candidate,
                         "answer": answer, "category": cat})
@@ -260,16 +258,16 @@ def _comparison_answers(frame: pd.DataFrame, name: str, *, need_models: bool):
             raise PUAuditError(f"{name}: the {label} is empty at row {empty + 1}. Fill it in or "
                                "delete the row.", row=empty + 1)
     generated = "question_id" not in cols
-    qid = ([_text(v) for v in frame[cols["question_id"]]] if not generated
+    qid = ([id_text(v) for v in frame[cols["question_id"]]] if not generated
            else [_qid(p) for p in prompt])
-    cat = ([_text(v) or "all" for v in frame[cols["question_type"]]] if "question_type" in cols
+    cat = ([id_text(v) or "all" for v in frame[cols["question_type"]]] if "question_type" in cols
            else ["all"] * len(frame))
     has_models = "model_a" in cols and "model_b" in cols
     if need_models and not has_models:
         raise PUAuditError(f"{name}: single scores of a comparison table need the model names "
                            "(columns model_a and model_b), to know whose answer each score is.")
-    ci = [_text(v) for v in frame[cols["model_a"]]] if has_models else ["A"] * len(frame)
-    cj = [_text(v) for v in frame[cols["model_b"]]] if has_models else ["B"] * len(frame)
+    ci = [id_text(v) for v in frame[cols["model_a"]]] if has_models else ["A"] * len(frame)
+    cj = [id_text(v) for v in frame[cols["model_b"]]] if has_models else ["B"] * len(frame)
     used = pd.DataFrame({"question_id": qid, "category": cat, "question": prompt,
                          "candidate_i": ci, "candidate_j": cj, "answer_i": list(resp_a),
                          "answer_j": list(resp_b)})

@@ -35,14 +35,22 @@ def _logprob_problem(value: Any) -> str:
     return ""
 
 
-def _token_problem(item: Any) -> str:
+def _entry_problem(item: Any, name: str = "") -> str:
+    """Why a token entry (or, named ``name``, one of its alternatives) is unusable, or ``""``:
+    it must be an object with a text ``token`` and a log-probability that is one."""
+    lead = f"{name} " if name else ""
     if not isinstance(item, dict):
-        return f"is {_show(item)}, not an object"
+        return f"{lead}is {_show(item)}, not an object"
     if not isinstance(item.get("token"), str):
-        return f"has token {_show(item.get('token'))}, not a string"
+        return f"{lead}has token {_show(item.get('token'))}, not a string"
     why = _logprob_problem(item.get("logprob"))
+    return f"{name + '.' if name else ''}logprob {why}" if why else ""
+
+
+def _token_problem(item: Any) -> str:
+    why = _entry_problem(item)
     if why:
-        return f"logprob {why}"
+        return why
     raw = item.get("bytes")
     if raw is not None and not (isinstance(raw, list) and all(
             isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in raw)):
@@ -53,13 +61,9 @@ def _token_problem(item: Any) -> str:
     if not isinstance(alts, list):
         return f"has top_logprobs {_show(alts)}, not a list"
     for j, alt in enumerate(alts, 1):
-        if not isinstance(alt, dict):
-            return f"top_logprobs[{j}] is {_show(alt)}, not an object"
-        if not isinstance(alt.get("token"), str):
-            return f"top_logprobs[{j}] has token {_show(alt.get('token'))}, not a string"
-        why = _logprob_problem(alt.get("logprob"))
+        why = _entry_problem(alt, f"top_logprobs[{j}]")
         if why:
-            return f"top_logprobs[{j}].logprob {why}"
+            return why
     return ""
 
 

@@ -135,8 +135,8 @@ def analyse(pairwise_df: Any, scores_df: Any = None, *, method: str = "baseline"
     tol : float, default 0
         Score tolerance of the Conflict Ratio.
     prior : float, default 0.1
-        Bradley–Terry pseudo-wins (see
-        :func:`puaudit.trustjudge.candidate_ranking.pseudo_win_strengths`).
+        Bradley–Terry pseudo-wins per compared pair (see
+        :func:`puaudit.trustjudge.candidate_ranking.rank_candidates`).
     gamma : float, default 1
         γ of the confidence weights ``exp(−γ·PPL)`` of ``method="weighted"``.
     rescale_to : (low, high), optional

@@ -38,12 +38,12 @@ from typing import Any, Callable
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.completion import (EndpointError, RequestFailed, _Malformed,
                                            _parse_body, redact_secret, response_text,
-                                           response_tokens, response_usage)
+                                           response_usage)
 from puaudit.trustjudge.request_pool import RunStats, run_requests
 from puaudit.trustjudge.response_cache import ResponseCache, request_key
 
 __all__ = ["JudgeClient", "ResponseCache", "RunStats", "RequestFailed", "EndpointError",
-           "request_key", "run_requests", "response_text", "response_tokens", "response_usage",
+           "request_key", "run_requests", "response_text", "response_usage",
            "redact_secret", "DEFAULT_KEY_ENV"]
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"

@@ -22,7 +22,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from puaudit.data.formats.records import is_empty, locate, require_fields
+from puaudit.data.cells import is_missing
+from puaudit.data.formats.records import locate, require_fields
 from puaudit.errors import PUAuditError
 
 __all__ = ["NAME", "FIELDS", "CARRIES_TEXTS", "looks_like", "to_table"]
@@ -42,7 +43,7 @@ def looks_like(columns) -> bool:
 
 def _p_b(value, *, name: str, where: str) -> float:
     """P(output_2 better) of a preference, NaN for none."""
-    if is_empty(value):
+    if is_missing(value):
         return math.nan
     try:
         # true / false are no preference (float(True) would read as 1, output_1 better)

@@ -20,7 +20,7 @@ import pandas as pd
 import puaudit.data.formats.alpaca_eval as alpaca_eval
 from puaudit.errors import PUAuditError
 
-__all__ = ["to_annotations", "annotations_bytes", "write_annotations", "check_annotations_input",
+__all__ = ["to_annotations", "write_annotations", "check_annotations_input",
            "JUDGE_PREFERENCE"]
 
 #: Where the judge's own preference is kept.
@@ -77,13 +77,9 @@ def to_annotations(audited: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def annotations_bytes(audited: pd.DataFrame) -> bytes:
-    """The annotations (:func:`to_annotations`) as AlpacaEval writes them: a JSON array of
-    records, numbers to the last digit (:func:`puaudit.data.io.table_to_bytes`)."""
-    return _json_array(to_annotations(audited))
-
-
 def _json_array(annotations: pd.DataFrame) -> bytes:
+    """The annotations as AlpacaEval writes them: a JSON array of records, numbers to the last
+    digit (:func:`puaudit.data.io.table_to_bytes`)."""
     from puaudit.data.io import table_to_bytes
 
     # JSON Lines escape every newline inside a value: one record per line, joined as an array
@@ -92,7 +88,9 @@ def _json_array(annotations: pd.DataFrame) -> bytes:
 
 
 def write_annotations(audited: pd.DataFrame, path: str | os.PathLike) -> tuple[int, int]:
-    """Write :func:`annotations_bytes` to ``path`` atomically; returns (records, fields)."""
+    """Write the annotations (:func:`to_annotations`) to ``path`` atomically as AlpacaEval
+    writes them: a JSON array of records, numbers to the last digit; returns (records,
+    fields)."""
     from puaudit.data.io import write_bytes_atomic
 
     annotations = to_annotations(audited)

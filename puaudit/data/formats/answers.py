@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.formats.records import is_empty, locate
+from puaudit.data.cells import is_missing
+from puaudit.data.formats.records import locate
 from puaudit.errors import PUAuditError
 
 __all__ = ["Answers", "load_answers"]
@@ -100,14 +101,14 @@ def load_answers(folder: str | os.PathLike, *, read: Callable[[Path], pd.DataFra
     cats = qs["category"].tolist() if "category" in qs.columns else [None] * len(qs)
     for i, (qid, turns, cat) in enumerate(zip(qs["question_id"], qs["turns"], cats), start=1):
         where = f"{qfile}: {locate(qfile, i)}"
-        if is_empty(qid):
+        if is_missing(qid):
             raise PUAuditError(f"{where} has no 'question_id' field.", column="question_id")
         if str(qid) in questions:
             raise PUAuditError(f"{qfile}: {locate(qfile, lines[str(qid)])} and {locate(qfile, i)} "
                                f"both hold question {qid}; keep one (which texts a judgment "
                                "names would otherwise depend on the order).", column="question_id")
         lines[str(qid)] = i
-        questions[str(qid)] = {"category": "" if is_empty(cat) else str(cat),
+        questions[str(qid)] = {"category": "" if is_missing(cat) else str(cat),
                                "turns": _turns(turns, where=where, field="turns")}
     answers, seen = {}, {}
     files = sorted(afolder.glob("*.jsonl"))
@@ -129,7 +130,7 @@ def load_answers(folder: str | os.PathLike, *, read: Callable[[Path], pd.DataFra
             if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
                 raise PUAuditError(f"{where}: 'choices' must be a list of objects with 'turns'.",
                                    column="choices")
-            model = path.stem if is_empty(model) else str(model)
+            model = path.stem if is_missing(model) else str(model)
             if (model, str(qid)) in seen:
                 raise PUAuditError(f"{seen[(model, str(qid))]} and {where} both hold the answer "
                                    f"of model '{model}' to question {qid}; keep one (which answer "

@@ -22,8 +22,9 @@ import os
 import pandas as pd
 
 import puaudit.data.formats.mtbench as mtbench
-from puaudit.data.formats.mtbench import Judged
-from puaudit.data.formats.records import is_empty, locate, require_fields
+from puaudit.data.cells import is_missing
+from puaudit.data.formats.mtbench import Judged, two_order_verdict
+from puaudit.data.formats.records import locate, require_fields
 from puaudit.errors import PUAuditError
 
 __all__ = ["NAME", "FIELDS", "BASELINE", "looks_like", "parse_score", "judged_from_arena_hard",
@@ -45,7 +46,7 @@ def parse_score(label) -> tuple[str, int] | None:
     ``A>>B`` is ``("A", 2)``, ``B>A`` ``("B", 1)``, ``A=B`` ``("tie", 0)``; ``A<B`` and
     ``B<<A`` read the same way round. Raises ``KeyError`` for anything else.
     """
-    if is_empty(label):
+    if is_missing(label):
         return None
     s = str(label).strip().replace(" ", "")
     if len(s) < 3 or s[0] not in "AB" or s[-1] not in "AB" or s[0] == s[-1]:
@@ -90,13 +91,7 @@ def judged_from_arena_hard(frame: pd.DataFrame, *, name: str, path: str | os.Pat
             scores.append(label)
         v1 = None if parsed[0] is None else parsed[0][0]
         v2 = None if parsed[1] is None else parsed[1][0]
-        back = {"A": "B", "B": "A", "tie": "tie"}.get(v2)  # game 2 in game 1's frame
-        if v1 is None or v2 is None:
-            raw = ""
-        elif v1 == back:
-            raw = {"A": "model_a", "B": "model_b", "tie": "tie"}[v1]
-        else:
-            raw = "tie (inconsistent)"
+        raw = two_order_verdict(v1, v2)
         model = frame["model"].iat[i]
         extra = {"score_1": scores[0], "score_2": scores[1],
                  "strength_1": None if parsed[0] is None else parsed[0][1],

@@ -32,10 +32,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.formats.records import Location, is_empty, missing_field_error
+from puaudit.data.cells import is_missing
+from puaudit.data.formats.records import Location, missing_field_error
 from puaudit.data.formats.tool_votes import (ANNOTATOR, HUMAN, add_response_copies,
-                                             check_expanded_rows, judge_probabilities, json_cell,
+                                             check_expanded_rows, judge_probabilities,
                                              rows_frame, set_aside, vote_word)
+from puaudit.data.jsonsafe import json_cell
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError
 
@@ -65,13 +67,13 @@ def _listed(value) -> list:
             value = json.loads(value)
         except ValueError:
             pass
-    return [] if is_empty(value) else value if isinstance(value, list) else [value]
+    return [] if is_missing(value) else value if isinstance(value, list) else [value]
 
 
 def _flat_record(rec: dict, *, name: str, where: str) -> dict:
     fields = rec.get("fields")
     if not isinstance(fields, dict):
-        if is_empty(fields):
+        if is_missing(fields):
             raise missing_field_error(name=name, fmt=NAME, field="fields", where=where)
         raise PUAuditError(f"{name}: {where}: 'fields' must be an object of the record's texts.",
                            column="fields")
@@ -157,7 +159,7 @@ def _questions(records: list[dict], settings: dict | None) -> list[_Question]:
             out.append(_Question(q, *kinds[q]))
             continue
         seen = [v for r in records for v in _listed(r.get(f"{q}.responses"))]
-        seen += [r.get(f"{q}.suggestion") for r in records if not is_empty(r.get(f"{q}.suggestion"))]
+        seen += [r.get(f"{q}.suggestion") for r in records if not is_missing(r.get(f"{q}.suggestion"))]
         kind = "ranking" if any(isinstance(v, list) for v in seen) else "label"
         opts = sorted({str(x.get("value") if isinstance(x, dict) else x) for v in seen
                        for x in (v if isinstance(v, list) else [v])})
@@ -171,7 +173,7 @@ def _pick(questions: list[_Question], records: list[dict], *, name: str) -> _Que
     for q in questions:
         values = [v for r in records for v in _listed(r.get(f"{q.name}.responses"))]
         values += [r[f"{q.name}.suggestion"] for r in records
-                   if not is_empty(r.get(f"{q.name}.suggestion"))]
+                   if not is_missing(r.get(f"{q.name}.suggestion"))]
         if not values:
             continue
         answered.append(q.name)
@@ -236,7 +238,7 @@ def _record_rows(rec: dict, q: _Question | None, *, name: str, where) -> list[di
             fix=f"Flat records give one user id per response in '{q.name}.responses.users'; "
                 "export them again with records.to_list(flatten=True) or to_hub.")
     sugg = rec.get(f"{q.name}.suggestion")
-    judge = "" if is_empty(sugg) else q.verdict(sugg)
+    judge = "" if is_missing(sugg) else q.verdict(sugg)
     votes = []
     for j, (v, u, s) in enumerate(zip(values, users, status)):
         if s not in (None, "submitted"):  # a draft or a discarded response is no vote

@@ -22,7 +22,7 @@ import os
 import pandas as pd
 
 import puaudit.data.formats.mtbench as mtbench
-from puaudit.data.formats.mtbench import Judged, parse_turn
+from puaudit.data.formats.mtbench import Judged, parse_turn, two_order_verdict
 from puaudit.data.formats.records import locate, require_fields
 from puaudit.errors import PUAuditError
 
@@ -59,12 +59,7 @@ def judged_from_fastchat(frame: pd.DataFrame, *, name: str, path: str | os.PathL
         # order 1 shows model_1 first (A = model_1); order 2 model_2 first (A = model_2)
         v1 = None if g1 is None else {"model_1": "A", "model_2": "B", "tie": "tie"}[g1]
         v2 = None if g2 is None else {"model_2": "A", "model_1": "B", "tie": "tie"}[g2]
-        if g1 is None or g2 is None:
-            raw = ""
-        elif g1 == g2:
-            raw = {"model_1": "model_a", "model_2": "model_b", "tie": "tie"}[g1]
-        else:
-            raw = "tie (inconsistent)"
+        raw = two_order_verdict(v1, v2)
         known = FIELDS + ("judge",)
         source = frame["judge"].iat[i] if "judge" in frame.columns else None
         out.append(Judged(qid=frame["question_id"].iat[i],

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from puaudit.data.formats.records import Location, is_empty, missing_field_error
+from puaudit.data.cells import is_missing
+from puaudit.data.formats.records import Location, missing_field_error
 from puaudit.data.formats.tool_votes import (ANNOTATOR, HUMAN, add_response_copies,
-                                             check_expanded_rows, judge_probabilities, json_cell,
+                                             check_expanded_rows, judge_probabilities,
                                              rows_frame, set_aside, vote_word)
+from puaudit.data.jsonsafe import json_cell
 from puaudit.data.schema import guess_columns
 from puaudit.errors import PUAuditError
 
@@ -81,7 +83,7 @@ def result_verdict(result, *, name: str, where: str) -> tuple[str | None, str | 
         if kind == "pairwise":
             value = item.get("value")
             selected = value.get("selected") if isinstance(value, dict) else None
-            if is_empty(selected):
+            if is_missing(selected):
                 raise missing_field_error(
                     name=name, fmt=NAME, field="value.selected", where=f"{where}, result {k}",
                     fix="A Pairwise result holds value.selected ('left' or 'right'); submit "
@@ -113,7 +115,7 @@ def _annotator(value) -> str:
     # newer exports may give the user as an object instead of the id
     if isinstance(value, dict):
         value = value.get("email") or value.get("id") or ""
-    return "" if is_empty(value) else str(value)
+    return "" if is_missing(value) else str(value)
 
 
 def _annotations(task: dict, i: int, *, name: str, path) -> list:
@@ -171,7 +173,7 @@ def _task_rows(task: dict, i: int, *, name: str, path) -> tuple[list[dict], tupl
         raise _fail(name, where, "'data' must be an object holding the task's fields.", "data")
     base = set_aside(data, prefix="data.")
     base.update({f"ls_task_{k}": json_cell(v) for k, v in task.items()
-                 if k not in ("data", "annotations") and not is_empty(v)})
+                 if k not in ("data", "annotations") and not is_missing(v)})
     judge, score = _judge(task, name=name, where=where)
     base["ls_judge"], base["ls_judge_score"] = judge, score
     rows, hint = [], None

@@ -24,12 +24,14 @@ import os
 
 import pandas as pd
 
+from puaudit.data.cells import is_missing
 from puaudit.data.formats.answers import Answers
-from puaudit.data.jsonsafe import dumps
-from puaudit.data.formats.records import is_empty, locate, require_fields
+from puaudit.data.formats.records import locate, require_fields
+from puaudit.data.jsonsafe import json_cell
 from puaudit.errors import PUAuditError
 
-__all__ = ["NAME", "FIELDS", "looks_like", "Judged", "parse_turn", "judged_from_release",
+__all__ = ["NAME", "FIELDS", "looks_like", "Judged", "two_order_verdict", "parse_turn",
+           "judged_from_release",
            "votes_from_release", "build_frame", "to_table"]
 
 NAME = "MT-Bench judgments (human-judgments release)"
@@ -73,6 +75,22 @@ class Judged:
         """The same verdict with ``model_a`` and ``model_b`` exchanged (so are the orders)."""
         return dataclasses.replace(self, model_a=self.model_b, model_b=self.model_a,
                                    raw=_SWAP.get(self.raw, self.raw), v1=self.v2, v2=self.v1)
+
+
+def two_order_verdict(v1: str | None, v2: str | None) -> str:
+    """The release's verdict word from a judge's two answer orders.
+
+    ``v1``: order 1 (``model_a`` shown first, A = ``model_a``); ``v2``: order 2 (``model_b``
+    shown first, A = ``model_b``); each ``"A"`` / ``"B"`` / ``"tie"``, or None for no verdict.
+    Both orders agree: ``model_a`` / ``model_b`` / ``tie``; they disagree: ``tie
+    (inconsistent)``; either has no verdict: ``""``. FastChat's pairwise judgments and
+    arena-hard-auto's games are both read by this rule.
+    """
+    if v1 is None or v2 is None:
+        return ""
+    if v1 == _SWAP.get(v2, v2):  # order 2 in order 1's frame
+        return {"A": "model_a", "B": "model_b", "tie": "tie"}[v1]
+    return "tie (inconsistent)"
 
 
 def parse_turn(value, *, name: str, where: str) -> int:
@@ -150,16 +168,8 @@ def _texts(ans: Answers, qid, turn: int, model_a: str, model_b: str) -> dict:
     return row
 
 
-def _cell(value):
-    # a list (FastChat writes the judge as [model, prompt name]) kept as its JSON text, so that
-    # every export format can hold it
-    if isinstance(value, (list, tuple, dict)):
-        return dumps(value)
-    return value
-
-
 def build_frame(judged: list[Judged], votes: list[dict] | None, answers: Answers, *,
-                name: str, human_name: str = "") -> pd.DataFrame:
+                name: str) -> pd.DataFrame:
     """The comparison table of ``judged`` verdicts, one row per human vote when ``votes`` are
     given (else one per verdict); see the module docstring for its columns."""
     index: dict[tuple, int] = {}
@@ -192,18 +202,18 @@ def build_frame(judged: list[Judged], votes: list[dict] | None, answers: Answers
             row["human_winner"] = _verdict(v["winner"])
         row["judge_winner"] = "" if j is None else _verdict(j.raw)
         if v is not None:
-            row["human_judge"] = "" if is_empty(v["voter"]) else str(v["voter"])
+            row["human_judge"] = "" if is_missing(v["voter"]) else str(v["voter"])
         row["judge_winner_raw"] = "" if j is None else j.raw
         row.update(prev_prompt=texts["prev_prompt"], prev_response_a=texts["prev_response_a"],
                    prev_response_b=texts["prev_response_b"])
-        row["verdict_source"] = None if j is None else _cell(j.verdict_source)
+        row["verdict_source"] = None if j is None else json_cell(j.verdict_source)
         if both:
             row["verdict_1"] = "" if j is None or j.v1 is None else j.v1
             row["verdict_2"] = "" if j is None or j.v2 is None else j.v2
         if j is not None:
-            row.update({k: _cell(x) for k, x in j.extra.items() if k not in row})
+            row.update({k: json_cell(x) for k, x in j.extra.items() if k not in row})
         if v is not None:
-            row.update({k: _cell(x) for k, x in v["extra"].items() if k not in row})
+            row.update({k: json_cell(x) for k, x in v["extra"].items() if k not in row})
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -7,14 +7,14 @@ lines, and a JSON array has records, not lines.
 
 from __future__ import annotations
 
-import math
 import os
 
 import pandas as pd
 
+from puaudit.data.cells import is_missing
 from puaudit.errors import PUAuditError
 
-__all__ = ["locate", "Location", "is_empty", "require_fields", "missing_field_error"]
+__all__ = ["locate", "Location", "require_fields", "missing_field_error"]
 
 
 def locate(path: str | os.PathLike | None, row: int) -> str:
@@ -57,15 +57,6 @@ class Location:
         return format(str(self), spec)
 
 
-def is_empty(value) -> bool:
-    """Missing in the file: absent, ``null``, NaN or blank text."""
-    if value is None or value is pd.NA:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    return isinstance(value, str) and not value.strip()
-
-
 def missing_field_error(*, name: str, fmt: str, field: str, where: str, fix: str = ""
                         ) -> PUAuditError:
     """The one message for a record of format ``fmt`` without ``field``."""
@@ -83,5 +74,5 @@ def require_fields(frame: pd.DataFrame, fields: tuple[str, ...], *, name: str, f
             raise missing_field_error(name=name, fmt=fmt, field=field, where=locate(path, 1))
     for i, values in enumerate(zip(*(frame[f].tolist() for f in fields)), start=1):
         for field, v in zip(fields, values):
-            if is_empty(v):
+            if is_missing(v):
                 raise missing_field_error(name=name, fmt=fmt, field=field, where=locate(path, i))

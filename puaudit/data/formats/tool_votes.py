@@ -10,18 +10,18 @@ one task share their texts, so the audit treats them as one item.
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pandas as pd
 
+from puaudit.data.jsonsafe import json_cell
 from puaudit.data.limits import ROW_LIMIT
 from puaudit.data.schema import COLUMN_ALIASES, guess_columns
 from puaudit.data.vocabulary import normalise_column_name, parse_verdict
 from puaudit.errors import PUAuditError
 
-__all__ = ["HUMAN", "ANNOTATOR", "vote_word", "json_cell", "set_aside", "judge_probabilities",
+__all__ = ["HUMAN", "ANNOTATOR", "vote_word", "set_aside", "judge_probabilities",
            "add_response_copies", "rows_frame", "PAIR_NAMES", "check_expanded_rows"]
 
 HUMAN = "human_winner"
@@ -80,15 +80,6 @@ def vote_word(value) -> str | None:
         if word is not None:
             return word
     return parse_verdict(value)
-
-
-def json_cell(value):
-    """A list or object as its JSON text (every export format can hold it); else as is."""
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        value = value.tolist()
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return value
 
 
 def set_aside(fields: dict, *, prefix: str, taken=()) -> dict:
