@@ -342,7 +342,11 @@ def stage_cache(table: ComparisonTable, emb: PairEmbeddings) -> StageCache:
     """The stages of every audit of ``table`` with ``emb`` (:mod:`puaudit.audit.stages`),
     shared by sessions and the background jobs: a slider step recomputes only the stages that
     read the field it moved."""
-    return _stage_cache(table_hash(table), emb.encoder, table, emb)
+    # by content: the cached embeddings come back as a new copy on every run
+    step = max(1, len(emb.vectors) // 256)
+    sample = hashlib.sha256(np.ascontiguousarray(emb.vectors[::step]).tobytes()).hexdigest()
+    return _stage_cache(table_hash(table), f"{emb.encoder}|{emb.vectors.shape}|{sample}", table,
+                        emb)
 
 
 def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,

@@ -232,7 +232,7 @@ def _peak_rss_mb() -> float | None:
 
 def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
                 prep: PreparedSplit | None = None, scored: ScoredSplit | None = None,
-                map_fn: Callable | None = None) -> AuditResult:
+                map_fn: Callable | None = None, relabelled: dict | None = None) -> AuditResult:
     """One audit: split, score, relabel, certify and measure (the functional form of
     :class:`PUAudit`).
 
@@ -241,7 +241,8 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     draw :func:`reversals_vs_m` from the very scores of this audit
     (:func:`puaudit.audit.m_curve.audit_with_m_curve`); given scores are not timed in
     ``diagnostics["stages"]``. ``map_fn``: runs the scoring jobs (see :func:`score_split`; the
-    Ray backend's tasks).
+    Ray backend's tasks). ``relabelled``: :func:`relabel_split` of ``prep`` and ``scored``
+    with ``config`` when the caller has it (certification at another target reuses it).
     """
     stages = _StageLog()
     if prep is None:
@@ -251,7 +252,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     if scored is None:
         scored = score_split(prep, config, map_fn=map_fn)
         stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
-    rel = relabel_split(prep, scored, config)
+    rel = relabel_split(prep, scored, config) if relabelled is None else relabelled
     stages.done("relabel + measure")
     certification = None
     if config.target_agreement is not None:
