@@ -621,6 +621,7 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
                                          progress=job.report, run_seed=run_seed)
 
     job = runner().submit(key, work, group="spread", unwatched_s=SPREAD_UNWATCHED_S)
+    job.progress["total"] = job.progress["total"] or int(n_seeds) - 1  # known before it starts
     return job, job.progress
 
 

@@ -1,5 +1,5 @@
-"""Each slider one step on MT-Bench in a real browser: the numbers shown are those of
-``puaudit audit`` with the same settings (the stage cache reuses what the step did not change,
+"""Each slider one step on MT-Bench in a real browser (paper rule, so m moves the numbers):
+the numbers shown are those of ``puaudit audit`` with the same settings (the stage cache reuses what the step did not change,
 and must give the same audit as a fresh run)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from tests.browser_support import (ARTIFACTS, ROOT, chromium, go, idle, metric, open_app,
-                                   press_to, slider, streamlit_server, upload_table)
+from tests.browser_support import (ARTIFACTS, ROOT, choose, chromium, go, idle, metric,
+                                   open_app, press_to, slider, streamlit_server, upload_table)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -24,7 +24,7 @@ def _env() -> dict:
 def _cli(path, tmp_path, *, m: float, p_ratio: float) -> dict:
     out = subprocess.run([sys.executable, "-m", "puaudit", "audit", str(path), "-o",
                           str(tmp_path / "out.csv"), "--seed", "0", "--m", str(m), "--p-ratio",
-                          str(p_ratio), "--json"], cwd=ROOT, env=_env(), capture_output=True,
+                          str(p_ratio), "--rule", "paper", "--json"], cwd=ROOT, env=_env(), capture_output=True,
                          text=True, timeout=1800)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -56,6 +56,8 @@ def test_each_slider_step_shows_the_cli_audit(mtbench_path, tmp_path):
         idle(page)
         go(page, "Audit")
         page.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
+        # the paper rule keeps the top m share of each type: an m step moves the numbers
+        choose(page, "Relabel rule", "paper")
         m = _step(page, "m —", 0.01)
         after_m = _shown(page)
         p_ratio = _step(page, "p_ratio", 0.05)
