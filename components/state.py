@@ -612,10 +612,11 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
 
     def work(job: Job):
         job.progress.update(done=0, total=int(n_seeds) - 1)
-        run_seed = None
-        if cache is not None:
-            def run_seed(c):
-                return cache.audit(c, checkpoint=job.checkpoint).metrics["delta"]
+
+        def through_stages(c):  # each seed's audit, its stages kept for the next m step
+            return cache.audit(c, checkpoint=job.checkpoint).metrics["delta"]
+
+        run_seed = None if cache is None else through_stages
         return evaluate.delta_over_seeds(table, emb, cfg, n_seeds=int(n_seeds),
                                          first_delta=result.metrics.get("delta"),
                                          progress=job.report, run_seed=run_seed)
