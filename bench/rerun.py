@@ -7,7 +7,8 @@ against the first audit of the same table, on MT-Bench and llmfao with cached em
 
 Each table gets a fresh :class:`puaudit.audit.stages.StageCache` (the dashboard's: one per table
 and encoder) and the embeddings from the embedding cache (embedded first when missing, not
-timed). Timed, in one process:
+timed); one small audit runs first so the imports are paid before any timing. Timed, in one
+process:
 
 * the first audit (every stage);
 * ``m`` steps of one slider step (0.01) from the estimate, to values not computed before;
@@ -41,6 +42,23 @@ def _timed(fn):
     return time.perf_counter() - t0, out
 
 
+def warm_up() -> None:
+    """One small audit first, so the first timed audit does not pay the process's imports
+    (torch, POT, scikit-learn) and first calls: the dashboard's server has paid them before a
+    visitor's first audit."""
+    import numpy as np
+
+    from puaudit.audit.config import AuditConfig
+    from puaudit.audit.estimator import PairEmbeddings, audit_table
+    from puaudit.data.demo import generate_demo
+    from puaudit.data.schema import load_comparisons
+
+    table = load_comparisons(generate_demo(n_rows=300, random_state=0))
+    rng = np.random.default_rng(0)
+    emb = PairEmbeddings(rng.normal(size=(300, 16)), rng.normal(size=(300, 16)), "warm-up")
+    audit_table(table, emb, AuditConfig(target_agreement=0.9))
+
+
 def bench_table(name: str, path: Path, *, n_m: int, n_p: int, scorer: str) -> dict:
     import pandas as pd
 
@@ -50,7 +68,8 @@ def bench_table(name: str, path: Path, *, n_m: int, n_p: int, scorer: str) -> di
     from puaudit.embed.pairs import embed_table
 
     table = load_comparisons(pd.read_csv(path), name=path.name)
-    emb = embed_table(table, None)
+    embed_table(table, None)  # fills the embedding cache when it is empty (not timed)
+    fetch, emb = _timed(lambda: embed_table(table, None))  # what an upload pays: cache reads
     cache = StageCache(table, emb)
     cfg = AuditConfig(scorer=scorer)
     first, result = _timed(lambda: cache.audit(cfg))
@@ -66,11 +85,12 @@ def bench_table(name: str, path: Path, *, n_m: int, n_p: int, scorer: str) -> di
         step = cfg.replace(p_ratio=round(0.3 - 0.05 * k, 2))
         cache.audit(step)  # the page's idle-time precompute of the neighbouring value
         p_warm.append(_timed(lambda: cache.audit(step))[0])
-    row = {"table": name, "rows": len(table), "first": first, "m_steps": m_steps,
+    row = {"table": name, "rows": len(table), "first": first, "fetch": fetch, "m_steps": m_steps,
            "m_step": statistics.median(m_steps), "p_cold": statistics.median(p_cold),
            "p_warm": statistics.median(p_warm), "certify": certify,
            "scorer_used": result.params["scorer_used"], "calls": dict(cache.calls)}
     print(f"{name}: {len(table):,} rows, scorer {scorer} (used {row['scorer_used']})")
+    print(f"  embeddings from the cache {fetch:5.2f} s (not in the first audit below)")
     print(f"  first audit            {first:7.2f} s")
     print(f"  m step (median of {n_m})   {row['m_step']:7.2f} s  = {row['m_step'] / first:.3f} x "
           f"first  [{', '.join(f'{t:.2f}' for t in m_steps)}]  target <= 0.10")
@@ -110,6 +130,7 @@ def main() -> None:
     os.environ.setdefault("PUAUDIT_UMAP_WARMUP", "0")
     sys.path.insert(0, str(ROOT))
     names = args.tables or (["mtbench"] if args.quick else list(TABLES))
+    warm_up()
     rows = [bench_table(n, TABLES[n], n_m=3 if args.quick else 5, n_p=1 if args.quick else 2,
                         scorer=args.scorer) for n in names]
     if args.app:

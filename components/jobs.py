@@ -6,9 +6,10 @@ Two lanes share it:
 
 * **foreground** jobs (:meth:`JobRunner.run`) answer the page being drawn: each runs in its own
   thread at once, while the page's thread draws its progress bar;
-* **background** jobs (:meth:`JobRunner.submit`) run one at a time on one worker, keyed (one job
-  per key per server process; the pages poll them). A job of a ``group`` cancels the other jobs
-  of its group that are queued or running ("a newer setting cancels queued work").
+* **background** jobs (:meth:`JobRunner.submit`) run one at a time on one worker, most urgent
+  first, keyed (one job per key per server process; the pages poll them). A job of a ``group``
+  cancels the other jobs of its group that are queued or running ("a newer setting cancels
+  queued work").
 
 While any foreground job runs, a background job stops at its next :meth:`Job.checkpoint` (it
 raises :class:`Preempted`); the next poll of its key starts it again, and the stages it had
@@ -24,7 +25,9 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+import heapq
+import itertools
+from concurrent.futures import Future
 from typing import Callable
 
 __all__ = ["Job", "JobRunner", "Cancelled", "Preempted", "job_status"]
@@ -119,10 +122,22 @@ class JobRunner:
 
     def __init__(self, *, keep: int = 32, unwatched_s: float = 60.0):
         self.keep, self.unwatched_s = int(keep), float(unwatched_s)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="puaudit-job")
         self._jobs: dict = {}
         self._lock = threading.Lock()
         self._foreground = 0
+        # the background queue: (priority, order, job, fn), served by one worker thread
+        self._queue: list = []
+        self._order = itertools.count()
+        self._ready = threading.Condition(self._lock)
+        self._worker: threading.Thread | None = None
+
+    def _serve(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue:
+                    self._ready.wait()
+                _, _, job, fn = heapq.heappop(self._queue)
+            job._run(fn)
 
     # --- foreground -------------------------------------------------------------------------
     def foreground_active(self) -> bool:
@@ -168,12 +183,14 @@ class JobRunner:
 
     # --- background -------------------------------------------------------------------------
     def submit(self, key, fn: Callable, *, group: str | None = None, text: str = "",
-               unwatched_s: float | None = None) -> Job:
+               unwatched_s: float | None = None, priority: int = 5) -> Job:
         """The background job of ``key``: the running or finished one, else ``fn`` queued.
 
         A job that was cancelled, preempted or failed is started again. With ``group``, the
         group's jobs of other keys are cancelled (queued ones never start). ``unwatched_s``:
-        this job's own limit (default the runner's).
+        this job's own limit (default the runner's). ``priority``: queued jobs start lowest
+        first (then in the order asked), so a job asked for again after it gave way does not
+        wait behind longer, less urgent ones.
         """
         with self._lock:
             job = self._jobs.get(key)
@@ -191,7 +208,12 @@ class JobRunner:
             if unwatched_s is not None:
                 job.unwatched_s = float(unwatched_s)
             self._jobs[key] = job
-            self._pool.submit(job._run, fn)
+            heapq.heappush(self._queue, (int(priority), next(self._order), job, fn))
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._serve, name="puaudit-job",
+                                                daemon=True)
+                self._worker.start()
+            self._ready.notify()
             while len(self._jobs) > self.keep:  # bounded memory: forget the oldest finished
                 old = next((k for k, j in self._jobs.items() if j.done()), None)
                 if old is None:

@@ -23,9 +23,9 @@ step: the prior shift, the relabelling, certification and the transport scorer).
 
 Work: one :class:`~components.jobs.JobRunner` per server process (:func:`runner`) runs every
 long computation with progress and cancellation: the embeddings and audits as foreground jobs
-(a bar on the page), the m curve, the spread over seeds, scorer comparisons, UMAP and the
-idle-time precompute of neighbouring slider values as background jobs, which give way to any
-slider answer (docs/dashboard.md).
+(a bar on the page), and as background jobs, most urgent first, the m curve, the idle-time
+precompute of neighbouring slider values, the spread over seeds and UMAP, then scorer
+comparisons; they give way to any slider answer (docs/dashboard.md).
 
 Test hook: with ``PUAUDIT_TEST_ENCODER=hashing`` the only encoder offered is
 :class:`tests.doubles.HashingEncoder`, a deterministic bag-of-words hashing encoder (no model, instant), so
@@ -342,7 +342,11 @@ def stage_cache(table: ComparisonTable, emb: PairEmbeddings) -> StageCache:
     """The stages of every audit of ``table`` with ``emb`` (:mod:`puaudit.audit.stages`),
     shared by sessions and the background jobs: a slider step recomputes only the stages that
     read the field it moved."""
-    return _stage_cache(table_hash(table), emb.encoder, table, emb)
+    # by content: the cached embeddings come back as a new copy on every run
+    step = max(1, len(emb.vectors) // 256)
+    sample = hashlib.sha256(np.ascontiguousarray(emb.vectors[::step]).tobytes()).hexdigest()
+    return _stage_cache(table_hash(table), f"{emb.encoder}|{emb.vectors.shape}|{sample}", table,
+                        emb)
 
 
 def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,
@@ -372,7 +376,7 @@ def compare_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
     key = ("compare", table_hash(table), params["encoder"], cfg, int(seeds))
     return runner().submit(key, lambda job: _compare(key[1], key[2], cfg, int(seeds), table, emb,
                                                      job.report),
-                           group="compare", text="Comparing scorers")
+                           group="compare", text="Comparing scorers", priority=3)
 
 
 def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
@@ -493,7 +497,7 @@ def m_curve_job(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> Jo
     key = ("m_curve", table_hash(table), params["encoder"], cfg)
     return runner().submit(key, lambda job: stage_curve(cache, cfg, checkpoint=job.checkpoint,
                                                         progress=job.report),
-                           group="m_curve", text="Reversals vs m")
+                           group="m_curve", text="Reversals vs m", priority=0)
 
 
 def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
@@ -527,7 +531,7 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
         return len(todo)
 
     key = ("precompute", table_hash(table), params["encoder"], cfg)
-    return runner().submit(key, work, group="precompute", text="Precomputing")
+    return runner().submit(key, work, group="precompute", text="Precomputing", priority=1)
 
 
 def show_error(exc: BaseException) -> None:
@@ -608,15 +612,18 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
 
     def work(job: Job):
         job.progress.update(done=0, total=int(n_seeds) - 1)
-        run_seed = None
-        if cache is not None:
-            def run_seed(c):
-                return cache.audit(c, checkpoint=job.checkpoint).metrics["delta"]
+
+        def through_stages(c):  # each seed's audit, its stages kept for the next m step
+            return cache.audit(c, checkpoint=job.checkpoint).metrics["delta"]
+
+        run_seed = None if cache is None else through_stages
         return evaluate.delta_over_seeds(table, emb, cfg, n_seeds=int(n_seeds),
                                          first_delta=result.metrics.get("delta"),
                                          progress=job.report, run_seed=run_seed)
 
-    job = runner().submit(key, work, group="spread", unwatched_s=SPREAD_UNWATCHED_S)
+    job = runner().submit(key, work, group="spread", unwatched_s=SPREAD_UNWATCHED_S,
+                          priority=2)
+    job.progress["total"] = job.progress["total"] or int(n_seeds) - 1  # known before it starts
     return job, job.progress
 
 
@@ -627,7 +634,7 @@ def umap_job(key: str, z: np.ndarray, seed: int) -> Job:
 
     return runner().submit(("umap", key, int(seed)),
                            lambda job: project_2d(z, method="umap", random_state=seed),
-                           unwatched_s=0)
+                           unwatched_s=0, priority=2)
 
 
 def sha256_bytes(data: bytes) -> str:

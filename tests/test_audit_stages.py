@@ -78,11 +78,15 @@ def test_certify_and_rule_changes_fit_nothing(small):
     cache = StageCache(table, emb)
     cfg = AuditConfig(m=0.7)
     cache.audit(cfg)
-    fits = cache.calls["fit"]
-    for changed in (cfg.replace(target_agreement=0.8), cfg.replace(rule="paper"),
-                    cfg.replace(margin=0.1)):
+    fits, relabels = cache.calls["fit"], cache.calls["relabel"]
+    for target in (0.8, 0.85):  # Certify and its target slider: certification only
+        certified = cfg.replace(target_agreement=target)
+        assert_same_audit(cache.audit(certified), audit_table(table, emb, certified))
+    assert cache.calls["relabel"] == relabels and cache.calls["audit"] == 3
+    for changed in (cfg.replace(rule="paper"), cfg.replace(margin=0.1)):
         assert_same_audit(cache.audit(changed), audit_table(table, emb, changed))
     assert cache.calls["fit"] == fits and cache.calls["split"] == 1
+    assert cache.calls["relabel"] == relabels + 2
 
 
 def test_a_seed_change_refits_and_matches(small):

@@ -113,3 +113,16 @@ def test_an_unwatched_background_job_stops():
     _wait(job)
     with pytest.raises(Cancelled, match="nobody has asked"):
         job.result()
+
+
+def test_queued_background_jobs_start_most_urgent_first():
+    runner = JobRunner(unwatched_s=0)
+    gate = threading.Event()
+    order = []
+    runner.submit("busy", lambda job: gate.wait(5))
+    jobs = [runner.submit(name, lambda job, name=name: order.append(name), priority=p)
+            for name, p in (("compare", 3), ("spread", 2), ("curve", 0), ("precompute", 1))]
+    gate.set()
+    for job in jobs:
+        _wait(job)
+    assert order == ["curve", "precompute", "spread", "compare"]

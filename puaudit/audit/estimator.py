@@ -83,10 +83,11 @@ class PUAudit(BaseEstimator):
     table_, embeddings_ : ComparisonTable, PairEmbeddings
         The fitted input (references, not copies) — :meth:`to_frame` uses ``table_``.
     stages_ : StageCache
-        Every stage of this fit (:mod:`puaudit.audit.stages`). A later :meth:`fit` of the same
-        table (same content) with the same embeddings (or none), encoder and backend reuses
-        each stage whose fields did not change: after ``set_params(m=0.8)`` only the prior
-        shift, the relabelling, certification and the transport scorers are computed again.
+        Every stage of this fit (:mod:`puaudit.audit.stages`). A later :meth:`fit` given the
+        same table object (its content unchanged) with the same embeddings (or none), encoder
+        and backend reuses each stage whose fields did not change: after
+        ``set_params(m=0.8)`` only the prior shift, the relabelling, certification and the
+        transport scorers are computed again.
     """
 
     def __init__(self, config: AuditConfig | None = None, *, encoder=None,
@@ -114,10 +115,13 @@ class PUAudit(BaseEstimator):
         ``metrics_``, ``per_type_``, ``table_``, ``embeddings_``.
         """
         cfg = self.resolved_config()
+        given = table
         if isinstance(table, pd.DataFrame):
             table = load_comparisons(table)
         map_fn = None
-        if self.backend == "ray" and self._reusable_stages(table, embeddings) is None:
+        if self.backend not in ("local", "ray"):
+            raise PUAuditError(f"Unknown backend {self.backend!r}: choose 'local' or 'ray'.")
+        if self.backend == "ray" and self._reusable_stages(given, table, embeddings) is None:
             from puaudit.scale.ray_embed import embed_table_ray
             from puaudit.scale.ray_score import RayMap
 
@@ -125,9 +129,7 @@ class PUAudit(BaseEstimator):
                 embeddings = embed_table_ray(table, self.encoder, progress=progress,
                                              show_progress=show_progress)
             map_fn = RayMap()
-        elif self.backend != "local":
-            raise PUAuditError(f"Unknown backend {self.backend!r}: choose 'local' or 'ray'.")
-        stages = self._reusable_stages(table, embeddings)
+        stages = self._reusable_stages(given, table, embeddings)
         if stages is not None and cfg.texts and stages.embeddings is None:
             stages = None  # the previous fit was evidence-only: this one needs the texts
         if stages is None:
@@ -135,7 +137,7 @@ class PUAudit(BaseEstimator):
                 embeddings = embed_table(table, self.encoder, progress=progress,
                                          show_progress=show_progress)
             stages = StageCache(table, embeddings, map_fn=map_fn)
-        self._stages_of = (self.encoder, self.backend)
+        self._stages_of = (self.encoder, self.backend, given)
         self.config_ = cfg
         self.stages_ = stages
         self.result_ = stages.audit(cfg)
@@ -147,15 +149,18 @@ class PUAudit(BaseEstimator):
         self.metrics_, self.per_type_ = r.metrics, r.per_type
         return self
 
-    def _reusable_stages(self, table: ComparisonTable, embeddings) -> StageCache | None:
-        """The previous fit's stages when this fit audits the same table (same content) with
-        the same embeddings (or none given), encoder and backend; else None."""
+    def _reusable_stages(self, given, table: ComparisonTable, embeddings) -> StageCache | None:
+        """The previous fit's stages when this fit is given the same table object (its
+        content unchanged since) with the same embeddings (or none), encoder and backend."""
         prev = getattr(self, "stages_", None)
-        if prev is None or getattr(self, "_stages_of", None) != (self.encoder, self.backend):
+        of = getattr(self, "_stages_of", None)
+        if prev is None or of is None or of[2] is not given:
+            return None
+        if of[:2] != (self.encoder, self.backend):
             return None
         if embeddings is not None and embeddings is not prev.embeddings:
             return None
-        if table is not prev.table and table.content_hash() != prev.table.content_hash():
+        if table.content_hash() != prev.table.content_hash():  # edited in place since
             return None
         return prev
 
@@ -229,7 +234,7 @@ def _peak_rss_mb() -> float | None:
 
 def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
                 prep: PreparedSplit | None = None, scored: ScoredSplit | None = None,
-                map_fn: Callable | None = None) -> AuditResult:
+                map_fn: Callable | None = None, relabelled: dict | None = None) -> AuditResult:
     """One audit: split, score, relabel, certify and measure (the functional form of
     :class:`PUAudit`).
 
@@ -238,8 +243,10 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     draw :func:`reversals_vs_m` from the very scores of this audit
     (:func:`puaudit.audit.m_curve.audit_with_m_curve`); given scores are not timed in
     ``diagnostics["stages"]``. ``map_fn``: runs the scoring jobs (see :func:`score_split`; the
-    Ray backend's tasks). ``config.texts`` False: the evidence-only audit
-    (:mod:`puaudit.audit.evidence_only`); ``embeddings`` is not read and may be None.
+    Ray backend's tasks). ``relabelled``: :func:`relabel_split` of ``prep`` and ``scored``
+    with ``config`` when the caller has it (certification at another target reuses it).
+    ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.evidence_only`);
+    ``embeddings`` is not read and may be None.
     """
     stages = _StageLog()
     if prep is None:
@@ -249,7 +256,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     if scored is None:
         scored = score_split(prep, config, map_fn=map_fn)
         stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
-    rel = relabel_split(prep, scored, config)
+    rel = relabel_split(prep, scored, config) if relabelled is None else relabelled
     stages.done("relabel + measure")
     certification = None
     if config.target_agreement is not None:

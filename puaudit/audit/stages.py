@@ -100,7 +100,7 @@ class StageCache:
     calls : collections.Counter
         How many times each stage was computed (not reused): ``human``, ``evidence``,
         ``split``, ``fit`` (one per scorer cross-fitted), ``choice``, ``relabel`` (the prior
-        shift, relabelling, metrics and certification of one configuration, kept whole).
+        shift, relabelling and metrics), ``audit`` (certification, the result assembled).
 
     Thread-safe: two threads asking for one stage compute it once (the second waits).
     """
@@ -244,16 +244,25 @@ class StageCache:
         of the same table, embeddings and config, with every unchanged stage reused."""
         from puaudit.audit.estimator import audit_table
 
-        def compute():
+        def relabelled():
+            from puaudit.audit.relabel import relabel_split
+
             scored = self.scored(config, checkpoint=checkpoint)
             _check(checkpoint)
-            return audit_table(self.table, self.embeddings, config,
-                               prep=self.split(config), scored=scored, map_fn=self.map_fn)
+            return scored, relabel_split(self.split(config), scored, config)
+
+        def compute():
+            # relabelling reads no certification field: Certify and its sliders reuse it
+            plain = config.replace(target_agreement=None, risk=AuditConfig.risk)
+            scored, rel = self._get(self.audit_key(plain, "relabel"), relabelled)
+            _check(checkpoint)
+            return audit_table(self.table, self.embeddings, config, prep=self.split(config),
+                               scored=scored, map_fn=self.map_fn, relabelled=rel)
 
         return self._get(self.audit_key(config), compute)
 
-    def audit_key(self, config: AuditConfig) -> tuple:
-        return ("relabel", *((n, _hashable(getattr(config, n))) for n in _ALL))
+    def audit_key(self, config: AuditConfig, stage: str = "audit") -> tuple:
+        return (stage, *((n, _hashable(getattr(config, n))) for n in _ALL))
 
     def has_scores(self, config: AuditConfig) -> bool:
         """Whether an audit of ``config`` would only relabel (its split and scores are here):
