@@ -98,9 +98,11 @@ def labelstudio_bomb(path: Path, *, annotations: int = 1_000_000, tasks: int = 4
 
 def argilla_record(path: Path, *, responses: int = 5_000) -> Path:
     """Argilla records (``records.to_json``): one record whose ``preference`` question has
-    ``responses`` submitted answers, and a comment by each of the first ten people."""
+    ``responses`` submitted answers, a comment by each of the first ten people, and a judge's
+    suggestion."""
     rec = {"id": "r1", "fields": {"prompt": "p", "response1": "a", "response2": "b"},
-           "metadata": {}, "vectors": {}, "suggestions": {},
+           "metadata": {}, "vectors": {},
+           "suggestions": {"preference": {"value": "response1", "score": 0.8, "agent": "judge"}},
            "responses": {"preference": [{"value": "response1" if i % 2 else "response2",
                                          "user_id": f"u{i}", "status": "submitted"}
                                         for i in range(responses)],
