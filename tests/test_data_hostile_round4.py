@@ -256,6 +256,7 @@ def test_argilla_5000_responses_read_under_1_5_gb(tmp_path):
 # --- 3. Label Studio expansion and the row limit ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_label_studio_rows_are_counted_before_they_are_built(tmp_path):
     path = labelstudio_bomb(tmp_path / "ls.json", annotations=200_000, tasks=5)
     for args in (["audit", str(path), "-o", str(tmp_path / "out.csv"), "--max-rows", "1000"],
