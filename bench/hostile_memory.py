@@ -15,6 +15,14 @@ Cases (``--case``, default all but ``upload``):
     decodes to 5 GB (tests/test_data_hostile_round3.py builds them): a 34 KB Parquet file of 64
     rows each holding a list of 10 million zeros, and the same lists as text in a 5 MB gzip of
     CSV or JSONL. Refused by the decoded-size budget (2,048 MB) before the encoder is loaded.
+``dict_zip``, ``argilla``, ``labelstudio``, ``review_import``, ``inf_turn``, ``fifo``
+    Issue 41's command-line cases (tests/test_data_hostile_round4.py builds the files):
+    ``puaudit audit`` of a 0.2 MB zip of a ``save_to_disk`` folder whose ``prompt`` column is one
+    1 MB string behind 100,000 dictionary indices (100 GB expanded); ``audit`` of one Argilla
+    record with 5,000 responses (embedded with the real encoder, so this one takes minutes);
+    ``audit`` and ``review import`` of a 166 MB Label Studio export whose first task holds
+    999,961 annotations (1,000,039 rows); ``audit`` of an MT-Bench file whose ``turn`` is
+    ``1e400``; ``audit`` of Parquet shards beside a FIFO. Each prints the exit code and seconds.
 ``upload``
     What one dashboard upload at the default limits costs the server: a file of
     ``PUAUDIT_MAX_UPLOAD_ROWS`` rows and ``PUAUDIT_MAX_UPLOAD_MB`` of text (long prompts and
@@ -74,6 +82,41 @@ _DECODED = """
     OUT["encoder_loaded"] = "puaudit.embed.encoders" in sys.modules
 """
 
+_ISSUE41 = """
+    import contextlib, io, json, os, pathlib, tempfile
+    from tests.test_data_hostile_round4 import (argilla_record, comparison_columns, hf_bomb,
+                                                labelstudio_bomb, zip_folder)
+    from puaudit.cli.commands import main
+    d = pathlib.Path(tempfile.mkdtemp())
+    {make}
+    OUT["input_mb"] = sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) / 2**20
+    reset()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        OUT["rc"] = main({args})
+    OUT["message"] = err.getvalue().strip().splitlines()[-1][:90] if err.getvalue() else ""
+"""
+
+_ISSUE41_CASES = {
+    "dict_zip": ('zip_folder(hf_bomb(d / "ds", "dictionary"), d / "ds.zip")\n'
+                 '    import shutil; shutil.rmtree(d / "ds")',
+                 '["audit", str(d / "ds.zip"), "-o", str(d / "out.csv")]'),
+    "argilla": ('argilla_record(d / "records.json", responses=5000)',
+                '["audit", str(d / "records.json"), "-o", str(d / "out.csv")]'),
+    "labelstudio": ('labelstudio_bomb(d / "ls.json", annotations=999_961, tasks=79)',
+                    '["audit", str(d / "ls.json"), "-o", str(d / "out.csv")]'),
+    "review_import": ('labelstudio_bomb(d / "ls.json", annotations=999_961, tasks=79)',
+                      '["review", "import", str(d / "ls.json"), "--db", str(d / "r.sqlite")]'),
+    "inf_turn": ("(d / 'j.jsonl').write_text(json.dumps({'question_id': 81, 'turn': 1, "
+                 "'model_a': 'm1', 'model_b': 'm2', 'winner': 'model_a', 'judge': 'gpt4_pair'})"
+                 ".replace('\"turn\": 1', '\"turn\": 1e400') + '\\n')",
+                 '["audit", str(d / "j.jsonl"), "-o", str(d / "out.csv")]'),
+    "fifo": ("import pyarrow as pa, pyarrow.parquet as pq; (d / 's').mkdir(); "
+             "pq.write_table(comparison_columns(pa.array(['p0', 'p1'])), d / 's' / 'a.parquet'); "
+             "os.mkfifo(d / 's' / 'b.parquet')",
+             '["audit", str(d / "s"), "-o", str(d / "out.csv")]'),
+}
+
 CASES = {
     "short": """
         import gzip
@@ -125,6 +168,8 @@ CASES = {
     "decoded_parquet": _DECODED.format(make="parquet_bomb(path)", file="bomb.parquet"),
     "decoded_csv": _DECODED.format(make="gzip_bomb(path, jsonl=False)", file="bomb.csv.gz"),
     "decoded_jsonl": _DECODED.format(make="gzip_bomb(path, jsonl=True)", file="bomb.jsonl.gz"),
+    **{name: _ISSUE41.format(make=make, args=args)
+       for name, (make, args) in _ISSUE41_CASES.items()},
     "upload": """
         import gc
         import numpy as np
@@ -183,9 +228,9 @@ def run_case(name: str, *, timeout: int = 1800) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", action="append", choices=sorted(CASES),
-                    help="case to run (repeatable; default: all but upload)")
+                    help="case to run (repeatable; default: all but upload and argilla)")
     args = ap.parse_args(argv)
-    cases = args.case or [c for c in CASES if c != "upload"]
+    cases = args.case or [c for c in CASES if c not in ("upload", "argilla")]
     results = {}
     for name in cases:
         res = run_case(name)

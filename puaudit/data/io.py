@@ -302,6 +302,12 @@ def _json_values_column(values: list) -> pd.Series | np.ndarray | pd.api.extensi
     return pd.Series(values)
 
 
+#: Most that :func:`_json_nbytes` counts per byte of JSON text: every value takes at least one
+#: character and counts 8 (a string of n characters takes n + 2 and counts n + 8), so a text of
+#: b bytes counts at most 8 b.
+_JSON_COST_PER_BYTE = 8
+
+
 def _json_nbytes(value) -> int:
     """Decoded size of a parsed JSON value as :class:`DecodedBudget` counts it: a string its
     length plus 8, any other value 8, a list or object 8 plus its items (keys counted as
@@ -413,6 +419,11 @@ def _read_jsonl(data: bytes, name: str, *, max_rows: int | None = None,
     # which JSON strings may hold unescaped
     head = _text_stream(data, name, newline="\n").read(4096).lstrip()
     stream = _text_stream(data, name, newline="\n")
+    if budget is not None and budget.limit is not None \
+            and budget.used + _JSON_COST_PER_BYTE * len(data) <= budget.limit:
+        # the values cannot pass the limit: nothing to count (walking them costs a third of
+        # the read of a large file)
+        budget = None
     cols = _JsonColumns(name, max_rows=max_rows, max_columns=max_columns, hint=hint,
                         budget=budget)
     if head.startswith("["):

@@ -269,9 +269,30 @@ def parquet_table(source, meta, schema, budget: DecodedBudget, group_bytes: Sequ
     return table.cast(schema)
 
 
+def _nulls_among_ints(array) -> bool:
+    """Whether a nested ``array`` (list, struct, map) holds integers beside a missing value at
+    the same level, which ``to_pandas`` turns into a float array."""
+    import pyarrow as pa
+
+    t = array.type
+    if pa.types.is_dictionary(t):
+        return _nulls_among_ints(array.dictionary)
+    if isinstance(array, pa.StructArray):
+        return any(_nulls_among_ints(array.field(k)) for k in range(t.num_fields))
+    if isinstance(array, pa.MapArray):
+        return _nulls_among_ints(array.keys) or _nulls_among_ints(array.items)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        values = array.flatten()
+        if pa.types.is_integer(values.type):
+            return values.null_count > 0
+        return _nulls_among_ints(values)
+    return False
+
+
 def arrow_frame_fixups(df: pd.DataFrame, table, name: str) -> pd.DataFrame:
     """``table.to_pandas()`` (``df``) as :func:`read_table` returns it: integer columns with
-    missing values as nullable integers (not floats, which round beyond 2**53), names as text."""
+    missing values as nullable integers (not floats, which round beyond 2**53), nested ones
+    as Python values, names as text."""
     import pyarrow as pa
 
     for col in list(df.columns):
@@ -281,6 +302,10 @@ def arrow_frame_fixups(df: pd.DataFrame, table, name: str) -> pd.DataFrame:
             mapped = _NULLABLE_INTS[str(table.schema.field(i).type)]
             df[col] = pd.array(table.column(i).to_pandas(
                 types_mapper=lambda t, m=mapped: pd.api.types.pandas_dtype(m)).array)
+        elif i >= 0 and any(_nulls_among_ints(chunk) for chunk in table.column(i).chunks):
+            # pandas makes a nested integer array with a missing value float (2**53 + 1 would
+            # become 2**53): such a column holds Python lists / dicts of exact ints instead
+            df[col] = pd.Series(table.column(i).to_pylist(), index=df.index, dtype=object)
     _check_header([str(c) for c in df.columns], name)
     df.columns = [str(c) for c in df.columns]
     return df

@@ -22,6 +22,7 @@ from puaudit.data.vocabulary import match_columns, parse_verdict
 
 __all__ = [
     "ROLES",
+    "annotator_text",
     "COLUMN_ALIASES",
     "ComparisonTable",
     "detect_columns",
@@ -203,6 +204,7 @@ class ComparisonTable:
         pair of responses share an item id: several votes on one item never straddle P and
         validation.
     annotator : ndarray of str or None
+        Annotator ids as text (:func:`annotator_text`): ``1`` and ``"1"`` are one annotator.
     """
 
     frame: pd.DataFrame
@@ -315,10 +317,25 @@ def load_comparisons(df: pd.DataFrame, *, columns: Mapping[str, str] | None = No
                             str(prompt[i]), *pair)
     annot = None
     if "annotator" in mapping:
-        annot = np.array(["" if v is None else str(v) for v in get("annotator")], dtype=object)
+        annot = np.array([annotator_text(v) for v in get("annotator")], dtype=object)
     return ComparisonTable(frame=df, columns=mapping, prompt=prompt, response_a=resp_a,
                            response_b=resp_b, judge=judge, human=human, question_type=qtype,
                            item_id=item, annotator=annot, judge_column=mapping["judge"])
+
+
+def annotator_text(value) -> str:
+    """An annotator id as the text every part of PUAudit compares: ids are names, so the number
+    ``1``, the float ``1.0`` (a numeric column with gaps) and the text ``"1"`` are one
+    annotator, as they are once the table is written to CSV; surrounding spaces are dropped and
+    a missing id is ``""``."""
+    if value is None or value is pd.NA:
+        return ""
+    if isinstance(value, (float, np.floating)):
+        if np.isnan(value):
+            return ""
+        if float(value).is_integer():
+            return str(int(value))
+    return str(value).strip()
 
 
 JUDGE_RULES = ("longer", "shorter", "position-a")

@@ -212,8 +212,15 @@ def _rows(model_a, model_b, *, n_rows: int, groups, length_a, length_b,
     models, ia, ib, valid = _model_index(model_a, model_b)
     k = len(models)
     if k < 2:
+        # the models named at all, not only those of usable rows: a file of one model (rows
+        # comparing it with itself) has one, not none
+        named = sorted({str(v).strip() for v in (*model_a, *model_b)
+                        if not (v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)))
+                        and str(v).strip()})
+        shown = f" ({', '.join(named[:3])})" if named else ""
+        same = " and no row compares two different ones" if named else ""
         raise PUAuditError("Model rankings need at least two distinct models in model_a / "
-                           f"model_b; found {k}. " + MODEL_COLUMNS_HINT)
+                           f"model_b; found {len(named)}{shown}{same}. " + MODEL_COLUMNS_HINT)
     rows = np.flatnonzero(valid)
     lo, hi = np.minimum(ia[rows], ib[rows]), np.maximum(ia[rows], ib[rows])
     # Units are oriented from the lower model index: its score is 1 − A's when A is the higher.

@@ -53,7 +53,9 @@ def _p_b(value, *, name: str, where: str) -> float:
     if pref == 0:
         return 0.5
     if not 1.0 <= pref <= 2.0:  # NaN fails too
-        raise PUAuditError(f"{name}: {where}: 'preference' is {str(value)[:40]!r}; AlpacaEval "
+        shown = ("true" if value else "false") if isinstance(value, (bool, np.bool_)) \
+            else repr(str(value)[:40])
+        raise PUAuditError(f"{name}: {where}: 'preference' is {shown}; AlpacaEval "
                            "writes 1 (output_1 better), 2 (output_2 better), a number between "
                            "(weighted annotators) or 0 (a draw).", column="preference")
     return pref - 1.0

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import numpy as np
 import pandas as pd
 
 from puaudit.data.cells import is_missing
@@ -99,7 +100,8 @@ def parse_turn(value, *, name: str, where: str) -> int:
     except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 reads as infinity
         turn = 0
     if turn < 1 or str(value).strip() not in (str(turn), f"{turn}.0"):
-        raise PUAuditError(f"{name}: {where}: 'turn' is {value!r}; it must be 1 or 2.",
+        shown = value.item() if isinstance(value, np.generic) else value  # inf, not np.float64(inf)
+        raise PUAuditError(f"{name}: {where}: 'turn' is {shown!r}; it must be 1 or 2.",
                            column="turn")
     return turn
 
