@@ -459,16 +459,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = {"audit": cmd_audit, "evaluate": cmd_evaluate, "sweep": cmd_sweep, "demo": cmd_demo}
+    from puaudit.cli.termination import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
+
     try:
-        if args.command in handlers:
-            return handlers[args.command](args)
-        return _dispatch_plugin(args)
+        with sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does (no .tmp left behind)
+            if args.command in handlers:
+                return handlers[args.command](args)
+            return _dispatch_plugin(args)
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else 130
     except MemoryError:
         # the advice names only options that exist (see puaudit.audit.config)
         print("error: out of memory. Try a smaller file (e.g. one question type at a time), "
