@@ -28,7 +28,7 @@ from puaudit.audit.evidence_only import PRELIMINARY
 from puaudit.errors import PUAuditError
 
 __all__ = ["embeddings_or_first_look", "embedding_job", "preliminary_config",
-           "preliminary_label", "PRELIMINARY", "WAIT_S", "POLL_S"]
+           "preliminary_label", "ready_text", "PRELIMINARY", "WAIT_S", "POLL_S"]
 
 #: embeddings ready within this many seconds (cached, or a small table): no first look, which
 #: would only flash before the full audit
@@ -102,6 +102,19 @@ def preliminary_label(prog: dict, *, now: float | None = None) -> str:
     eta = int(-(-left * (now - start[1]) / (done - start[0]) // 1))
     when = f"{eta // 60} min {eta % 60} s" if eta >= 60 else f"{eta} s"
     return f"{PRELIMINARY} ({when} left)"
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=60)
+def _ready(content_hash: str, encoder_label: str, _table) -> str:
+    from puaudit.embed.ready_time import estimate_ready
+
+    return estimate_ready(_table, state.load_encoder(encoder_label)).text()
+
+
+def ready_text(table, encoder_label: str) -> str:
+    """When the first numbers and the full audit of ``table`` will be ready (the Data page's
+    estimate; :func:`puaudit.embed.ready_time.estimate_ready`, cached for a minute)."""
+    return _ready(state.table_hash(table), encoder_label, table)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

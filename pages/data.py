@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import state
+from components import first_look, state
 from components.data_summary import (ROLE_LABELS, excluded_rows, excluded_text,
                                      judge_candidates, mapping_warnings)
 from puaudit.report.figures.data_summary import question_type_frame, summary_metrics
@@ -122,6 +122,7 @@ summary = table.summary()
 metric_cols = st.columns(6)
 for col, (label, value) in zip(metric_cols, summary_metrics(summary)):
     col.metric(label, value)
+st.caption(first_look.ready_text(table, state.audit_params()["encoder"]))
 
 excluded = excluded_rows(table, frame)
 note = excluded_text(excluded, len(frame))

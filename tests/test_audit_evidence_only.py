@@ -160,3 +160,43 @@ def test_cli_no_texts_with_a_text_scorer_exits_2(tmp_path, capsys):
     rc = main(["audit", str(src), "-o", str(tmp_path / "o.csv"), "--no-texts",
                "--scorer", "probe"])
     assert rc == 2 and "evidence-only audit" in capsys.readouterr().err
+
+
+def test_ready_estimate_counts_distinct_and_cached_texts(planted, tmp_path):
+    from puaudit.embed.encoders import get_encoder
+    from puaudit.embed.ready_time import TEXTS_PER_SECOND, estimate_ready
+
+    enc = get_encoder(None, cache_dir=tmp_path, mode="full")
+    est = estimate_ready(planted, enc)
+    assert est.n_texts == 2 * len(planted) and est.n_cached == 0  # every answer is distinct
+    assert est.full_s == pytest.approx(est.first_s + 6.0 + est.n_texts / TEXTS_PER_SECOND["full"])
+    assert "First numbers (judge evidence only) in about" in est.text()
+    assert "1,400 of 1,400 distinct texts to embed" in est.text()
+    # texts in the cache are not embedded again
+    from puaudit.embed.cache import text_key
+    from puaudit.embed.encoder_cache import encoder_cache
+    from puaudit.embed.text import format_text
+
+    first = format_text(planted.prompt[0], planted.response_a[0])
+    cache = encoder_cache(enc)
+    cache.put([text_key(first)], np.ones((1, enc.dim), dtype=np.float32))
+    cache.flush()
+    assert estimate_ready(planted, enc).n_cached == 1
+    # an encoder without a known rate: the texts are counted, no time is promised
+    other = estimate_ready(planted, HashingEncoder())
+    assert other.full_s is None and "when the texts are embedded" in other.text()
+
+
+def test_cli_no_texts_imports_neither_torch_nor_pot(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "in.csv"
+    _length_planted(60).to_csv(src, index=False)
+    code = ("import sys; from puaudit.cli.commands import main; "
+            f"rc = main(['audit', {str(src)!r}, '-o', {str(tmp_path / 'o.csv')!r}, '--no-texts', "
+            "'--spread-seeds', '1']); "
+            "print(rc, 'torch' in sys.modules, 'ot' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip().splitlines()[-1]
+    assert out == "0 False False False"

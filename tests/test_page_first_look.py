@@ -75,3 +75,17 @@ def test_label_counts_down_from_the_rate_so_far():
         f"{PRELIMINARY} (10 s left)")
     assert preliminary_label({"done": 21, "total": 100, "start": (20, 5.0)}, now=15.0).endswith(
         "13 min 10 s left)")
+
+
+def test_data_page_says_when_the_numbers_will_be_ready():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    assert not at.exception, at.exception
+    est = next(c.value for c in at.caption if c.value.startswith("First numbers"))
+    # the test encoder has no measured rate: the texts are counted, no time is promised
+    n_texts = len({(p, r) for p, a, b in zip(at.session_state["table"].prompt,
+                                                at.session_state["table"].response_a,
+                                                at.session_state["table"].response_b)
+                   for r in (a, b)})
+    assert "(judge evidence only) in about" in est
+    assert f"{n_texts:,} of {n_texts:,} distinct texts to embed" in est

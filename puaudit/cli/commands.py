@@ -188,6 +188,10 @@ def _embeddings(args, table):
     elif args.cache_dir:
         kwargs["cache_dir"] = args.cache_dir
     encoder = get_encoder(args.encoder, **kwargs)
+    from puaudit.embed.ready_time import estimate_ready
+
+    print(estimate_ready(table, encoder).text() + " (--no-texts: the first numbers alone)",
+          file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     if getattr(args, "ray", None):
         from puaudit.scale.ray_embed import embed_table_ray
@@ -362,8 +366,9 @@ def cmd_audit(args) -> int:
         from puaudit.data.formats.alpaca_eval_export import check_annotations_input
 
         check_annotations_input(table.frame, name=Path(args.input).name)
-    _preload_scorers()
-    emb = _embeddings(args, table) if cfg.texts else None  # --no-texts: no encoder at all
+    if cfg.texts:  # --no-texts: no encoder and no transport scorer (POT would import torch)
+        _preload_scorers()
+    emb = _embeddings(args, table) if cfg.texts else None
     res = _run_audit(args, cfg, table, emb)
     shape = _write_export(args, res, table)
     summary = res.summary()
