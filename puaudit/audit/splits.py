@@ -250,7 +250,8 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
     if config.evidence != "none":
         from puaudit.audit.evidence import verdict_evidence
 
-        ev = verdict_evidence(table, signals=config.evidence)
+        ev = verdict_evidence(table, signals=config.evidence,
+                              other_judges=config.other_judges)
     return PreparedSplit(split=split, reason=reason, emb=emb, sign_human=sh, sign_judge=sj,
                          judge=table.judge, human=human,
                          question_type=np.asarray(table.question_type, dtype=object),
