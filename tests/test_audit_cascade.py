@@ -297,3 +297,85 @@ def test_cli_cascade_writes_the_export_and_one_json_line(tmp_path, capsys, panel
                    str(npz), *argv, *rest])
         err = capsys.readouterr().err
         assert rc == 2 and says in err and "Traceback" not in err
+
+
+# -- the loop with a live judge: ask the next judge only about the rows left for people -----------
+def _oracle_reply(truth, accuracy=0.95):
+    """A stub judge that knows the planted truth of row i ("answer a i" / "answer b i") and is
+    right ``accuracy`` of the time (a fixed hash decides where it errs)."""
+    import re
+
+    from tests.judge_stub import _PAIR_RE, _token_entries, _unit, tokenize
+
+    def reply(body):
+        messages = body.get("messages") or []
+        system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
+        m = _PAIR_RE.search(user)
+        side, i = re.match(r"answer ([ab]) (\d+)", m.group(1)).groups()
+        right = truth[int(i)] == side.upper()        # is the answer shown first the better one?
+        if _unit("err", m.group(1)) > accuracy:
+            right = not right
+        letter = "A" if right else "B"
+        double = "[[" in system
+        content = "Verdict: " + ("[[" if double else "[") + letter + ("]]" if double else "]")
+        return {"content": content, "tokens": _token_entries(tokenize(content), {}, 0.05, user)}
+    return reply
+
+
+def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tmp_path, capsys):
+    from puaudit.cli.commands import main
+    from puaudit.data.io import read_table, write_table
+    from tests.judge_stub import StubJudgeServer
+
+    # texts that say nothing: the cheap judge is trusted on type0 only, judge 2 has a large region
+    df, emb, truth = _panel(n=1200, cheap_acc=(0.99, 0.5, 0.5), signal=0.0)
+    first = df.drop(columns="judge_winner")                # judge 2 not asked yet
+    path, npz = _write_panel(tmp_path, first, emb)
+    common = ["--target-agreement", "0.85", "--risk", "0.1", "--embeddings", str(npz), "--json"]
+    # 1. the cascade with judge 2 named but not asked: stage 2 says what to run
+    out1 = tmp_path / "stage1.csv"
+    rc = main(["cascade", str(path), "--judges", "cheap", "judge2_winner", "-o", str(out1),
+               *common])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    s1 = json.loads(cap.out.strip().splitlines()[-1])
+    assert "--only-escalated" in s1["stages"][1]["message"]
+    export = read_table(out1)
+    left = ((export["puaudit_cascade_stage"] == "people")
+            & (export["puaudit_cascade_split"] != "excluded")).to_numpy()
+    assert 0 < left.sum() < len(export)
+    assert (export.loc[left, "puaudit_cascade_split"] == "P").any()   # P rows of the region too
+    # 2. judge 2 is asked about those rows only, and the whole table comes back
+    merged = tmp_path / "merged.csv"
+    with StubJudgeServer(reply=_oracle_reply(truth, accuracy=0.99)) as stub:
+        rc = main(["judge", str(out1), "--only-escalated", "--endpoint", stub.url, "--model",
+                   "strong", "-o", str(merged), "--winner-column", "judge2_winner",
+                   "--backoff", "0.01", "--max-backoff", "0.05", "--no-progress"])
+        n_calls = len(stub.calls)
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert n_calls == left.sum() and f"{left.sum()} of {len(export)} rows left for people" in cap.err
+    m = read_table(merged)
+    assert len(m) == len(first) and list(m.columns[:len(first.columns)]) == list(first.columns)
+    assert not [c for c in m.columns if c.startswith("puaudit_")]
+    asked = (m["judge2_winner"].fillna("").astype(str).str.strip() != "").to_numpy()
+    np.testing.assert_array_equal(asked, left)
+    assert all(c == "judge2_winner" or c.startswith("judge2_winner_")
+               for c in m.columns[len(first.columns):])
+    # 3. the cascade on the merged table: stage 1 is the same, stage 2 now certifies
+    out2 = tmp_path / "final.csv"
+    rc = main(["cascade", str(merged), "--judges", "cheap", "judge2_winner", "-o", str(out2),
+               *common])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    s2 = json.loads(cap.out.strip().splitlines()[-1])
+    final = read_table(out2)
+    np.testing.assert_array_equal(final["puaudit_cascade_stage"] == "cheap",
+                                  export["puaudit_cascade_stage"] == "cheap")
+    assert s2["stages"][0] == s1["stages"][0]
+    assert s2["stages"][1]["n_trusted"] > 0 and s2["coverage"] > s1["coverage"]
+    assert s2["stages"][1]["asked"] == pytest.approx(left.sum() / (export[
+        "puaudit_cascade_split"] != "excluded").sum())
+    # the rows judge 2 was not asked about are never its to trust
+    assert not ((final["puaudit_cascade_stage"] == "judge2_winner").to_numpy() & ~asked).any()
