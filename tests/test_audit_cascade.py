@@ -323,40 +323,54 @@ def _oracle_reply(truth, accuracy=0.95):
     return reply
 
 
-def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tmp_path, capsys):
+def _documented_loop() -> list[list[str]]:
+    """The three commands of docs/judge.md's cascade section, split into arguments."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "judge.md").read_text()
+    section = text.split("## A cascade of judges", 1)[1]
+    block = re.search(r"```\n(.*?)```", section, re.S).group(1)
+    return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("puaudit ")]
+
+
+def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tmp_path, capsys,
+                                                                             monkeypatch):
     from puaudit.cli.commands import main
-    from puaudit.data.io import read_table, write_table
+    from puaudit.data.io import read_table
     from tests.judge_stub import StubJudgeServer
 
     # texts that say nothing: the cheap judge is trusted on type0 only, judge 2 has a large region
     df, emb, truth = _panel(n=1200, cheap_acc=(0.99, 0.5, 0.5), signal=0.0)
     first = df.drop(columns="judge_winner")                # judge 2 not asked yet
     path, npz = _write_panel(tmp_path, first, emb)
-    common = ["--target-agreement", "0.85", "--risk", "0.1", "--embeddings", str(npz), "--json"]
+    monkeypatch.chdir(tmp_path)
+    run1, ask, run2 = _documented_loop()
+    assert run1[:2] == ["cascade", "panel.csv"] and ask[:3] == ["judge", "stage1.csv",
+                                                                "--only-escalated"]
+    extra = ["--embeddings", str(npz), "--json"]
     # 1. the cascade with judge 2 named but not asked: stage 2 says what to run
-    out1 = tmp_path / "stage1.csv"
-    rc = main(["cascade", str(path), "--judges", "cheap", "judge2_winner", "-o", str(out1),
-               *common])
+    rc = main(run1 + extra)
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     s1 = json.loads(cap.out.strip().splitlines()[-1])
     assert "--only-escalated" in s1["stages"][1]["message"]
-    export = read_table(out1)
+    export = read_table(tmp_path / "stage1.csv")
     left = ((export["puaudit_cascade_stage"] == "people")
             & (export["puaudit_cascade_split"] != "excluded")).to_numpy()
     assert 0 < left.sum() < len(export)
     assert (export.loc[left, "puaudit_cascade_split"] == "P").any()   # P rows of the region too
     # 2. judge 2 is asked about those rows only, and the whole table comes back
-    merged = tmp_path / "merged.csv"
     with StubJudgeServer(reply=_oracle_reply(truth, accuracy=0.99)) as stub:
-        rc = main(["judge", str(out1), "--only-escalated", "--endpoint", stub.url, "--model",
-                   "strong", "-o", str(merged), "--winner-column", "judge2_winner",
-                   "--backoff", "0.01", "--max-backoff", "0.05", "--no-progress"])
+        argv = [stub.url if a.startswith("http://127.0.0.1") else a for a in ask]
+        rc = main(argv + ["--backoff", "0.01", "--max-backoff", "0.05", "--no-progress"])
         n_calls = len(stub.calls)
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     assert n_calls == left.sum() and f"{left.sum()} of {len(export)} rows left for people" in cap.err
-    m = read_table(merged)
+    assert "next: puaudit cascade merged.csv" in cap.out
+    m = read_table(tmp_path / "merged.csv")
     assert len(m) == len(first) and list(m.columns[:len(first.columns)]) == list(first.columns)
     assert not [c for c in m.columns if c.startswith("puaudit_")]
     asked = (m["judge2_winner"].fillna("").astype(str).str.strip() != "").to_numpy()
@@ -364,13 +378,11 @@ def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tm
     assert all(c == "judge2_winner" or c.startswith("judge2_winner_")
                for c in m.columns[len(first.columns):])
     # 3. the cascade on the merged table: stage 1 is the same, stage 2 now certifies
-    out2 = tmp_path / "final.csv"
-    rc = main(["cascade", str(merged), "--judges", "cheap", "judge2_winner", "-o", str(out2),
-               *common])
+    rc = main(run2 + extra)
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     s2 = json.loads(cap.out.strip().splitlines()[-1])
-    final = read_table(out2)
+    final = read_table(tmp_path / "final.csv")
     np.testing.assert_array_equal(final["puaudit_cascade_stage"] == "cheap",
                                   export["puaudit_cascade_stage"] == "cheap")
     assert s2["stages"][0] == s1["stages"][0]
