@@ -174,6 +174,8 @@ if ev_note:
             st.dataframe(weights.drop(columns=["feature"]), hide_index=True, width="stretch",
                          column_config={c: st.column_config.NumberColumn(format="%+.3f")
                                         for c in ("coef", "lo", "hi")})
+        from components.judges import other_judges_table  # issue 42: the other judges
+        other_judges_table(result, table)
 
 st.subheader("Trust or escalate")
 st.caption("Certify the verdicts whose calibrated P(judge right) clears a threshold chosen on P "

@@ -112,6 +112,9 @@ with st.expander("Column mapping", expanded="table_error" in ss or bool(mapping_
     if mapping != {r: ss["columns"].get(r) for r in ROLES}:
         ss["columns"] = {r: c for r, c in mapping.items() if c}
         state.build_table()
+    if "table" in ss and "table_error" not in ss:  # issue 42: judges named as columns
+        from components.judges import other_judge_picker
+        other_judge_picker(frame, ss["table"], mapping, ss["data_version"])
 
 if "table_error" in ss:
     st.error(md(ss["table_error"]))

@@ -113,6 +113,11 @@ class AuditConfig:
         other judges) that the ``evidence`` scorer learns from: ``auto`` every one the table
         allows, ``none`` none (``auto`` then compares the embedding scorers only), or the
         signal families named (a comma-separated string on the command line).
+    other_judges : tuple of str, optional
+        Columns holding other judges' verdicts on the same rows, read as the evidence signals
+        ``agrees_<column>`` (+1 agrees with the audited judge, -1 picks the other answer, 0 a
+        tie, NaN no verdict). ``None`` (default): every column whose name says ``judge`` and
+        not human, annotator, worker, rater, gold or true; ``()``: none.
     random_state : int or None, default 0
         Seeds the split, the folds and any sampling.
     target_agreement : float in (0.5, 1), optional
@@ -165,6 +170,9 @@ class AuditConfig:
     evidence: str | tuple = field(default="auto", metadata=_cli(
         "--evidence", "verdict-evidence signals the evidence scorer learns from: auto, none, or "
         "a comma-separated list of " + ", ".join(EVIDENCE_SIGNALS)))
+    other_judges: tuple[str, ...] | None = field(default=None, metadata=_cli(
+        "--other-judges", "columns holding other judges' verdicts, read as evidence (default: "
+        "columns whose name says judge; the flag alone: none)", nargs="*", metavar="COL"))
     random_state: int | None = field(default=0, metadata=_cli("--seed", "random seed"))
     target_agreement: float | None = field(default=None, metadata=_cli(
         "--target-agreement", "certify the verdicts that agree with people at least this often "
@@ -227,6 +235,12 @@ class AuditConfig:
             ev = tuple(ev)
         evidence_signal_names(ev)  # validates
         object.__setattr__(self, "evidence", ev)
+        if self.other_judges is not None:
+            names = ((self.other_judges,) if isinstance(self.other_judges, str)
+                     else tuple(self.other_judges))
+            if not all(isinstance(c, str) and c.strip() for c in names):
+                raise PUAuditError(f"other_judges must be column names, got {self.other_judges!r}.")
+            object.__setattr__(self, "other_judges", tuple(dict.fromkeys(names)))
         if self.target_agreement is not None:
             object.__setattr__(self, "target_agreement", check_target(self.target_agreement))
         object.__setattr__(self, "risk", check_risk(self.risk))
@@ -260,6 +274,8 @@ class AuditConfig:
                 continue
             elif isinstance(value, tuple) and f.name == "review_band":
                 out += [flag, *(repr(float(v)) for v in value)]
+            elif f.name == "other_judges":
+                out += [flag, *value]
             elif isinstance(value, tuple):
                 out += [flag, ",".join(value)]
             else:

@@ -401,8 +401,30 @@ def _perplexity_signal(c: _Collector) -> None:
             c.put("log_perplexity", np.nanmean(np.column_stack(logs), axis=1), ppl_cols)
 
 
+def _judge_tag(name: str, judge_col: str) -> str:
+    low = name.lower()
+    return re.sub(r"[^0-9a-z]+", "_", low.removeprefix(judge_col.lower() + "_")).strip("_")
+
+
+def _named_judges(c: _Collector, names) -> None:
+    """The other judges the user named: every one must be a column holding verdicts."""
+    for name in names:
+        col = next((x for x in c.frame.columns if str(x) == name), None)
+        if col is None:
+            raise PUAuditError(f"Other judge column '{name}' is not in the table (its columns: "
+                               f"{', '.join(map(str, list(c.frame.columns)[:30]))}).",
+                               column=name)
+        if name in (c.judge_col, str(c.cols.get("human", ""))):
+            raise PUAuditError(f"Column '{name}' is the audited judge's or the people's own "
+                               "verdict column; name other judges' columns only.", column=name)
+        v = _read_verdicts(c.table, col)
+        if isinstance(v, str):
+            raise PUAuditError(f"{v}: other judge columns must hold verdicts (A / B / tie, "
+                               "model_a / model_b, or a model name).", column=name)
+        c.put(f"agrees_{_judge_tag(name, c.judge_col)}", _agreement(c.sign, v), [name])
+
+
 def _other_judges(c: _Collector) -> None:
-    judge_low = c.judge_col.lower()
     for col in c.frame.columns:
         name = str(col)
         low = name.lower()
@@ -417,11 +439,11 @@ def _other_judges(c: _Collector) -> None:
             continue
         if sum(x in ("A", "B") for x in v) < 2:
             continue
-        tag = re.sub(r"[^0-9a-z]+", "_", low.removeprefix(judge_low + "_")).strip("_")
-        c.put(f"agrees_{tag}", _agreement(c.sign, v), [name])
+        c.put(f"agrees_{_judge_tag(name, c.judge_col)}", _agreement(c.sign, v), [name])
 
 
-def verdict_evidence(table: ComparisonTable, *, signals=None, log: bool = False):
+def verdict_evidence(table: ComparisonTable, *, signals=None, other_judges=None,
+                     log: bool = False):
     """Every label-free signal the table carries about its judge's verdicts.
 
     Parameters
@@ -430,6 +452,10 @@ def verdict_evidence(table: ComparisonTable, *, signals=None, log: bool = False)
     signals : None, "auto", "none" or sequence of str
         Signal families to compute (:data:`EVIDENCE_SIGNALS`); None / ``"auto"``: every one the
         table allows.
+    other_judges : sequence of str, optional
+        Columns holding other judges' verdicts (``agrees_<column>``), read even when the judge
+        is a rule; each must exist and hold verdicts (else :class:`PUAuditError`). ``None``:
+        every column whose name says ``judge`` (and not a person or a known truth); ``()``: none.
     log : bool
         Also return a dict of diagnostics (which families were skipped and why).
 
@@ -453,7 +479,9 @@ def verdict_evidence(table: ComparisonTable, *, signals=None, log: bool = False)
             _probability_signals(c)
         if c.want("log_perplexity"):
             _perplexity_signal(c)
-        if c.want("agrees"):
+        if c.want("agrees") and other_judges is None:
             _other_judges(c)
+    if c.want("agrees") and other_judges:
+        _named_judges(c, other_judges)
     info = {"skipped": c.skipped, "signals": list(c.ev.values), "messages": list(c.ev.messages)}
     return (c.ev, info) if log else c.ev

@@ -270,7 +270,8 @@ def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: Au
     if with_evidence and config.evidence != "none":
         from puaudit.audit.evidence import verdict_evidence
 
-        ev = verdict_evidence(table, signals=config.evidence)
+        ev = verdict_evidence(table, signals=config.evidence,
+                              other_judges=config.other_judges)
     return PreparedSplit(split=split, reason=reason, emb=emb, sign_human=sh, sign_judge=sj,
                          judge=table.judge, human=human,
                          question_type=np.asarray(table.question_type, dtype=object),

@@ -495,7 +495,8 @@ def main(argv: list[str] | None = None) -> int:
 
 _PLUGINS = {"trustjudge": "puaudit.trustjudge.cli", "annotators": "puaudit.annotators.cli",
             "models": "puaudit.rankings.cli", "judge": "puaudit.trustjudge.judge_cli",
-            "review": "puaudit.review.cli", "report": "puaudit.report.cli"}
+            "review": "puaudit.review.cli", "report": "puaudit.report.cli",
+            "cascade": "puaudit.cli.cascade"}
 
 
 def _dispatch_plugin(args) -> int:

@@ -189,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.scores_only and args.both_orders:
         raise PUAuditError("--both-orders asks pairs; it cannot go with --scores-only.")
     paths = _checked_paths(args, scores=scores)
-    frame = _input_frame(args)
+    frame, merge_back = _input_frame(args)
     client = JudgeClient(endpoint=args.endpoint, model=args.model, api_key_env=args.api_key_env,
                          timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
                          max_backoff=args.max_backoff, temperature=args.temperature,
@@ -214,8 +214,10 @@ def _run(args: argparse.Namespace) -> int:
         table = getattr(tables, name)
         if table is not None:
             setattr(tables, name, _redact_table(table, secret))
+    if merge_back is not None and tables.pairs is not None:  # a cascade's export: whole table
+        tables.pairs = merge_back(tables.pairs)
     written = _write_tables(tables, plan, paths, args)
-    _print_next(written, plan, paths, args)
+    _print_next(written, plan, paths, args, cascade=merge_back is not None)
     if args.json:
         print(dumps({"kind": plan.kind, "model": args.model, "endpoint": client.base_url,
                      "n_pairs": len(plan.pair_tasks), "n_scores": len(plan.score_tasks),
@@ -242,9 +244,20 @@ def _checked_paths(args: argparse.Namespace, *, scores: bool) -> dict:
     return paths
 
 
-def _input_frame(args: argparse.Namespace) -> pd.DataFrame:
-    """The input table (only the rows the audit escalated, with ``--only-escalated``)."""
+def _input_frame(args: argparse.Namespace):
+    """The input table (only the rows the audit escalated, with ``--only-escalated``), and for a
+    cascade's export the function that puts the answers back into the whole table."""
     frame = read_input(args.input, args)
+    if args.only_escalated and "puaudit_cascade_stage" in frame.columns:
+        from puaudit.audit.certify import cascade_escalated_rows, merge_asked_verdicts
+
+        export = frame
+        frame, positions = cascade_escalated_rows(export)
+        print(f"{Path(args.input).name}: {len(frame)} of {len(export)} rows left for people by "
+              "the cascade (its P rows of that region included); every row is written back",
+              file=sys.stderr)
+        return frame, lambda asked: merge_asked_verdicts(export, positions, asked,
+                                                         winner_column=args.winner_column)
     if args.only_escalated:
         from puaudit.audit.certify import escalated_rows
 
@@ -252,7 +265,7 @@ def _input_frame(args: argparse.Namespace) -> pd.DataFrame:
         frame = escalated_rows(frame)
         print(f"{Path(args.input).name}: {len(frame)} of {n_in} rows escalated by the audit",
               file=sys.stderr)
-    return frame
+    return frame, None
 
 
 def _plan(frame: pd.DataFrame, args: argparse.Namespace, client, *, scores: bool):
@@ -339,11 +352,16 @@ def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
     return written
 
 
-def _print_next(written: dict, plan, paths: dict, args: argparse.Namespace) -> None:
+def _print_next(written: dict, plan, paths: dict, args: argparse.Namespace, *,
+                cascade: bool = False) -> None:
     """The command that reads what was written."""
     if "pairs" in written and plan.kind == "answers":
         print("next: " + f"puaudit trustjudge {paths['pairs']}"
               + (f" --scores {paths['scores']}" if "scores" in written else "")
               + (" --method bidirectional" if args.both_orders else ""))
+    elif "pairs" in written and cascade:
+        print("next: " + f"puaudit cascade {paths['pairs']} --judges EARLIER_JUDGES "
+              f"{args.winner_column} --target-agreement T -o cascade.csv (the same options as "
+              "the first run)")
     elif "pairs" in written:
         print("next: " + f"puaudit audit {paths['pairs']} -o audited.csv")

@@ -1,0 +1,115 @@
+"""A cascade of judges over seeds: does the guarantee hold, how much is trusted, who is asked?
+
+For each data set, target and seed: ``run_cascade`` of the cheap judge then the strong one
+(risk split R/K), and the strong judge alone on the same judge-independent split at risk R
+(``run_cascade`` with one judge: the same rows, the same denominator). Reported per set and
+target: the share of seeds whose trusted validation rows (items once) agree at least T (a seed
+trusting nothing meets it trivially), coverage mean (sd), the share of rows each judge was asked,
+the strong judge alone's coverage, and per-stage coverage.
+
+    python bench/cascade.py [--seeds 20] [--sets mtbench llmfao] [--targets 0.85 0.9]
+
+Prints ``ratio=<mean cascade coverage / mean strong-judge-alone coverage>`` on MT-Bench at the
+first target last (>= 1: the cascade trusts at least as much as the strong judge alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT.parent / "shared" / "data"
+SETS = {
+    "mtbench": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", ["rule:longer", "judge_winner"],
+                "votes"),
+    "llmfao": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv",
+               ["judge_winner_gpt35", "judge_winner"], "consensus"),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--risk", type=float, default=0.1)
+    ap.add_argument("--sets", nargs="+", default=["mtbench"], choices=list(SETS))
+    ap.add_argument("--targets", nargs="+", type=float, default=[0.85, 0.90])
+    ap.add_argument("--encoder", default=None, help="default all-MiniLM-L6-v2; 'hashing' = test double")
+    args = ap.parse_args()
+
+    import numpy as np
+
+    from puaudit.audit.cascade import PEOPLE, run_cascade
+    from puaudit.audit.config import AuditConfig
+    from puaudit.audit.estimator import embed_table
+    from puaudit.data.io import read_table
+    from puaudit.data.schema import load_comparisons
+
+    if args.encoder == "hashing":
+        from tests.doubles import HashingEncoder
+
+        encoder = HashingEncoder()
+    else:
+        from puaudit.embed.encoders import get_encoder
+
+        encoder = get_encoder(args.encoder)
+    first_ratio = None
+    for name in args.sets:
+        path, judges, source = SETS[name]
+        table = load_comparisons(read_table(path), judge_column=judges[-1], name=path.name)
+        emb = embed_table(table, encoder)
+        print(f"\n{name}: judges {judges}, human_source {source}, risk {args.risk}, "
+              f"encoder {emb.encoder}", flush=True)
+        for target in args.targets:
+            rows = []
+            t0 = time.perf_counter()
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                cfg = AuditConfig(random_state=seed, human_source=source)
+                res = run_cascade(table, emb, judges, target=target, risk=args.risk, config=cfg)
+                s = res.summary()
+                alone = run_cascade(table, emb, judges[-1:], target=target, risk=args.risk,
+                                    config=cfg)
+                a = alone.summary()
+                met = s["n_validation_trusted"] == 0 or s["realised"] >= target
+                a_met = a["n_validation_trusted"] == 0 or a["realised"] >= target
+                st = s["stages"]
+                rows.append((met, s["coverage"], s["realised"], [x["asked"] for x in st],
+                             [x["coverage"] for x in st], a["coverage"], a_met, a["realised"]))
+                print(f"  T={target:g} seed {seed}: met {met} coverage {s['coverage']:.3f} "
+                      f"realised {s['realised']:.3f} asked "
+                      f"{' / '.join(f'{x:.3f}' for x in rows[-1][3])} stage coverage "
+                      f"{' / '.join(f'{x:.3f}' for x in rows[-1][4])} | alone coverage "
+                      f"{a['coverage']:.3f} met {a_met} realised {a['realised']:.3f}",
+                      flush=True)
+                assert (res.stage[res.audited] != PEOPLE).mean() == s["coverage"]
+            secs = (time.perf_counter() - t0) / len(rows)
+            met = [r[0] for r in rows]
+            cov = np.array([r[1] for r in rows])
+            asked = np.array([r[3] for r in rows])
+            stage_cov = np.array([r[4] for r in rows])
+            alone_cov = np.array([r[5] for r in rows])
+            real = np.array([r[2] for r in rows], dtype=float)
+            print(f"{name} T={target:g}: cascade meets T in {sum(met)}/{len(met)} seeds; coverage "
+                  f"{cov.mean():.3f} ({cov.std(ddof=1):.3f}); realised mean "
+                  f"{np.nanmean(real):.3f}; asked "
+                  + " / ".join(f"{j} {m:.3f}" for j, m in zip(judges, asked.mean(0)))
+                  + f" (strong judge asked <= 0.70 in {(asked[:, -1] <= 0.70).sum()}/{len(met)}"
+                  f" seeds); stage coverage "
+                  + " / ".join(f"{m:.3f}" for m in stage_cov.mean(0))
+                  + f"; {judges[-1]} alone coverage {alone_cov.mean():.3f} "
+                  f"({alone_cov.std(ddof=1):.3f}), meets T in {sum(r[6] for r in rows)}/"
+                  f"{len(rows)}; cascade >= alone in {(cov >= alone_cov).sum()}/{len(rows)} "
+                  f"seeds; {secs:.0f}s per seed", flush=True)
+            if first_ratio is None and name == "mtbench":
+                first_ratio = cov.mean() / max(alone_cov.mean(), 1e-9)
+    if first_ratio is not None:
+        print(f"ratio={first_ratio:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Other judges on the dashboard: the Data page's picker and the Audit page's table (the table is
+built by :func:`puaudit.audit.judges.other_judges_frame`; this module only shows it)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components import state
+from components.safe_text import md
+
+__all__ = ["heuristic_other_judges", "other_judge_picker", "other_judges_table"]
+
+
+def heuristic_other_judges(table) -> list[str]:
+    """The columns the audit reads as other judges when none are named (the name heuristic)."""
+    from puaudit.audit.evidence import verdict_evidence
+
+    try:
+        ev = verdict_evidence(table, signals=("agrees",))
+    except Exception:  # noqa: BLE001 - a table the heuristic cannot read offers no default
+        return []
+    return [c for cols in ev.sources.values() for c in cols]
+
+
+def other_judge_picker(frame: pd.DataFrame, table, mapping: dict, data_version) -> None:
+    """The "Other judges" multi-select: its default is the name heuristic's columns; a choice
+    names them explicitly (``AuditConfig.other_judges``; none chosen: no other judge)."""
+    ss = st.session_state
+    params = state.audit_params()
+    if ss.get("other_judges_for") != data_version:  # new data: back to the heuristic
+        ss["other_judges_for"] = data_version
+        params["other_judges"] = None
+    taken = {mapping.get("judge"), mapping.get("human")}
+    options = [str(c) for c in frame.columns if str(c) not in taken
+               and not str(c).startswith("puaudit_")]
+    guessed = heuristic_other_judges(table)
+    current = params.get("other_judges")
+    default = [c for c in (guessed if current is None else current) if c in options]
+    chosen = st.multiselect(
+        "Other judges", options, default=default, key=f"other_judges_{data_version}",
+        help="Columns holding other judges' verdicts on the same rows. Each becomes evidence "
+             "(agrees / picks the other answer / tie) that the evidence scorer can weigh. "
+             "Preselected: the columns whose name says judge. CLI: --other-judges COL ...")
+    if current is None and chosen == default:
+        return
+    if current is None or tuple(current) != tuple(chosen):
+        params["other_judges"] = tuple(chosen)
+
+
+def other_judges_table(result, table) -> None:
+    """Each other judge's agreement with people on P (exact 95% interval) and its weight in the
+    evidence model (fold range); nothing when the audit read no other judge."""
+    from puaudit.audit.judges import other_judges_frame
+
+    try:
+        frame = other_judges_frame(result, table)
+    except Exception as exc:  # noqa: BLE001 - a table that changed under the result
+        st.caption(md(f"Other judges: not shown ({exc})."))
+        return
+    if frame.empty:
+        return
+    st.markdown("**Other judges**: agreement with people on P, and weight in the evidence model")
+    st.dataframe(
+        frame.drop(columns=["signal"]), hide_index=True, width="stretch",
+        column_config={
+            "judge": st.column_config.TextColumn("judge (column)"),
+            "n_p_items": st.column_config.NumberColumn("P items"),
+            "agreement": st.column_config.NumberColumn("agrees with people", format="%.3f"),
+            "agreement_lo": st.column_config.NumberColumn("95% low", format="%.3f"),
+            "agreement_hi": st.column_config.NumberColumn("95% high", format="%.3f"),
+            "audited_judge_agreement": st.column_config.NumberColumn(
+                "audited judge, same items", format="%.3f"),
+            "coverage": st.column_config.NumberColumn("has a verdict", format="%.2f"),
+            "weight": st.column_config.NumberColumn("weight", format="%+.3f"),
+            "weight_lo": st.column_config.NumberColumn("fold 2.5%", format="%+.3f"),
+            "weight_hi": st.column_config.NumberColumn("fold 97.5%", format="%+.3f")})
+    st.caption("Agreement on P items where that judge gave A or B (items counted once, exact "
+               "Clopper–Pearson interval). Weight: its coefficient on the standardised scale "
+               "(positive: the audited judge is more likely right when this one agrees), with "
+               "its range over the cross-fitting fold fits; empty when the evidence model was "
+               "not fitted.")

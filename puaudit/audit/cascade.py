@@ -1,0 +1,408 @@
+r"""A cascade of judges: trust the cheap judge where it is certified, ask the next one elsewhere,
+and send to people what no judge is trusted on.
+
+Judges :math:`1, \dots, K` are ordered cheapest first. One split, drawn once and independent of
+every judge, assigns the rows with a people's verdict to **P** or **validation** by item, per
+question type (:func:`puaudit.audit.splits.split_rows`; a human tie or identical responses
+exclude a row from the cascade: it goes to people without being sent to any judge). Stage
+:math:`k` sees the region :math:`R_k` of rows the stages before it did not trust
+(:math:`R_1` = every routed row) and
+
+1. audits judge :math:`k`'s verdicts on :math:`R_k` alone (:func:`puaudit.audit.estimator
+   .audit_table` on those rows, with the cascade's P and validation rows of the region, and
+   judge :math:`k`'s ties and blanks excluded): its scorers, its evidence and its calibration
+   are fitted on the region, as they would be with a judge that was asked about those rows only;
+2. certifies it at target :math:`\alpha` and risk :math:`\delta / K` by fixed-sequence testing
+   with exact Clopper–Pearson bounds on the P items of :math:`R_k` (:mod:`puaudit.audit
+   .certify`);
+3. trusts the certified rows of :math:`R_k`; the rest (including P rows by their out-of-fold
+   probability, so the next stage has annotated rows of its own region) form :math:`R_{k+1}`.
+
+Rows of :math:`R_{K+1}` go to people. A stage that certifies nothing (too few P items in its
+region, no candidate passing, or an audit that cannot run) says why and passes every row on.
+
+**Only judges 1..k at stage k.** Judge :math:`k` decides before the later judges are asked, so
+stage :math:`k` must not read their verdicts: its table holds no column of a later judge (a
+judge's column, and every column whose name starts with it and ``_``, belong to it; the longest
+such name wins), and the earlier judges' verdicts enter as the evidence signals
+``agrees_<judge>`` (``AuditConfig.other_judges``). Run again after a later judge's verdicts were
+added, every earlier stage gives the same answer.
+
+**The guarantee.** Stage :math:`k`'s trusted rows agree with people at least :math:`\alpha` of
+the time except with probability :math:`\delta / K`; by the union bound all :math:`K` hold
+together with probability at least :math:`1 - \delta`, and then so does their union (a mixture
+of sets that each meet :math:`\alpha`). Assumption, per region: the P items of :math:`R_k` are
+exchangeable with the audited rows of :math:`R_k` (the split is random by item, and the region is
+cut by the same rule on both sides: P rows by their out-of-fold probability, audited rows by the
+certified share; see :mod:`puaudit.audit.certify`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from puaudit.audit.certify import check_risk, check_target, item_outcomes, two_sided_interval
+from puaudit.audit.config import AuditConfig
+from puaudit.audit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL,
+                                  split_rows)
+from puaudit.data.schema import JUDGE_RULES, ComparisonTable, apply_judge_rule, normalize_verdicts
+from puaudit.errors import PUAuditError
+
+__all__ = ["PEOPLE", "CASCADE_COLUMNS", "CascadeStage", "CascadeResult", "run_cascade",
+           "judge_columns_of"]
+
+#: The stage of rows no judge is trusted on.
+PEOPLE = "people"
+#: Columns the cascade's export adds to the input.
+CASCADE_COLUMNS = ("puaudit_cascade_split", "puaudit_cascade_stage", "puaudit_cascade_verdict")
+
+
+@dataclass
+class CascadeStage:
+    """One stage: the rows sent to its judge (``region``) and the rows it trusts.
+
+    ``region`` and ``trusted`` are (n,) bool over the input rows; ``verdicts`` the judge's
+    (A / B / tie / None); ``audit`` the stage's :class:`AuditResult` on its region (None when it
+    could not run); ``message`` says why nothing was certified ("" otherwise).
+    """
+
+    judge: str
+    risk: float
+    region: np.ndarray
+    trusted: np.ndarray
+    verdicts: np.ndarray
+    message: str = ""
+    audit: object = None
+    rows: np.ndarray | None = None
+
+
+@dataclass
+class CascadeResult:
+    """A run of the cascade; arrays are aligned with the input rows.
+
+    Attributes
+    ----------
+    judges : tuple of str
+    target, risk : float
+        The guarantee: trusted rows agree with people at least ``target`` of the time, with
+        probability at least ``1 - risk``; each stage certified at ``risk / K``.
+    split, reason : (n,) str
+        The cascade's own roles (P, validation, unlabelled, excluded) and why a row is excluded.
+    human : (n,) object
+        The people's verdicts the cascade used.
+    item_id : (n,) str
+    stages : list of CascadeStage
+    stage : (n,) object
+        The judge trusted on each row, or :data:`PEOPLE`.
+    verdict : (n,) object
+        That judge's verdict; for people, their verdict where known, else None.
+    """
+
+    judges: tuple
+    target: float
+    risk: float
+    split: np.ndarray
+    reason: np.ndarray
+    human: np.ndarray
+    item_id: np.ndarray
+    stages: list = field(default_factory=list)
+    stage: np.ndarray | None = None
+    verdict: np.ndarray | None = None
+    params: dict = field(default_factory=dict)
+
+    @property
+    def audited(self) -> np.ndarray:
+        """(n,) bool: the rows whose verdict the cascade decides (validation and unlabelled)."""
+        return np.isin(self.split, [SPLIT_VAL, SPLIT_U])
+
+    @property
+    def routed(self) -> np.ndarray:
+        """(n,) bool: rows sent through the stages (every row not excluded)."""
+        return self.split != SPLIT_EXCLUDED
+
+    def _realised(self, rows: np.ndarray, verdicts: np.ndarray) -> dict:
+        """Agreement with people on ``rows`` (validation, items once), exact 95% interval."""
+        rows = rows & (self.split == SPLIT_VAL)
+        _, share, _ = item_outcomes(np.zeros(rows.sum()), verdicts[rows] == self.human[rows],
+                                    self.item_id[rows])
+        n, k = len(share), float(share.sum())
+        return {"n": int(n), "agreement": k / n if n else float("nan"),
+                "ci": two_sided_interval(k, n)}
+
+    def coverage(self) -> float:
+        """Share of audited rows trusted by some stage."""
+        a = self.audited
+        return float(np.mean(self.stage[a] != PEOPLE)) if a.any() else float("nan")
+
+    def realised(self) -> dict:
+        """Agreement with people among every trusted validation row (each with the verdict of
+        the judge trusted on it), items counted once, with its exact 95% interval."""
+        return self._realised(self.stage != PEOPLE, self.verdict)
+
+    def stage_summaries(self) -> list[dict]:
+        """Per stage: ``judge``, ``coverage`` (share of all audited rows it trusts),
+        ``coverage_of_region``, ``n_trusted`` (audited rows), ``realised`` (its trusted
+        validation rows, items once, with ``realised_ci``), ``asked`` (share of routed rows
+        sent to its judge), ``risk``, ``threshold``, ``certified_lower`` and ``message``."""
+        a, routed = self.audited, self.routed
+        n_a, n_routed = int(a.sum()), int(routed.sum())
+        out = []
+        for st in self.stages:
+            r = self._realised(st.trusted, st.verdicts)
+            n_t = int((st.trusted & a).sum())
+            n_reg = int((st.region & a).sum())
+            cert = getattr(st.audit, "certification", None)
+            out.append({
+                "judge": st.judge, "risk": st.risk,
+                "coverage": n_t / n_a if n_a else float("nan"),
+                "coverage_of_region": n_t / n_reg if n_reg else float("nan"),
+                "n_trusted": n_t, "n_asked": int(st.region.sum()),
+                "asked": float(st.region.sum() / n_routed) if n_routed else float("nan"),
+                "realised": r["agreement"], "realised_ci": r["ci"], "n_validation_trusted": r["n"],
+                "threshold": float("inf") if cert is None else cert.threshold,
+                "certified_lower": float("nan") if cert is None else cert.choice["lower"],
+                "scorer": None if st.audit is None else st.audit.params.get("scorer_used"),
+                "message": st.message})
+        return out
+
+    def summary(self) -> dict:
+        """The cascade in one dict: ``stages`` (:meth:`stage_summaries`), overall
+        ``coverage``, ``realised`` (with ``realised_ci``), ``guarantee`` (target, risk, each
+        stage's risk) and the row counts."""
+        r = self.realised()
+        a = self.audited
+        return {"judges": list(self.judges), "stages": self.stage_summaries(),
+                "coverage": self.coverage(), "realised": r["agreement"],
+                "realised_ci": r["ci"], "n_validation_trusted": r["n"],
+                "guarantee": {"target": self.target, "risk": self.risk,
+                              "risk_per_stage": self.risk / max(len(self.judges), 1)},
+                "n_rows": int(len(self.split)), "n_routed": int(self.routed.sum()),
+                "n_audited": int(a.sum()), "n_people": int((self.stage[a] == PEOPLE).sum()),
+                "n_p": int((self.split == SPLIT_P).sum()),
+                "n_validation": int((self.split == SPLIT_VAL).sum()),
+                "params": self.params}
+
+    def to_frame(self, table: ComparisonTable) -> pd.DataFrame:
+        """Every input row and column, plus :data:`CASCADE_COLUMNS`."""
+        if len(table) != len(self.split):
+            raise PUAuditError(f"This cascade ran on {len(self.split)} rows; the table has "
+                               f"{len(table)}.")
+        out = table.frame.copy()
+        out["puaudit_cascade_split"] = self.split
+        out["puaudit_cascade_stage"] = self.stage
+        out["puaudit_cascade_verdict"] = self.verdict
+        return out
+
+
+def judge_columns_of(columns, judges) -> dict:
+    """Column -> the judge it belongs to: the judge's own column, and every column whose name
+    starts with the judge's name and ``_`` (the longest such judge name wins); others absent."""
+    names = sorted((j for j in judges if not str(j).startswith("rule:")), key=len, reverse=True)
+    out = {}
+    for c in columns:
+        s = str(c)
+        for j in names:
+            if s == j or s.startswith(j + "_"):
+                out[c] = j
+                break
+    return out
+
+
+def _verdicts(table: ComparisonTable, spec: str, *, pending_ok: bool) -> np.ndarray | None:
+    """A judge's verdicts (A / B / tie / None per row): a column, or ``rule:NAME``. None: the
+    column is not in the table yet (allowed for trailing judges only)."""
+    if spec.startswith("rule:"):
+        rule = spec[5:]
+        if rule not in JUDGE_RULES:
+            raise PUAuditError(f"Unknown judge rule '{spec}': choose one of "
+                               f"{['rule:' + r for r in JUDGE_RULES]} or a column.")
+        return np.asarray(apply_judge_rule(table, rule).judge, dtype=object)
+    frame = table.frame
+    if spec not in frame.columns:
+        if pending_ok:
+            return None
+        raise PUAuditError(f"Judge column '{spec}' is not in the table (its columns: "
+                           f"{', '.join(map(str, list(frame.columns)[:30]))}).", column=spec)
+    get = (lambda role: frame[table.columns[role]].tolist()  # noqa: E731
+           if table.columns.get(role) in frame.columns else None)
+    return np.asarray(normalize_verdicts(frame[spec].tolist(), column=spec,
+                                         model_a=get("model_a"), model_b=get("model_b"),
+                                         allow_missing=True), dtype=object)
+
+
+def _check_judges(table: ComparisonTable, judges) -> tuple[list[str], list]:
+    judges = [str(j).strip() for j in judges]
+    if not judges or not all(judges):
+        raise PUAuditError("Name the judges of the cascade, cheapest first (--judges COL1 COL2; "
+                           "a rule as rule:longer).")
+    dup = sorted({j for j in judges if judges.count(j) > 1})
+    if dup:
+        raise PUAuditError(f"Judge {dup[0]!r} is named twice; name each judge once.")
+    human_col = table.columns.get("human")
+    if human_col in judges:
+        raise PUAuditError(f"Column '{human_col}' holds the people's verdicts, not a judge's.",
+                           column=human_col)
+    present = [j.startswith("rule:") or j in table.frame.columns for j in judges]
+    # a judge not asked yet may be named after the ones that were: the loop of docs/judge.md
+    last_present = max((i for i, p in enumerate(present) if p), default=-1)
+    verdicts = [_verdicts(table, j, pending_ok=0 < i and last_present < i)
+                for i, j in enumerate(judges)]
+    return judges, verdicts
+
+
+def _cascade_split(table: ComparisonTable, embeddings, human: np.ndarray, config: AuditConfig):
+    """P / validation / unlabelled / excluded, drawn once for every stage: by item, per type,
+    among the rows with a people's verdict, whatever any judge said."""
+    from puaudit.audit.splits import _row_norms
+
+    if len(embeddings) != len(table):
+        raise PUAuditError(f"Embeddings have {len(embeddings)} rows but the table has "
+                           f"{len(table)}; embed this table again.")
+    identical = _row_norms(embeddings, np.arange(len(embeddings))) < 1e-6
+    split, reason = split_rows(np.full(len(table), "A", dtype=object), human,
+                               table.question_type, table.item_id, p_ratio=config.p_ratio,
+                               random_state=config.random_state, identical=identical)
+    n_ann = int(np.isin(split, [SPLIT_P, SPLIT_VAL]).sum())
+    if n_ann < MIN_ANNOTATED:
+        raise PUAuditError(f"The cascade needs at least {MIN_ANNOTATED} rows with a people's "
+                           f"verdict A or B; this table has {n_ann}.")
+    return split, reason
+
+
+def _stage_table(table: ComparisonTable, rows: np.ndarray, judges: list, verdicts: list, k: int,
+                 human: np.ndarray) -> ComparisonTable:
+    """The table stage ``k`` sees: the region's rows, no column of a later judge, the earlier
+    rules' verdicts as columns, judge ``k``'s verdicts as the judge."""
+    owner = judge_columns_of(table.frame.columns, judges)
+    later = set(judges[k + 1:])
+    frame = table.frame.iloc[rows]
+    frame = frame.drop(columns=[c for c, j in owner.items() if j in later])
+    frame = frame.reset_index(drop=True)
+    for j, v in zip(judges[:k + 1], verdicts[:k + 1]):
+        if j.startswith("rule:"):
+            frame[j] = v[rows]
+    cols = {role: c for role, c in table.columns.items() if c in frame.columns}
+    cols["judge"] = judges[k]
+    take = lambda a: None if a is None else np.asarray(a)[rows]  # noqa: E731
+    return ComparisonTable(frame=frame, columns=cols, prompt=take(table.prompt),
+                           response_a=take(table.response_a), response_b=take(table.response_b),
+                           judge=verdicts[k][rows], human=human[rows],
+                           question_type=take(table.question_type), item_id=take(table.item_id),
+                           annotator=take(table.annotator), judge_column=judges[k])
+
+
+def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human, config,
+               target, risk_k) -> CascadeStage:
+    from puaudit.audit.estimator import PairEmbeddings, audit_table, prepare_split
+
+    n = len(table)
+    judge = judges[k]
+    v = verdicts[k]
+    empty = CascadeStage(judge=judge, risk=risk_k, region=region.copy(), trusted=np.zeros(n, bool),
+                         verdicts=np.full(n, None, dtype=object) if v is None else v)
+    if v is None:
+        empty.message = (f"'{judge}' is not in the table yet: this stage certifies nothing and "
+                         "passes every row on. Ask that judge about the rows left for people "
+                         f"(puaudit judge CASCADE_EXPORT --only-escalated --winner-column {judge}) "
+                         "and run the cascade again on its output.")
+        return empty
+    rows = np.flatnonzero(region)
+    empty.rows = rows
+    if not len(rows):
+        empty.message = "No row reaches this stage."
+        return empty
+    sub = _stage_table(table, rows, judges, verdicts, k, human)
+    emb = PairEmbeddings(vectors=embeddings.vectors, idx_a=embeddings.idx_a[rows],
+                         idx_b=embeddings.idx_b[rows], encoder=embeddings.encoder)
+    cfg = config.replace(target_agreement=target, risk=risk_k, human_source="votes",
+                         other_judges=tuple(judges[:k]))
+    try:
+        prep = prepare_split(sub, emb, cfg, human=human[rows])
+        s, why = split[rows].copy(), reason[rows].copy()
+        jv = v[rows]
+        for mask, text in ((np.array([x is None for x in jv]), "no judge verdict"),
+                           (jv == "tie", "judge tie")):
+            hit = mask & (s != SPLIT_EXCLUDED)
+            s[hit], why[hit] = SPLIT_EXCLUDED, text
+        p = s == SPLIT_P
+        m_est = float(np.mean(jv[p] == human[rows][p])) if p.any() else float("nan")
+        n_ann = int(np.isin(s, [SPLIT_P, SPLIT_VAL]).sum())
+        if not p.any() or n_ann < MIN_ANNOTATED:
+            raise PUAuditError(f"Too few annotated rows reach this stage ({int(p.sum())} P rows, "
+                               f"{n_ann} annotated with a strict verdict of '{judge}').")
+        prep = dataclasses.replace(prep, split=s, reason=why, m_estimate=m_est,
+                                   split_log={"cascade_stage": k + 1, "n_rows": len(rows)})
+        res = audit_table(sub, emb, cfg, prep=prep)
+    except PUAuditError as exc:
+        empty.message = f"Nothing certified: {exc} Every row passes on."
+        return empty
+    trusted_sub = np.array([t is not None and bool(t) for t in res.certification.trusted])
+    trusted = np.zeros(n, bool)
+    trusted[rows[trusted_sub]] = True
+    msg = res.certification.choice.get("message", "")
+    return CascadeStage(judge=judge, risk=risk_k, region=region.copy(), trusted=trusted,
+                        verdicts=v, message=(msg + " Every row passes on.") if msg else "",
+                        audit=res, rows=rows)
+
+
+def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, risk: float = 0.1,
+                config: AuditConfig | None = None) -> CascadeResult:
+    """Run the cascade of ``judges`` (cheapest first) at ``target`` agreement and ``risk``.
+
+    Parameters
+    ----------
+    table : ComparisonTable
+        Every judge's verdicts as a column (``rule:longer`` etc. for a rule); a judge's blank
+        cells (not asked) and ties pass the row on.
+    embeddings : PairEmbeddings
+        Of ``table``'s rows (judge-independent).
+    judges : sequence of str
+        Columns (or ``rule:NAME``), cheapest first. Judges after the last column present may be
+        absent (not asked yet): their stages certify nothing.
+    target : float in (0.5, 1)
+    risk : float in (0, 0.5]
+        Split evenly: each of the K stages certifies at ``risk / K``.
+    config : AuditConfig, optional
+        Everything else of each stage's audit (``p_ratio``, ``random_state``, ``scorer``,
+        ``human_source`` — ``votes``, ``consensus`` or ``ds`` —, ...). Its ``target_agreement``,
+        ``risk``, ``m`` and ``other_judges`` are set per stage.
+
+    Returns
+    -------
+    CascadeResult
+    """
+    from puaudit.audit.estimator import human_labels
+
+    target, risk = check_target(target), check_risk(risk)
+    config = AuditConfig() if config is None else config
+    if config.human_source == "crowdlab":
+        raise PUAuditError("human_source 'crowdlab' needs one judge's audit for its consensus; a "
+                           "cascade has several judges. Use votes, consensus or ds.")
+    if config.m is not None:
+        config = config.replace(m=None)
+    judges, verdicts = _check_judges(table, judges)
+    human = human_labels(table, config)
+    human = np.asarray(table.human if human is None else human, dtype=object)
+    split, reason = _cascade_split(table, embeddings, human, config)
+    n, K = len(table), len(judges)
+    region = split != SPLIT_EXCLUDED
+    stages = []
+    stage = np.full(n, PEOPLE, dtype=object)
+    verdict = np.where(np.array([h is not None for h in human]), human, None).astype(object)
+    for k in range(K):
+        st = _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human,
+                        config, target, risk / K)
+        stages.append(st)
+        stage[st.trusted] = judges[k]
+        verdict[st.trusted] = st.verdicts[st.trusted]
+        region = region & ~st.trusted
+    params = {**config.replace(target_agreement=target, risk=risk).to_dict(),
+              "judges": list(judges)}
+    params.pop("other_judges", None)
+    return CascadeResult(judges=tuple(judges), target=target, risk=risk, split=split,
+                         reason=reason, human=human, item_id=np.asarray(table.item_id).astype(str),
+                         stages=stages, stage=stage, verdict=verdict, params=params)

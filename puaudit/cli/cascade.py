@@ -1,0 +1,109 @@
+"""``puaudit cascade FILE --judges COL1 COL2 ... --target-agreement T --risk R -o OUT``.
+
+Judges cheapest first; stage k certifies judge k on the rows earlier stages did not trust, at
+risk R/K (:mod:`puaudit.audit.cascade`); the rows no stage trusts go to people. The export keeps
+every input row and column and adds ``puaudit_cascade_split``, ``puaudit_cascade_stage`` (the
+judge trusted, or ``people``) and ``puaudit_cascade_verdict``. With ``--json`` the last line is
+one JSON object (per stage and overall).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from puaudit.errors import PUAuditError
+
+__all__ = ["add_parser", "run"]
+
+#: audit options the cascade sets itself, per stage
+_EXCLUDED = ("target_agreement", "risk", "m", "other_judges")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add the ``cascade`` subcommand."""
+    from puaudit.cli.commands import _add_audit_args, _add_table_args
+
+    p = sub.add_parser(
+        "cascade", help="a cascade of judges, cheapest first: trust each where certified, "
+                        "people for the rest",
+        description="Stage k certifies judge k's verdicts on the rows the stages before it did "
+                    "not trust (fixed-sequence test, exact binomial bounds, risk R/K on the P "
+                    "items of that region); stage k reads only judges 1..k. Rows no stage "
+                    "trusts go to people. See docs/method.md and docs/judge.md.")
+    p.add_argument("input")
+    p.add_argument("-o", "--output", required=True,
+                   help="export (.csv, .parquet or .jsonl): every input row and column plus "
+                        "puaudit_cascade_split, puaudit_cascade_stage, puaudit_cascade_verdict")
+    p.add_argument("--judges", nargs="+", required=True, metavar="COL",
+                   help="judge verdict columns, cheapest first (a rule as rule:longer, "
+                        "rule:shorter or rule:position-a); judges after the last column present "
+                        "may be absent (not asked yet)")
+    p.add_argument("--target-agreement", type=float, required=True, metavar="T",
+                   help="trusted verdicts agree with people at least this often (e.g. 0.85)")
+    p.add_argument("--risk", type=float, default=0.1, metavar="R",
+                   help="probability that the trusted verdicts miss T; each of the K stages gets "
+                        "R/K (default 0.1)")
+    _add_table_args(p)
+    _add_audit_args(p, exclude=_EXCLUDED)
+
+
+def _print(summary: dict) -> None:
+    def f(x, nd=3):
+        return "n/a" if x is None or x != x or x in (float("inf"), float("-inf")) else f"{x:.{nd}f}"
+
+    g = summary["guarantee"]
+    print(f"cascade of {len(summary['stages'])} judges: agreement >= {g['target']:g} with "
+          f"probability >= {1 - g['risk']:g} (each stage at risk {g['risk_per_stage']:.4g})")
+    for i, st in enumerate(summary["stages"], 1):
+        lo, hi = st["realised_ci"]
+        print(f"  stage {i} {st['judge']}: asked {f(st['asked'])} of the rows, trusted "
+              f"{st['n_trusted']} audited rows (coverage {f(st['coverage'])}); trusted "
+              f"validation rows agree {f(st['realised'])} [{f(lo)}, {f(hi)}], "
+              f"n={st['n_validation_trusted']}")
+        if st["message"]:
+            print(f"    {st['message']}")
+    lo, hi = summary["realised_ci"]
+    print(f"  people: {summary['n_people']} of {summary['n_audited']} audited rows")
+    print(f"overall coverage {f(summary['coverage'])}; trusted validation rows agree "
+          f"{f(summary['realised'])} [{f(lo)}, {f(hi)}], n={summary['n_validation_trusted']}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``puaudit cascade``; returns the exit status."""
+    from puaudit.audit.cascade import CASCADE_COLUMNS, run_cascade
+    from puaudit.audit.config import check_risk, check_target, config_from_args
+    from puaudit.cli.commands import _embeddings, _load
+    from puaudit.data.io import write_table
+    from puaudit.data.jsonsafe import dumps
+    from puaudit.data.writers import check_output_path
+
+    target, risk = check_target(args.target_agreement), check_risk(args.risk)
+    if args.judge_rule:
+        raise PUAuditError(f"Name a rule as one of the judges instead of --judge-rule: --judges "
+                           f"rule:{args.judge_rule} ...")
+    cfg = config_from_args(args)
+    check_output_path(args.output, inputs=[args.input, args.embeddings, args.human],
+                      what="output (-o)")
+    if args.col_judge is None:  # the table needs a judge role to load; the first judge column
+        args.col_judge = next((j for j in args.judges if not j.startswith("rule:")), None)
+    table = _load(args)
+    clash = [c for c in CASCADE_COLUMNS if c in table.frame.columns]
+    if clash:
+        raise PUAuditError(f"The input already has {', '.join(clash)} (an earlier cascade's "
+                           "export): run the cascade on a table without them (puaudit judge "
+                           "--only-escalated writes one).", column=clash[0])
+    emb = _embeddings(args, table)
+    t0 = time.perf_counter()
+    res = run_cascade(table, emb, args.judges, target=target, risk=risk, config=cfg)
+    print(f"cascade ran in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    write_table(res.to_frame(table), args.output)
+    summary = res.summary()
+    _print(summary)
+    print(f"wrote {len(table)} rows to {Path(args.output)} (stage and verdict in "
+          "puaudit_cascade_stage, puaudit_cascade_verdict)")
+    if args.json:
+        print(dumps(summary))
+    return 0

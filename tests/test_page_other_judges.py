@@ -1,0 +1,67 @@
+"""The Data page's "Other judges" picker (the name heuristic preselected, a choice names the
+columns) and the Audit page's table of each other judge's agreement and weight."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from puaudit.audit.config import AuditConfig
+from puaudit.data.demo import generate_demo
+from puaudit.data.schema import load_comparisons
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.usefixtures("app_env")
+
+
+def _frame() -> pd.DataFrame:
+    frame = generate_demo(n_rows=240, random_state=0)
+    rng = np.random.default_rng(0)
+    human = frame["human_winner"].to_numpy()
+    frame["judge_winner_gpt35"] = np.where(rng.random(len(frame)) < 0.8, human, "A")
+    frame["second_opinion"] = np.where(rng.random(len(frame)) < 0.7, human, "B")
+    return frame
+
+
+def _page(path: str, frame: pd.DataFrame, **audit) -> AppTest:
+    from components.data_summary import mapping_defaults
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    at.session_state["raw_frame"] = frame
+    at.session_state["source_name"] = "upload.csv"
+    at.session_state["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
+    at.session_state["data_version"] = 3
+    at.session_state["table"] = load_comparisons(frame)
+    if audit:
+        at.session_state["audit"] = {**AuditConfig.defaults(), "encoder": None, **audit}
+    at.switch_page(path).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_data_page_preselects_the_heuristic_and_a_choice_names_the_judges():
+    at = _page("pages/data.py", _frame())
+    pick = next(m for m in at.multiselect if m.label == "Other judges")
+    assert pick.value == ["judge_winner_padded", "judge_winner_gpt35"]  # names saying judge
+    assert "second_opinion" in pick.options and "judge_winner" not in pick.options
+    assert at.session_state["audit"]["other_judges"] is None  # untouched: the heuristic
+    pick.set_value(["second_opinion"]).run()
+    assert not at.exception, at.exception
+    assert at.session_state["audit"]["other_judges"] == ("second_opinion",)
+    pick = next(m for m in at.multiselect if m.label == "Other judges")
+    pick.set_value([]).run()
+    assert at.session_state["audit"]["other_judges"] == ()   # none
+
+
+def test_audit_page_shows_each_other_judges_agreement_and_weight():
+    at = _page("pages/audit.py", _frame(), other_judges=("judge_winner_gpt35", "second_opinion"),
+               scorer="evidence")
+    shown = [d.value for d in at.dataframe]
+    table = next(d for d in shown if "agreement" in d.columns and "weight" in d.columns)
+    assert list(table["judge"]) == ["judge_winner_gpt35", "second_opinion"]
+    assert (table["agreement_lo"] <= table["agreement"]).all()
+    assert (table["agreement"] <= table["agreement_hi"]).all()
+    assert table["weight"].notna().all()
