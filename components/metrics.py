@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
@@ -13,12 +12,14 @@ __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", 
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
+# re-exported: one home for percents and points (the CLI and the report use the same)
+from puaudit.percents import percent, points as points_delta, points_between  # noqa: E402
 # re-exported: the audit report pins its m curve's current point the same way
 from puaudit.audit.m_curve import with_current_point  # noqa: E402
 
 
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
+    return percent(x)
 
 
 def as_percent(df: pd.DataFrame, columns) -> pd.DataFrame:
@@ -31,22 +32,14 @@ def as_percent(df: pd.DataFrame, columns) -> pd.DataFrame:
     return out
 
 
-def points_delta(x: float | None) -> str | None:
-    """A change as ``"+1.2 pts"`` for a metric's delta; None (no arrow, no colour) when it is
-    unknown or rounds to zero — an unchanged number is not an improvement."""
-    if x is None or (isinstance(x, float) and math.isnan(x)) or round(100 * x, 1) == 0:
-        return None
-    return f"{100 * x:+.1f} pts"
-
-
 def headline_metrics(result) -> list[dict]:
     """Cons_orig, Cons_adj (with the change as delta), reversals and validation size.
 
     Each entry: ``label``, ``value`` (text), ``delta`` (text or None), ``help``.
     """
     m = result.metrics
-    delta = m["delta"]
-    delta_txt = points_delta(delta)
+    # the change between the two percents as shown (74.2% -> 74.6%: +0.4, not +0.3)
+    delta_txt = points_between(m["cons_orig"], m["cons_adj"])
     lo, hi = m["cons_orig_ci"]
     lo2, hi2 = m["cons_adj_ci"]
     return [
@@ -135,7 +128,7 @@ def expected_text(result) -> str:
     orig, adj = float(p.mean()), float(np.mean(np.where(r, 1 - p, p)))
     return (f"Predicted, not measured — on the {int(ok.sum()):,} rows without human labels, "
             f"from calibrated P(judge right): agreement with people {_pct(orig)} → {_pct(adj)} "
-            f"({100 * (adj - orig):+.1f} pts) after {int(r.sum()):,} reversals there.")
+            f"({points_between(orig, adj) or '+0.0 pts'}) after {int(r.sum()):,} reversals there.")
 
 
 def verdict_text(result) -> str | None:

@@ -34,6 +34,7 @@ from components.models import interval_figure, rank_figure, rank_table
 from components.radar import consistency_radar
 from components.scores import score_density
 from puaudit.audit.evaluate import spread_sentence
+from puaudit.percents import percent
 from puaudit.rankings.limits import TOP_MODELS
 
 __all__ = ["render_report", "text", "plotly_js", "PLOTLY_CONFIG", "CSP"]
@@ -67,7 +68,7 @@ def text(value) -> str:
 
 
 def _pct(x) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
+    return percent(x)
 
 
 def _cell(v) -> str:
