@@ -8,7 +8,7 @@ import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
            "auto_comparison_table", "verdict_text", "spread_text", "with_current_point",
-           "MIN_TYPE_ROWS", "HURT_NOTE", "points_delta", "as_percent",
+           "MIN_TYPE_ROWS", "TOP_TYPES", "TYPE_RULE", "type_table", "type_text", "measured_types", "HURT_NOTE", "points_delta", "as_percent",
            "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
@@ -54,8 +54,9 @@ def headline_metrics(result) -> list[dict]:
     ]
 
 
-#: a question type with fewer validation rows shows its n and no percentage
-MIN_TYPE_ROWS = 20
+#: a question type with fewer validation rows shows its n and no percentage (one rule, in the
+#: library: the Audit page, the Question types page and the report use it)
+from puaudit.audit.metrics import MIN_TYPE_ROWS, TOP_TYPES, TYPE_RULE, measured_types  # noqa: E402,E501
 #: the note on a type whose reversals lowered agreement on validation, and why its rows are
 #: still reversed: validation rows only measure the audit; letting them switch reversals off
 #: per type would tune the audit on the rows that grade it, and its numbers would flatter it.
@@ -65,16 +66,26 @@ HURT_NOTE = ("reversals lowered agreement here; rows of this type are still reve
 
 
 def per_type_table(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
-    """Per question type: validation rows, Cons_orig, Cons_adj, change (points), reversals,
-    and a note. A type with fewer than ``min_rows`` validation rows keeps its counts but no
-    percentage (one row more or less would move it by several points); a type where the
-    reversals lowered agreement is said so."""
+    """Per question type of an audit result: see :func:`type_table`."""
+    return type_table(result.per_type, min_rows=min_rows)
+
+
+def type_table(per_type: dict, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
+    """Per question type (``AuditResult.per_type``): validation rows, Cons_orig, Cons_adj,
+    change (points), reversals, and a note. A type with fewer than ``min_rows`` validation rows
+    keeps its counts but no percentage (:data:`TYPE_RULE`); a type where the reversals lowered
+    agreement is said so. Undefined measures are NaN, never None."""
     cols = ["question_type", "n_validation", "cons_orig", "cons_adj", "delta_pts", "n_reversed",
             "reversal_precision", "note"]
-    df = result.per_type_frame()
+    df = pd.DataFrame([{"question_type": t, "n_validation": m["n"], "cons_orig": m["cons_orig"],
+                        "cons_adj": m["cons_adj"], "delta": m["delta"],
+                        "n_reversed": m["n_reversed"],
+                        "reversal_precision": m["reversal_precision"]}
+                       for t, m in per_type.items()])
     if df.empty:
         return pd.DataFrame(columns=cols)
-    df = df.copy()
+    for c in ("cons_orig", "cons_adj", "delta", "reversal_precision"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     df["delta_pts"] = 100 * df.pop("delta")
     small = df["n_validation"] < min_rows
     df.loc[small, ["cons_orig", "cons_adj", "delta_pts", "reversal_precision"]] = np.nan
@@ -82,6 +93,25 @@ def per_type_table(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
     df.loc[small, "note"] = f"too few validation rows (under {min_rows}) for a percentage"
     df.loc[~small & (df["delta_pts"] < 0), "note"] = HURT_NOTE
     return df[cols].reset_index(drop=True)
+
+
+def type_text(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`type_table` as the screen shows it: percents with one decimal, the change as the
+    difference of the two percents shown beside it (:func:`puaudit.percents.points_between`),
+    an empty cell where a number is not shown (Streamlit writes "None" in an empty number
+    cell). Columns named for people; any leading columns (e.g. ``judge column``) kept."""
+    out = table.drop(columns=["cons_orig", "cons_adj", "delta_pts", "reversal_precision",
+                              "n_validation", "n_reversed", "note", "question_type"])
+    out["question type"] = table["question_type"].astype(str)
+    out["validation rows"] = table["n_validation"].astype(int)
+    out["Cons_orig"] = [percent(x, missing="") for x in table["cons_orig"]]
+    out["Cons_adj"] = [percent(x, missing="") for x in table["cons_adj"]]
+    out["change"] = [points_between(a, b) or ("" if pd.isna(a) else "0.0 pts")
+                     for a, b in zip(table["cons_orig"], table["cons_adj"])]
+    out["reversed"] = table["n_reversed"].astype(int)
+    out["reversal precision"] = [percent(x, missing="") for x in table["reversal_precision"]]
+    out["note"] = table["note"].astype(str)
+    return out
 
 
 def audit_note(result) -> str | None:

@@ -29,7 +29,8 @@ from components.certify import CURVE_TARGETS, certification_text, coverage_curve
 from components.consistency import metrics_bar_chart, metrics_table
 from components.data_summary import question_type_frame, summary_metrics
 from components.m_curve import m_curve_figure
-from components.metrics import expected_text, headline_metrics, per_type_table
+from components.metrics import (TOP_TYPES, TYPE_RULE, expected_text, headline_metrics,
+                                measured_types, per_type_table)
 from components.models import interval_figure, rank_figure, rank_table
 from components.radar import consistency_radar
 from components.scores import score_density
@@ -201,8 +202,10 @@ def _audit_plots(parts, card: dict, fig: _Figures) -> str:
     res = parts.result
     if res is None:
         return ""
-    out = _section("Per question type", _table(per_type_table(res)),
-                   fig(consistency_radar({parts.table.judge_column: res.per_type})))
+    # one rule with the Audit and Question types pages: small types are counted, not drawn
+    out = _section("Per question type", _note(TYPE_RULE), _table(per_type_table(res)),
+                   fig(consistency_radar({parts.table.judge_column: measured_types(
+                       res.per_type, top=TOP_TYPES)})))
     out += _section("Score densities", fig(score_density(res, parts.table)))
     cert = (card["audit"] or {}).get("certification")
     if parts.config.target_agreement is not None and cert is not None:

@@ -15,11 +15,10 @@ from components.evidence import (evidence_info, evidence_note, evidence_weights_
                                  evidence_weights_frame)
 from components.metrics import (as_percent, audit_note, auto_choice_text,
                                 auto_comparison_table, expected_text, headline_metrics,
-                                leaderboard_table, per_type_table, spread_text, verdict_text,
-                                with_current_point)
+                                leaderboard_table, per_type_table, spread_text, TYPE_RULE,
+                                type_text, verdict_text, with_current_point)
 from puaudit.audit.evaluate import default_spread_seeds
 
-PER_TYPE_SHARES = ("cons_orig", "cons_adj", "reversal_precision")
 BOARD_SHARES = ("cons_orig", "cons_adj", "reversed_share", "reversal_precision")
 from puaudit.errors import PUAuditError
 
@@ -194,16 +193,9 @@ if result.certification is not None:
                     width="stretch", key="certify_curve")
 
 st.subheader("By question type")
-st.dataframe(as_percent(per_type_table(result), PER_TYPE_SHARES), hide_index=True,
-             width="stretch",
-             column_config={
-                 "cons_orig": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
-                 "cons_adj": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
-                 "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
-                 "reversal_precision": st.column_config.NumberColumn("reversal precision",
-                                                                     format="%.1f%%"),
-                 "note": st.column_config.TextColumn("note"),
-             })
+st.caption(TYPE_RULE)
+# text cells: an unshown number is empty (not "None"), a change is that of the percents shown
+st.dataframe(type_text(per_type_table(result)), hide_index=True, width="stretch")
 
 st.subheader("Compare scorers")
 st.caption("Every scorer and relabel rule on the same data and settings, averaged over three "
