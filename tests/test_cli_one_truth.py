@@ -66,7 +66,8 @@ def test_judge_file_without_human_verdicts_is_refused_before_any_embedding(files
     assert "Traceback" not in err
     assert "This file has no human verdicts" in err
     assert f"at least {MIN_ANNOTATED} annotated rows" in err
-    for how in ("a column of human verdicts", "--human FILE", "Review"):
+    for how in ("a column of them", "--human FILE", "Label Studio or Argilla", "Review page",
+                "puaudit review import"):
         assert how in err
     for works in ("`puaudit report`", "`puaudit models`", "`puaudit trustjudge`"):
         assert works in err

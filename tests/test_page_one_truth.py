@@ -195,3 +195,15 @@ def test_consistency_page_says_why_each_metric_is_na():
     assert "here at most 2 per question" in note
     assert len(at.get("plotly_chart")) == 1  # the cycle inspector; no empty metric charts
     assert any("nothing to chart" in c.value for c in at.caption)
+
+
+def test_export_page_names_every_added_column():
+    """The caption named 6 of the export's puaudit_* columns; it names each one now, and where
+    they are described."""
+    at = _page("pages/export.py", target_agreement=0.6)
+    added = next(c.value for c in at.caption if c.value.startswith("Added here: "))
+    names = added.removeprefix("Added here: ").rstrip(".").replace("\\_", "_").split(", ")
+    assert names[:6] == ["puaudit_split", "puaudit_score", "puaudit_p_judge_right",
+                         "puaudit_group", "puaudit_adjusted", "puaudit_reason"]
+    assert "puaudit_trusted" in names and any(n.startswith("puaudit_evidence_") for n in names)
+    assert any("docs/audit.md" in c.value for c in at.caption)

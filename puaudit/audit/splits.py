@@ -51,13 +51,17 @@ def too_few_labels(table: ComparisonTable, human: np.ndarray | None = None,
         return PUAuditError(
             f"This file has no human verdicts ({where}; {len(table)} rows). The audit compares "
             f"the judge with people, so it needs at least {MIN_ANNOTATED} annotated rows (a "
-            "person chose A or B where the judge did). Add human verdicts in one of three ways: a column of human verdicts (A, B or "
-            "tie, empty where nobody looked; e.g. human_winner, or name it with --human-col); "
-            "a human-judgments file joined with --human FILE (MT-Bench, FastChat and "
-            "arena-hard-auto judgments); or the Review round trip (label rows on the dashboard's "
-            "Review page, or `puaudit review export --table FILE --to label-studio -o tasks.json`"
-            ", then audit the tool's export). Without human verdicts, `puaudit report`, "
-            "`puaudit models` and `puaudit trustjudge` work on this file.")
+            "person chose A or B where the judge did). Add human verdicts in one of three "
+            "ways: a column of them (A, B or tie, empty where nobody looked; e.g. "
+            "human_winner, or name it with --human-col); a human-judgments file joined with "
+            "--human FILE (MT-Bench, FastChat and arena-hard-auto judgments); or label a "
+            "sample of rows in Label Studio or Argilla and audit their export, which is read "
+            "as it is (docs/data_formats.md). Once the audit runs, the Review page and `puaudit "
+            "review export --table EXPORT --to label-studio` / `puaudit review import` queue "
+            "more rows for people and bring their votes back. Without human verdicts, "
+            "`puaudit report` and `puaudit models` work on this file as it is, and `puaudit "
+            "trustjudge` (the judge's own consistency) on a pairwise table with question ids "
+            "(docs/trustjudge.md).")
     return PUAuditError(
         f"The audit needs at least {MIN_ANNOTATED} annotated rows (a human verdict A or B on a "
         f"row whose judge verdict is A or B); this table has {n_annotated} "
