@@ -207,3 +207,14 @@ def test_export_page_names_every_added_column():
                          "puaudit_group", "puaudit_adjusted", "puaudit_reason"]
     assert "puaudit_trusted" in names and any(n.startswith("puaudit_evidence_") for n in names)
     assert any("docs/audit.md" in c.value for c in at.caption)
+
+
+def test_data_page_metric_labels_fit_their_column():
+    """Six metrics share a row: "Judge–human agreement" was cut to "Judge–human agree…"."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert "Agreement" in labels and all(len(label) <= 16 for label in labels), labels
+    agreement = next(m for m in at.metric if m.label == "Agreement")
+    assert "Judge–human agreement" in agreement.help
