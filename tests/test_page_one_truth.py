@@ -218,3 +218,28 @@ def test_data_page_metric_labels_fit_their_column():
     assert "Agreement" in labels and all(len(label) <= 16 for label in labels), labels
     agreement = next(m for m in at.metric if m.label == "Agreement")
     assert "Judge–human agreement" in agreement.help
+
+
+def test_report_states_the_per_type_rule_and_draws_only_measured_types(tmp_path, capsys):
+    """The report's radar drew every type (n=1 included) while its table blanked them."""
+    import json
+
+    from puaudit.cli.commands import main
+    from tests.doubles import HashingEncoder
+
+    df = _many_types(n_rows=1500)
+    df.to_csv(tmp_path / "t.csv", index=False)
+    enc = HashingEncoder()
+    np.savez(tmp_path / "e.npz", e_a=enc.encode(df["prompt"] + " " + df["response_a"]),
+             e_b=enc.encode(df["prompt"] + " " + df["response_b"]))
+    assert main(["report", str(tmp_path / "t.csv"), "-o", str(tmp_path / "r.html"),
+                 "--embeddings", str(tmp_path / "e.npz"), "--scorer", "centroid",
+                 "--spread-seeds", "1"]) == 0, capsys.readouterr().err
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert TYPE_RULE.split(":")[0] in page
+    section = page[page.index("<h2>Per question type</h2>"):]
+    section = section[:section.index("<h2>", 4)]
+    # the radar's angular labels: the drawn types (the polygon repeats the first)
+    thetas = set(re.search(r'"theta":\[([^\]]*)\]', section).group(1).replace('"', "").split(","))
+    assert all(t.startswith("type") for t in thetas)
+    assert len(thetas) == TOP_TYPES  # 20 measured types, the 12 with the most rows drawn
