@@ -177,12 +177,17 @@ def verdict_text(result) -> str | None:
     return None
 
 
-def spread_text(spread: dict | None) -> str | None:
+def spread_text(spread: dict | None, verdict: str | None = None) -> str | None:
     """The change over seeded splits in words (see
-    :func:`puaudit.audit.evaluate.spread_sentence`)."""
-    from puaudit.audit.evaluate import spread_sentence
+    :func:`puaudit.audit.evaluate.spread_sentence`), and, when it puts the ``verdict`` shown
+    above within noise, the verdict as it then reads (as the CLI prints it)."""
+    from puaudit.audit.evaluate import spread_sentence, verdict_with_spread
 
-    return spread_sentence(spread)
+    text = spread_sentence(spread)
+    noisy = verdict_with_spread(verdict, spread)
+    if text and noisy != verdict:
+        text += f" So: {noisy}"
+    return text
 
 
 def auto_choice_text(result) -> str | None:

@@ -138,7 +138,7 @@ def _spread():
         st.caption(f"The spread over seeds could not be measured ({md(fut.exception())}).")
     else:
         spread = fut.result()
-        text = spread_text(spread)
+        text = spread_text(spread, verdict)  # "within noise" when the range crosses zero
         if text:
             (st.warning if spread["min"] <= 0 else st.success)(text)
         if pending:

@@ -243,3 +243,16 @@ def test_report_states_the_per_type_rule_and_draws_only_measured_types(tmp_path,
     thetas = set(re.search(r'"theta":\[([^\]]*)\]', section).group(1).replace('"', "").split(","))
     assert all(t.startswith("type") for t in thetas)
     assert len(thetas) == TOP_TYPES  # 20 measured types, the 12 with the most rows drawn
+
+
+def test_audit_page_spread_note_restates_the_verdict_within_noise():
+    from components.metrics import spread_text
+
+    verdict = "Reversals help on validation (+2.0 points of agreement with people on 90 rows)."
+    noisy = spread_text({"n": 5, "min": -0.01, "max": 0.03, "mean": 0.01}, verdict)
+    assert "The range includes zero" in noisy
+    assert noisy.endswith("So: Reversals help on validation only within noise (+2.0 points of "
+                          "agreement with people on 90 rows; over 5 seeded splits the change "
+                          "ranges from -1.0 to +3.0 points).")
+    clear = {"n": 5, "min": 0.01, "max": 0.03, "mean": 0.02}
+    assert "So:" not in spread_text(clear, verdict)
