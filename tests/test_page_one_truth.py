@@ -222,8 +222,6 @@ def test_data_page_metric_labels_fit_their_column():
 
 def test_report_states_the_per_type_rule_and_draws_only_measured_types(tmp_path, capsys):
     """The report's radar drew every type (n=1 included) while its table blanked them."""
-    import json
-
     from puaudit.cli.commands import main
     from tests.doubles import HashingEncoder
 
