@@ -277,9 +277,12 @@ def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings
     encoder runs. The cached function runs in a worker thread so that this script thread can
     draw the bar: Streamlit replays elements drawn *inside* a cached function, which a progress
     bar created outside it cannot be."""
+    from components.time_left import TimeLeft
+
     encoder = load_encoder(encoder_label)
     key = table_hash(table)
     start: dict = {}
+    damped = TimeLeft()  # the shown estimate counts down, and follows the rate only gradually
 
     def work(report):
         def on_batch(d: int, t: int) -> None:
@@ -291,21 +294,23 @@ def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings
     def describe(d: int, t: int) -> str:
         d0, t0 = start.get("at", (d, time.monotonic()))
         return (f"Embedding with {encoder_label}: {d:,} of {t:,} distinct texts"
-                f"{time_left_text(d - d0, t - d, time.monotonic() - t0)}")
+                f"{time_left_text(d - d0, t - d, time.monotonic() - t0, damp=damped)}")
 
     return with_progress(work, f"Embedding with {encoder_label}…", describe=describe)
 
 
-def time_left_text(embedded: int, left: int, seconds: float) -> str:
+def time_left_text(embedded: int, left: int, seconds: float, *, damp=None) -> str:
     """``", about 1 min 20 s left"`` after ``embedded`` texts took ``seconds`` (the rate so far,
     ``left * seconds / embedded``, rounded up to 5 s); ``", estimating time left"`` before the
     first batch is done; ``""`` when nothing is left. The encoder runs the longest texts first,
-    so the estimate errs long and shrinks as it goes."""
+    so the estimate errs long and shrinks as it goes. ``damp``
+    (:class:`components.time_left.TimeLeft`) damps the estimate across calls."""
     if left <= 0:
         return ""
     if embedded <= 0 or seconds <= 0:
         return ", estimating time left"
-    eta = int(-(-left * seconds / embedded // 5) * 5)
+    raw = left * seconds / embedded if damp is None else damp.update(embedded, left, seconds)
+    eta = int(-(-raw // 5) * 5)
     return f", about {eta // 60} min {eta % 60} s left" if eta >= 60 else f", about {eta} s left"
 
 

@@ -9,7 +9,8 @@ import streamlit as st
 
 from components import page_data, state
 from puaudit.report.figures.annotators import (METRIC_LABELS, agreement_figure, annotator_table,
-                                               bias_scatter, disagreements_table)
+                                               bias_scatter, disagreements_table,
+                                               no_annotator_note)
 from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from puaudit.report.figures.annotator_models import (STAT_LABELS, confusion_figure,
@@ -75,6 +76,9 @@ try:
     else:
         cols = {} if ann_col == "(auto-detect)" else {"annotator": ann_col}
         table = load_comparisons(frame, columns=cols)
+    if table.annotator is None:  # an optional column: a note on where to map it, not an error
+        st.info(no_annotator_note(from_data_page=hasattr(source, "frame")))
+        st.stop()
     params = dict(min_votes_flag=int(min_votes), judge_in_alpha=judge_in_alpha,
                   peer_margin=peer_margin, judge_margin=judge_margin,
                   position_margin=position_margin, length_margin=length_margin)

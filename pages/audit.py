@@ -14,10 +14,10 @@ from puaudit.report.figures.certify import (CURVE_TARGETS, RISK_CHOICES, certifi
                                             coverage_curve_figure)
 from puaudit.report.figures.evidence import (evidence_info, evidence_note, evidence_weights_figure,
                                              evidence_weights_frame)
-from puaudit.report.figures.metrics import (as_percent, audit_note, auto_choice_text,
+from puaudit.report.figures.metrics import (TYPE_RULE, as_percent, audit_note, auto_choice_text,
                                             auto_comparison_table, expected_text, headline_metrics,
                                             leaderboard_table, per_type_table, spread_text,
-                                            verdict_text)
+                                            type_text, verdict_text)
 from puaudit.audit.evaluate import default_spread_seeds
 
 PER_TYPE_SHARES = ("cons_orig", "cons_adj", "reversal_precision")
@@ -140,7 +140,7 @@ def _spread():
         st.caption(f"The spread over seeds could not be measured ({md(fut.exception())}).")
     else:
         spread = fut.result()
-        text = spread_text(spread)
+        text = spread_text(spread, verdict)  # "within noise" when the range crosses zero
         if text:
             (st.warning if spread["min"] <= 0 else st.success)(text)
         if pending:
@@ -198,16 +198,9 @@ if result.certification is not None:
                     width="stretch", key="certify_curve")
 
 st.subheader("By question type")
-st.dataframe(as_percent(per_type_table(result), PER_TYPE_SHARES), hide_index=True,
-             width="stretch",
-             column_config={
-                 "cons_orig": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
-                 "cons_adj": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
-                 "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
-                 "reversal_precision": st.column_config.NumberColumn("reversal precision",
-                                                                     format="%.1f%%"),
-                 "note": st.column_config.TextColumn("note"),
-             })
+st.caption(TYPE_RULE)
+# text cells: an unshown number is empty (not "None"), a change is that of the percents shown
+st.dataframe(type_text(per_type_table(result)), hide_index=True, width="stretch")
 
 st.subheader("Compare scorers")
 st.caption("Every scorer and relabel rule on the same data and settings, averaged over three "

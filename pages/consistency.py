@@ -9,12 +9,14 @@ import streamlit as st
 from components import page_data, state
 from puaudit.report.figures.consistency import (candidate_scores, cycle_graph, default_score_method,
                                                 method_options, metrics_bar_chart, metrics_table,
-                                                question_violations, score_options, weakest_edges)
+                                                question_violations, score_options,
+                                                unavailable_metrics, weakest_edges)
 from puaudit.report.figures.metrics import points_delta
 from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from components.state import DEMO_NAME
 from puaudit.errors import PUAuditError
+from puaudit.percents import percent, points_between
 from puaudit.data.io import table_to_bytes
 from puaudit.trustjudge import KIND_LABELS
 
@@ -142,30 +144,29 @@ except PUAuditError as exc:
     st.stop()
 
 
-def _pct(x):
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
 cols = st.columns(1 + len(K))
-cols[0].metric("Conflict Ratio", _pct(after.cr),
-               None if after.cr is None or before.cr is None else points_delta(after.cr - before.cr),
+cols[0].metric("Conflict Ratio", percent(after.cr), points_between(before.cr, after.cr),
                delta_color="inverse", help="Before: baseline relation and scores; after: the "
                                            "chosen aggregation and score rule.")
 for col, k in zip(cols[1:], K):
-    a, b = after.ntr[k], before.ntr[k]
-    col.metric(f"NTR_{k}", _pct(a), None if a is None or b is None else points_delta(a - b),
+    col.metric(f"NTR_{k}", percent(after.ntr[k]), points_between(before.ntr[k], after.ntr[k]),
                delta_color="inverse")
+missing = unavailable_metrics(after, pairs, has_scores=has_scores)
+if missing:  # say why each n/a is one, and what input would fill it
+    st.info("\n".join(f"* **{name}**: {why}" for name, why in missing.items()))
 st.caption("Violating triples after aggregation: "
            + ", ".join(f"{KIND_LABELS[kind]} {n}" for kind, n in after.triples.items())
            + f" (before: {', '.join(str(n) for n in before.triples.values())}).")
 
 tab_judge, tab_type = st.tabs(["Per judge", "Per question type"])
-with tab_judge:
-    st.plotly_chart(metrics_bar_chart(metrics_table(before, after, by="judge"), by="judge"),
-                    width="stretch")
-with tab_type:
-    st.plotly_chart(metrics_bar_chart(metrics_table(before, after, by="type"), by="type"),
-                    width="stretch")
+for tab, by in ((tab_judge, "judge"), (tab_type, "type")):
+    with tab:
+        table_by = metrics_table(before, after, by=by)
+        if table_by["value"].notna().any():
+            st.plotly_chart(metrics_bar_chart(table_by, by=by), width="stretch")
+        else:  # an empty chart says nothing: the note above says why every metric is n/a
+            st.caption("No metric is defined on this table, so there is nothing to chart "
+                       "(see the note above).")
 if has_scores:
     with st.expander(f"Single scores: {before.score_method} before, {after.score_method} after"
                      + (f", rescaled to {rescale[0]:g}–{rescale[1]:g}" if rescale else "")):

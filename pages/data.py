@@ -123,8 +123,10 @@ if "table_error" in ss:
 table = ss["table"]
 summary = table.summary()
 metric_cols = st.columns(6)
+METRIC_HELP = {"Agreement": "Judge–human agreement: the share of rows where both chose A or B "
+                             "and chose the same."}
 for col, (label, value) in zip(metric_cols, summary_metrics(summary)):
-    col.metric(label, value)
+    col.metric(label, value, help=METRIC_HELP.get(label))
 st.caption(first_look.ready_text(table, state.audit_params()["encoder"]))
 
 excluded = excluded_rows(table, frame)

@@ -22,7 +22,9 @@ from puaudit.errors import PUAuditError
 state.through_navigation()
 st.title("Export")
 st.caption("Every input row and column, unchanged and in order, plus the puaudit_* columns "
-           "(split, score, P(judge right), group, adjusted verdict, reason).")
+           "(split, score, P(judge right), group, adjusted verdict, reason; trusted when "
+           "certified; one puaudit_evidence_* per verdict-evidence signal; puaudit_review_* "
+           "when rows were reviewed), each described in docs/audit.md, \"Export columns\".")
 
 table, emb, result, params = state.audit_view()
 ss = st.session_state
@@ -51,6 +53,8 @@ else:
 st.write(f"{len(frame):,} rows × {len(frame.columns)} columns "
          f"({len(table.frame.columns)} input + {len(frame.columns) - len(table.frame.columns)} "
          "puaudit_*).")
+added = [c for c in frame.columns if c not in set(table.frame.columns)]
+st.caption("Added here: " + ", ".join(md(c) for c in added) + ".")
 cols = st.columns(4)
 for col, (fmt, mime) in zip(cols, (("csv", "text/csv"), ("parquet", "application/octet-stream"),
                                    ("jsonl", "application/x-ndjson"))):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 
+import pandas as pd
 import streamlit as st
 
 
 from components import state
 from components.data_summary import judge_candidates
-from puaudit.report.figures.radar import consistency_radar, radar_frame
+from puaudit.report.figures.metrics import (TOP_TYPES, TYPE_RULE, measured_types, type_table,
+                                            type_text)
+from puaudit.report.figures.radar import consistency_radar
 from components.messages import for_dashboard
 from components.safe_text import md
 from puaudit.errors import PUAuditError
@@ -18,7 +21,8 @@ state.through_navigation()
 st.title("Question types")
 st.caption("Consistency with people per question type, before (Cons_orig) and after (Cons_adj) "
            "the audit. With several judge columns — several judges, or one judge before and "
-           "after a presentation attack such as padded answers — compare them side by side.")
+           "after a presentation attack such as padded answers — compare them side by side. "
+           + TYPE_RULE)
 
 table, emb, result, params = state.audit_view()
 ss = st.session_state
@@ -53,10 +57,23 @@ for col in picked:
     per_type[col] = res.per_type
 
 if per_type:
-    st.plotly_chart(consistency_radar(per_type), width="stretch")
-    st.dataframe(radar_frame(per_type), hide_index=True, width="stretch",
-                 column_config={
-                     "cons_orig_pct": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
-                     "cons_adj_pct": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
-                     "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
-                 })
+    n_measured = max(len(measured_types(pt)) for pt in per_type.values())
+    top = TOP_TYPES
+    if n_measured > TOP_TYPES:  # 50 types: the labels would overlap
+        top = int(st.number_input("Types on the radar", min_value=3, max_value=n_measured,
+                                  value=TOP_TYPES, step=1, key="qt_top",
+                                  help="The radar draws the types with the most validation "
+                                       "rows; the table below has all of them."))
+    drawn = {col: measured_types(pt, top=top) for col, pt in per_type.items()}
+    n_drawn = max(len(d) for d in drawn.values())
+    if n_drawn:
+        st.plotly_chart(consistency_radar(drawn), width="stretch")
+    st.caption(f"The radar draws {n_drawn} type(s) with at least the minimum of validation rows"
+               + (f" (the {top} with the most rows of {n_measured})" if n_measured > top else "")
+               + "; the table lists every type.")
+    tables = []
+    for col, pt in per_type.items():
+        t = type_text(type_table(pt))
+        t.insert(0, "judge column", col)
+        tables.append(t)
+    st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True, width="stretch")

@@ -83,7 +83,7 @@ def test_json_reports_the_change_over_seeds(planted_files, capsys):
     assert spread["max"] == pytest.approx(deltas.max(), abs=1e-12)
     assert deltas[0] == pytest.approx(js["delta"], abs=1e-12)  # the first split is the audit
     assert spread["min"] <= js["delta"] <= spread["max"]
-    assert "Change over 5 seeded splits" in captured.out
+    assert "Change over 5 seeded splits" in captured.err
 
 
 def test_spread_seeds_sets_and_turns_off(planted_files, capsys):

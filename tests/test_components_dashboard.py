@@ -65,14 +65,16 @@ def test_summary_metrics_text():
          "question_types": {}}
     assert dict(summary_metrics(s)) == {
         "Rows": "1,200", "Question types": "3", "Annotated (25%)": "300", "Judge ties": "4",
-        "Human ties": "2", "Judge–human agreement": "81.2%"}
+        "Human ties": "2", "Agreement": "81.2%"}
 
 
 def test_headline_and_per_type_match_the_result(paper_result):
     r = paper_result
     cards = {c["label"]: c for c in headline_metrics(r)}
     assert cards["Cons_orig"]["value"] == f"{r.metrics['cons_orig']:.1%}"
-    assert cards["Cons_adj"]["delta"] == f"{100 * r.metrics['delta']:+.1f} pts"
+    # the change as the two percents shown read (issue 39), not the unrounded difference
+    shown = [float(cards[k]["value"].rstrip("%")) for k in ("Cons_orig", "Cons_adj")]
+    assert cards["Cons_adj"]["delta"] == f"{shown[1] - shown[0]:+.1f} pts"
     assert cards["Reversed"]["value"] == f"{r.metrics['n_reversed']} of {r.metrics['n']}"
     pt = per_type_table(r)
     assert sorted(pt["question_type"]) == sorted(r.per_type)

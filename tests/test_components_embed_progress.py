@@ -24,3 +24,24 @@ def test_no_estimate_before_the_first_batch_and_none_when_done():
     assert time_left_text(0, 947, 4.0) == ", estimating time left"
     assert time_left_text(5, 100, 0.0) == ", estimating time left"
     assert time_left_text(947, 0, 30.0) == ""
+
+
+def test_damped_estimate_follows_a_steady_rate_and_barely_rises_when_it_slows():
+    """A run that slows: the raw estimate rose from 3 min 30 s to 4 min 25 s (issue 39); the
+    damped one counts down with the clock and follows the slower rate only gradually."""
+    from components.time_left import TimeLeft
+
+    steady = TimeLeft()
+    # 1 text/s, 300 texts: at t seconds, t done and 300 - t left -> exactly 300 - t
+    for t in range(5, 60, 5):
+        assert steady.update(t, 300 - t, float(t)) == pytest.approx(300 - t)
+    # 400 texts, 1 a second for 20 s, then half as fast: the raw estimate climbs by minutes
+    slowing, done, raw, shown = TimeLeft(), 0.0, [], []
+    for t in range(1, 59):
+        done += 1.0 if t <= 20 else 0.5
+        raw.append((400 - done) * t / done)
+        shown.append(slowing.update(done, 400 - done, float(t)))
+    assert max(raw) - raw[19] > 150  # what the old text showed: up by 2.5 minutes in 38 s
+    assert max(shown) - shown[19] < 0.5 * (max(raw) - raw[19])
+    assert shown[-1] > shown[19]  # it still follows a lasting change of the rate
+    assert time_left_text(10, 31, 3.0, damp=TimeLeft()) == ", about 10 s left"

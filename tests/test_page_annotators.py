@@ -43,7 +43,12 @@ def test_page_asks_for_the_annotator_column():
     at.session_state["table"] = load_comparisons(hand_frame().rename(columns={"annotator": "who"}))
     at.run()
     assert not at.exception
-    assert at.error and "--annotator-col" in at.error[0].value
+    # an optional column: an info note pointing to the Data page's mapping, not a red error
+    # naming a CLI flag and a Python dict (issue 39)
+    assert not at.error
+    note = " ".join(i.value for i in at.info)
+    assert "no annotator column" in note and "Column mapping on the Data page" in note
+    assert "--annotator-col" not in note and "columns={" not in note
     col = [s for s in at.sidebar.selectbox if s.label == "Annotator column"][0]
     col.select("who").run()
     assert not at.exception and not at.error

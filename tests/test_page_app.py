@@ -141,8 +141,8 @@ def test_scores_map_and_question_type_pages():
     ms = at.multiselect[0]
     assert ms.value == ["judge_winner", "judge_winner_padded"]
     shown = at.dataframe[0].value
-    assert set(shown["judge_column"]) == {"judge_winner", "judge_winner_padded"}
-    assert set(shown["question_type"]) == {"coding", "math", "writing", "reasoning",
+    assert set(shown["judge column"]) == {"judge_winner", "judge_winner_padded"}
+    assert set(shown["question type"]) == {"coding", "math", "writing", "reasoning",
                                            "extraction", "stem"}
     at.switch_page("pages/scores.py").run()
     assert len(at.get("plotly_chart")) == 2

@@ -79,10 +79,12 @@ def test_m_curve_spans_the_slider_and_its_point_is_the_audit(m):
     # the line passes through the same point, and reverses less as m grows
     ys = dict(zip(fig["data"][0]["x"], fig["data"][0]["y"]))
     assert ys[m_used] == current["y"][0] and ys[1.0] <= ys[0.05]
-    # the per-type table shows shares as percents (one format, "%.1f%%"), like the headline
+    # the per-type table shows shares as percents (one format, "74.2%"), like the headline
     per_type = next(d.value for d in at.dataframe if "note" in d.value.columns)
-    shown = per_type["cons_orig"].dropna()
-    assert len(shown) and shown.between(0, 100).all() and shown.max() > 1
+    shown = per_type.loc[per_type["Cons_orig"] != "", "Cons_orig"]
+    assert len(shown) and shown.str.fullmatch(r"\d{1,3}\.\d%").all()
+    values = shown.str.rstrip("%").astype(float)
+    assert values.between(0, 100).all() and values.max() > 1
 
 
 def test_m_grid_covers_the_slider_and_the_current_m():

@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from puaudit.percents import shown_change
+
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "consistency.py")
 PRD = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "prd_vicuna80" / "prd_vicuna80_pairwise.csv"
 
@@ -112,7 +114,8 @@ def test_uses_the_data_page_table_when_it_fits(judged):
     for k in (3, 4):
         m = _metric(at, f"NTR_{k}")
         assert float(m.value.rstrip("%")) == pytest.approx(100 * after.ntr[k], abs=0.05)
-        assert float(m.delta.split()[0]) == pytest.approx(100 * (after.ntr[k] - before.ntr[k]), abs=0.05)
+        # the change as the two percents read (issue 39: a change equals their difference)
+        assert float(m.delta.split()[0]) == shown_change(before.ntr[k], after.ntr[k])
     assert before.ntr[3] > after.ntr[3]
     assert _metric(at, "Conflict Ratio").value == "n/a"  # no scores for a Data page table
 
@@ -123,8 +126,8 @@ def test_uses_the_data_page_table_when_it_fits(judged):
     cr_after = analyse(frame, scores, method="bidirectional").cr
     cr_before = analyse(frame, scores, method="baseline").cr
     assert _pct(at, "Conflict Ratio") == pytest.approx(100 * cr_after, abs=0.05)
-    assert float(_metric(at, "Conflict Ratio").delta.split()[0]) == pytest.approx(
-        100 * (cr_after - cr_before), abs=0.05)
+    assert float(_metric(at, "Conflict Ratio").delta.split()[0]) == shown_change(cr_before,
+                                                                                  cr_after)
     rule = [s for s in at.selectbox if s.label == "Score rule (after)"][0]
     assert rule.value == "distribution" and rule.options == ["distribution", "geval", "baseline"]
     rule.set_value("geval").run()

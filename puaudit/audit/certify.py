@@ -394,11 +394,15 @@ class Certification:
         """The summary fields: ``coverage``, ``certified_lower``, ``threshold`` and the rest
         under ``certification``."""
         c, r = self.choice, self.realised()
-        n_trusted = int(np.sum(self._u_trusted()))
+        trusted = self._u_trusted()
+        n_trusted = int(np.sum(trusted))
         info = {"target": c["target"], "risk": c["risk"], "threshold": self.threshold,
                 "threshold_audited": self.u_threshold, "certified_share": self.share,
                 "certified_lower": c["lower"], "coverage": self.coverage(),
                 "n_trusted": n_trusted, "n_escalated": int(len(self.u_rows) - n_trusted),
+                # escalated rows with no human verdict yet: the ones a person still has to see
+                # (the others are validation rows, already labelled)
+                "n_escalated_unlabelled": int(np.sum(~trusted & ~np.asarray(self.u_val, bool))),
                 "n_certified_items": c["n"], "n_p_items": c["n_items"],
                 "n_needed": c["n_needed"], "n_start": c["n_start"], "n_tested": c["n_tested"],
                 "realised": r["agreement"], "realised_ci": r["ci"],

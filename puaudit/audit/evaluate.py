@@ -16,6 +16,7 @@ from puaudit.audit.relabel import RULES
 from puaudit.data.schema import ComparisonTable
 
 __all__ = ["evaluate", "sweep", "delta_over_seeds", "default_spread_seeds", "spread_sentence",
+           "verdict_with_spread",
            "leaderboard_from_runs", "auroc_judge_right"]
 
 _METRICS = ("cons_orig", "cons_adj", "delta", "reversed_share", "reversal_precision")
@@ -221,6 +222,26 @@ def delta_over_seeds(table: ComparisonTable, embeddings: PairEmbeddings, config:
     return {"mean": float(vals.mean()), "min": float(vals.min()), "max": float(vals.max()),
             "n": int(len(vals)), "seeds": seeds,
             "deltas": [to_jsonable(deltas.get(s)) for s in seeds]}
+
+
+def verdict_with_spread(verdict: str | None, spread: dict | None) -> str | None:
+    """The verdict line, saying "within noise" when its reversals help (or hurt) on this split
+    but the change over seeded splits ranges across zero: the line must not claim more than the
+    spread sentence beside it allows."""
+    if not verdict or not spread or not spread.get("n"):
+        return verdict
+    lo, hi = 100 * spread["min"], 100 * spread["max"]
+    if not (lo <= 0 <= hi and lo < hi):
+        return verdict
+    for word in ("help", "hurt"):
+        head = f"Reversals {word} on validation"
+        if verdict.startswith(head):
+            body = verdict[len(head):].rstrip(".")
+            tail = (f"; over {spread['n']} seeded splits the change ranges from {lo:+.1f} to "
+                    f"{hi:+.1f} points)")
+            body = body[:-1] + tail if body.endswith(")") else body + f" ({tail[2:]}"
+            return f"Reversals {word} on validation only within noise{body}."
+    return verdict
 
 
 def spread_sentence(spread: dict | None) -> str | None:

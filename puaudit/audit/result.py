@@ -18,6 +18,7 @@ from puaudit.audit.splits import SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL
 from puaudit.data.jsonsafe import to_jsonable
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
+from puaudit.percents import shown_change
 
 __all__ = ["AuditResult", "InputInfo", "EXPORT_COLUMNS"]
 
@@ -235,8 +236,10 @@ class AuditResult:
         d, n_val = self.metrics.get("delta"), self.metrics.get("n", 0)
         if d is None or not np.isfinite(d) or not n_val:
             return f"{n_rev} verdicts are reversed; no validation rows measure whether that helps."
+        # the change between Cons_orig and Cons_adj as their percents read beside it
+        d = shown_change(self.metrics["cons_orig"], self.metrics["cons_adj"])
         word = "help" if d > 0 else ("do not change agreement" if d == 0 else "hurt")
-        return (f"Reversals {word} on validation ({d * 100:+.1f} points of agreement with "
+        return (f"Reversals {word} on validation ({d:+.1f} points of agreement with "
                 f"people on {n_val} rows; {n_rev} verdicts reversed in all).")
 
     def summary(self) -> dict:

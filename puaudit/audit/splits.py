@@ -13,7 +13,7 @@ from puaudit.embed.pairs import PairEmbeddings
 from puaudit.errors import PUAuditError
 
 __all__ = ["SPLIT_P", "SPLIT_VAL", "SPLIT_U", "SPLIT_EXCLUDED", "split_rows", "MIN_ANNOTATED",
-           "PreparedSplit", "DiffRows", "prepare_split"]
+           "PreparedSplit", "DiffRows", "prepare_split", "check_labels", "too_few_labels"]
 
 SPLIT_P = "P"
 SPLIT_VAL = "validation"
@@ -22,6 +22,64 @@ SPLIT_EXCLUDED = "excluded"
 
 #: fewest annotated strict rows (judge and human both A/B) the audit needs to learn anything.
 MIN_ANNOTATED = 10
+
+
+def too_few_labels(table: ComparisonTable, human: np.ndarray | None = None,
+                   n_annotated: int | None = None) -> PUAuditError:
+    """The error for a table with fewer than :data:`MIN_ANNOTATED` annotated rows, saying why.
+
+    Three cases, each with what to do: no strict judge verdict at all; no human verdict at all
+    (a judge file such as AlpacaEval annotations or arena-hard-auto judgments: how to add them,
+    and the commands that work without them); too few.
+    """
+    human = table.human if human is None else human
+    if n_annotated is None:
+        n_annotated = int(sum(j in ("A", "B") and h in ("A", "B")
+                              for j, h in zip(table.judge, human)))
+    if not any(j in ("A", "B") for j in table.judge):
+        n_ties = int(sum(j == "tie" for j in table.judge))
+        return PUAuditError(
+            f"Every judge verdict is a tie or empty ({n_ties} ties, {len(table) - n_ties} "
+            f"empty, in column '{table.judge_column}'): the audit needs judge verdicts A or B. "
+            "If another column holds the judge's verdicts, choose it (CLI: --judge-col NAME).",
+            column=table.judge_column)
+    n_strict_h = int(sum(h in ("A", "B") for h in human))
+    column = table.columns.get("human")
+    if n_strict_h == 0:
+        where = (f"its human column '{column}' holds no A or B" if column else
+                 "no column of human verdicts was found")
+        return PUAuditError(
+            f"This file has no human verdicts ({where}; {len(table)} rows). The audit compares "
+            f"the judge with people, so it needs at least {MIN_ANNOTATED} annotated rows (a "
+            "person chose A or B where the judge did). Add human verdicts in one of three "
+            "ways: a column of them (A, B or tie, empty where nobody looked; e.g. "
+            "human_winner, or name it with --human-col); a human-judgments file joined with "
+            "--human FILE (MT-Bench, FastChat and arena-hard-auto judgments); or label a "
+            "sample of rows in Label Studio or Argilla and audit their export, which is read "
+            "as it is (docs/data_formats.md). Once the audit runs, the Review page and `puaudit "
+            "review export --table EXPORT --to label-studio` / `puaudit review import` queue "
+            "more rows for people and bring their votes back. Without human verdicts, "
+            "`puaudit report` and `puaudit models` work on this file as it is, and `puaudit "
+            "trustjudge` (the judge's own consistency) on a pairwise table with question ids "
+            "(docs/trustjudge.md).")
+    return PUAuditError(
+        f"The audit needs at least {MIN_ANNOTATED} annotated rows (a human verdict A or B on a "
+        f"row whose judge verdict is A or B); this table has {n_annotated} "
+        f"({n_strict_h} strict human verdicts in all, {len(table)} rows). Add human labels "
+        "for more rows (a few dozen per question type work best), or check that the human "
+        f"column ('{column or 'none found'}') is the right one.")
+
+
+def check_labels(table: ComparisonTable) -> None:
+    """Refuse a table with fewer than :data:`MIN_ANNOTATED` annotated rows before any work.
+
+    Counts rows whose judge and human verdicts are both A or B, so it needs no embedding:
+    a judge file without human verdicts is refused in a second, not after the embedding pass.
+    (:func:`prepare_split` checks again after identical responses are excluded.)
+    """
+    n = int(sum(j in ("A", "B") and h in ("A", "B") for j, h in zip(table.judge, table.human)))
+    if n < MIN_ANNOTATED:
+        raise too_few_labels(table, n_annotated=n)
 
 
 def split_rows(judge: np.ndarray, human: np.ndarray, question_type: np.ndarray,
@@ -248,21 +306,7 @@ def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: Au
                                      identical=identical, log=True)
     n_ann = int(((split == SPLIT_P) | (split == SPLIT_VAL)).sum())
     if n_ann < MIN_ANNOTATED:
-        n_strict_j = int(sum(j in ("A", "B") for j in table.judge))
-        if n_strict_j == 0:
-            n_ties = int(sum(j == "tie" for j in table.judge))
-            raise PUAuditError(
-                f"Every judge verdict is a tie or empty ({n_ties} ties, {len(table) - n_ties} "
-                f"empty, in column '{table.judge_column}'): the audit needs judge verdicts A or B. "
-                "If another column holds the judge's verdicts, choose it (CLI: --judge-col NAME).",
-                column=table.judge_column)
-        n_strict_h = int(sum(h in ("A", "B") for h in human))
-        raise PUAuditError(
-            f"The audit needs at least {MIN_ANNOTATED} annotated rows (a human verdict A or B on a "
-            f"row whose judge verdict is A or B); this table has {n_ann} "
-            f"({n_strict_h} strict human verdicts in all, {len(table)} rows). Add human labels "
-            "for more rows (a few dozen per question type work best), or check that the human "
-            f"column ('{table.columns.get('human', 'none found')}') is the right one.")
+        raise too_few_labels(table, human, n_ann)
     sh, sj = _sign(human), _sign(table.judge)
     p = split == SPLIT_P
     m_est = float(np.mean(table.judge[p] == human[p])) if p.any() else float("nan")

@@ -2,7 +2,8 @@
 models | review``.
 
 Bad input prints one clear message on stderr and exits with status 2 (never a traceback).
-With ``--json`` the last line printed is one JSON object.
+With ``--json`` the last line printed is one JSON object; ``audit --json`` prints that line
+alone on stdout (the report goes to stderr), so ``| jq`` reads it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from puaudit.cli.limits import add_max_rows_argument, add_split_argument, read_i
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import dumps
 from puaudit.progress import stderr_progress
+from puaudit.percents import is_known, shown_change
 
 __all__ = ["main", "build_parser"]
 
@@ -60,7 +62,8 @@ def _add_audit_args(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()
     p.add_argument("--cache-dir", default=None, help="embedding cache folder (default ~/.cache/puaudit)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object as the last line (audit: the only line on stdout)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,6 +171,16 @@ def _load(args):
         table = load_comparisons(df, columns=cols, name=Path(args.input).name)
     if getattr(args, "judge_rule", None):
         table = apply_judge_rule(table, args.judge_rule)
+    return table
+
+
+def _load_labelled(args):
+    """:func:`_load`, refusing a table with too few human verdicts (none, in a judge file such
+    as AlpacaEval annotations) now, in a second, not after the embedding pass."""
+    from puaudit.audit.splits import check_labels
+
+    table = _load(args)
+    check_labels(table)
     return table
 
 
@@ -314,9 +327,14 @@ def _spread_over_seeds(args, table, emb, cfg, summary) -> dict | None:
 
 
 def _print_audit(args, cfg, res, summary, shape) -> None:
-    """The audit's report: counts, m, the scorer used, evidence, consistency and certification."""
+    """The audit's report: counts, m, the scorer used, evidence, consistency and certification.
+
+    On stdout, or on stderr with ``--json`` (stdout then holds the JSON line alone)."""
+    import functools
+
     from puaudit.audit.evaluate import spread_sentence
 
+    print = functools.partial(_print, file=sys.stderr if args.json else sys.stdout)  # noqa: A001
     print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}")
     if summary.get("evidence_only"):
@@ -335,8 +353,11 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
         top = ", ".join(f"{c['feature']} {c['coef']:+.2f}" for c in ev.get("coef", [])[:4])
         print(f"verdict evidence: {', '.join(ev['signals'])}"
               + (f" (largest weights: {top})" if top else ""))
+    # the change as the two numbers beside it read (0.742 -> 0.746: 0.004, not 0.003)
+    change = shown_change(summary["cons_orig"], summary["cons_adj"], digits=3, scale=1.0)
     print(f"Cons_orig {_fmt(summary['cons_orig'])}  Cons_adj {_fmt(summary['cons_adj'])}  change "
-          f"{_fmt(summary['delta'])}  (validation rows: {summary['n_validation']})")
+          f"{'n/a' if change is None else f'{change:+.3f}'}  (validation rows: "
+          f"{summary['n_validation']})")
     if summary.get("verdict"):
         print(summary["verdict"])
     spread_line = spread_sentence(summary["delta_over_seeds"])
@@ -345,23 +366,42 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
     print(f"groups: {summary['groups']}; wrote {shape[0]} rows x {shape[1]} columns to {args.output}")
     cert = summary.get("certification")
     if cert is not None:  # --target-agreement: what is trusted, or why nothing is
-        print(f"certified: {cert['n_trusted']} of {cert['n_trusted'] + cert['n_escalated']} "
-              f"audited rows trusted (coverage {_fmt(cert['coverage'])}: the certified share "
-              f"{_fmt(cert['certified_share'])} of P's items, P(judge right) >= "
-              f"{_fmt(cert['threshold_audited'])}; agreement lower bound "
-              f"{_fmt(cert['certified_lower'])} >= {cert['target']:g} at risk {cert['risk']:g}); "
-              "the rest are escalated"
-              if not cert["message"] else f"warning: {cert['message']}",
-              file=sys.stderr if cert["message"] else sys.stdout)
+        if cert["message"]:
+            _print(f"warning: {cert['message']}", file=sys.stderr)
+        else:
+            print(_certify_line(cert))
+
+
+def _certify_line(cert: dict) -> str:
+    """The certify line: what is trusted, the certified bound, the agreement the trusted
+    validation rows realise, and where the escalated rows go."""
+    lo, hi = cert.get("realised_ci") or (None, None)
+    realised = ("no trusted validation rows to check it" if not is_known(cert.get("realised")) else
+                f"realised agreement on {cert['n_validation_trusted']} trusted validation items "
+                f"{_fmt(cert['realised'])} (95% interval {_fmt(lo)}-{_fmt(hi)})")
+    n_open = cert.get("n_escalated_unlabelled", cert["n_escalated"])
+    return (f"certified: {cert['n_trusted']} of {cert['n_trusted'] + cert['n_escalated']} "
+            f"audited rows trusted (coverage {_fmt(cert['coverage'])}: the certified share "
+            f"{_fmt(cert['certified_share'])} of P's items, P(judge right) >= "
+            f"{_fmt(cert['threshold_audited'])}; agreement lower bound "
+            f"{_fmt(cert['certified_lower'])} >= {cert['target']:g} at risk {cert['risk']:g}); "
+            f"{realised}; the other {cert['n_escalated']} are escalated ({n_open} without a "
+            "human verdict, for people)")
+
+
+def _print(*parts, file=None) -> None:
+    """``print``, flushed (the report and the progress lines share stderr under ``--json``)."""
+    print(*parts, file=file, flush=True)
 
 
 def cmd_audit(args) -> int:
     """``puaudit audit``: check, load, embed, audit, write, spread, report (in that order)."""
+    from puaudit.audit.evaluate import verdict_with_spread
     from puaudit.audit.manifest import run_manifest
     from puaudit.data.io import write_bytes_atomic
 
     cfg = _check_audit_args(args)
-    table = _load(args)
+    table = _load_labelled(args)
     if args.export_format == "alpaca-eval":  # refused before the embedding pass, not after
         from puaudit.data.formats.alpaca_eval_export import check_annotations_input
 
@@ -373,6 +413,8 @@ def cmd_audit(args) -> int:
     shape = _write_export(args, res, table)
     summary = res.summary()
     summary["delta_over_seeds"] = _spread_over_seeds(args, table, emb, cfg, summary)
+    # "Reversals help" must not sit above "within the noise of one split"
+    summary["verdict"] = verdict_with_spread(summary["verdict"], summary["delta_over_seeds"])
     if summary["delta"] is not None and summary["delta"] < 0:
         print(f"warning: on {summary['n_validation']} validation rows the relabelled verdicts agree "
               f"with people less than the judge's ({summary['cons_adj']:.3f} vs "
@@ -403,7 +445,7 @@ def cmd_evaluate(args) -> int:
     from puaudit.audit.evaluate import evaluate
     from puaudit.audit.relabel import RULES
 
-    table = _load(args)
+    table = _load_labelled(args)
     cfg = config_from_args(args)
     emb = _embeddings(args, table) if cfg.texts else None  # --no-texts: no encoder at all
     scorers = _split_list(args.scorers, SCORER_CHOICES)
@@ -436,7 +478,7 @@ def cmd_evaluate(args) -> int:
 def cmd_sweep(args) -> int:
     from puaudit.audit.evaluate import sweep
 
-    table = _load(args)
+    table = _load_labelled(args)
     emb = _embeddings(args, table)
     df = sweep(table, emb, param=args.param, values=args.values, seeds=args.seeds,
                config=config_from_args(args))

@@ -145,6 +145,7 @@ def _summary(res, top: int | None = None) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
     from puaudit.cli.commands import dumps
+    from puaudit.data.formats import read_comparison_input
     from puaudit.data.io import check_output_path, write_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
     from puaudit.rankings.estimate import table_rankings
@@ -153,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
         if args.output:  # before any work: never overwrite an input, fail early on a bad path
             check_output_path(args.output, inputs=[args.input, args.audit_export],
                               what="output (-o)")
-        df = read_input(args.input, args)
+        # every format `puaudit audit` reads (AlpacaEval annotations, Label Studio, ...)
+        df = read_comparison_input(args.input, read=lambda path: read_input(path, args))
         cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
         table = load_comparisons(df, columns=cols, name=Path(args.input).name)
         if args.judge_rule:

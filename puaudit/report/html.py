@@ -25,6 +25,7 @@ import re
 import pandas as pd
 
 from puaudit.audit.evaluate import spread_sentence
+from puaudit.percents import percent
 from puaudit.rankings.limits import TOP_MODELS
 from puaudit.report.figures.annotators import agreement_figure, annotator_table, bias_scatter
 from puaudit.report.figures.certify import (CURVE_TARGETS, certification_text,
@@ -32,6 +33,7 @@ from puaudit.report.figures.certify import (CURVE_TARGETS, certification_text,
 from puaudit.report.figures.consistency import metrics_bar_chart, metrics_table
 from puaudit.report.figures.data_summary import question_type_frame, summary_metrics
 from puaudit.report.figures.m_curve import m_curve_figure
+from puaudit.audit.metrics import TOP_TYPES, TYPE_RULE, measured_types
 from puaudit.report.figures.metrics import (PER_TYPE_HEADERS, expected_text, headline_metrics,
                                             per_type_display)
 from puaudit.report.figures.radar import consistency_radar
@@ -73,7 +75,7 @@ def text(value) -> str:
 
 
 def _pct(x) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
+    return percent(x)
 
 
 def _cell(v, fmt: str = "{:.3f}") -> str:
@@ -218,11 +220,14 @@ def _audit_plots(parts, card: dict, fig: _Figures) -> str:
     res = parts.result
     if res is None:
         return ""
+    # one rule with the Audit and Question types pages: small types are counted, not drawn
     out = _section("Per question type",
+                   _note(TYPE_RULE + " Agreement with people on each type's validation rows, "
+                         "before and after the audit's reversals, in percent; the change in "
+                         "points."),
                    _table(per_type_display(res), _PER_TYPE_FORMATS),
-                   _note("Agreement with people on each type's validation rows, before and "
-                         "after the audit's reversals, in percent; the change in points."),
-                   fig(consistency_radar({parts.table.judge_column: res.per_type})))
+                   fig(consistency_radar({parts.table.judge_column: measured_types(
+                       res.per_type, top=TOP_TYPES)})))
     out += _section("Score densities", fig(score_density(res, parts.table)))
     cert = (card["audit"] or {}).get("certification")
     if parts.config.target_agreement is not None and cert is not None:

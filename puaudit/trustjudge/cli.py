@@ -10,6 +10,7 @@ import sys
 
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
+from puaudit.percents import percent
 from puaudit.data.io import check_output_path, write_table
 from puaudit.trustjudge.relations import METHODS
 from puaudit.trustjudge.report import TrustJudgeReport, analyse
@@ -47,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.2f}%"
+    return percent(x, digits=2)
 
 
 def summary_lines(report: TrustJudgeReport) -> list[str]:

@@ -11,10 +11,10 @@ import plotly.graph_objects as go
 
 from puaudit.report.figures.text import plotly_texts
 from puaudit.annotators.agreement import AnnotatorReport, consensus_labels
-from puaudit.data.schema import ComparisonTable
+from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
 
 __all__ = ["annotator_table", "agreement_figure", "bias_scatter", "disagreements_table",
-           "METRIC_LABELS"]
+           "no_annotator_note", "METRIC_LABELS"]
 
 METRIC_LABELS = {
     "agree_judge": "Agreement with the judge",
@@ -26,6 +26,18 @@ METRIC_LABELS = {
 JUDGE_COLOR = "#d62728"
 PERSON_COLOR = "#1f77b4"
 FLAGGED_COLOR = "#ff7f0e"
+
+
+def no_annotator_note(*, from_data_page: bool) -> str:
+    """The note for a table without an annotator column (optional: the audit does not need
+    it), saying where to name it."""
+    names = ", ".join(f"`{n}`" for n in COLUMN_ALIASES["annotator"])
+    where = ("map it as *Annotator* in the Column mapping on the Data page, or pick it under "
+             "*Annotator column* in the sidebar" if from_data_page else
+             "pick it under *Annotator column* in the sidebar")
+    return ("This table has no annotator column, so there is no one to audit here: the page "
+            "compares the people who voted, one id per vote. If a column holds the annotator "
+            f"ids, {where}. Columns looked for: {names}.")
 
 
 def _frame(report: AnnotatorReport | pd.DataFrame) -> pd.DataFrame:

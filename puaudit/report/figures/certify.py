@@ -65,4 +65,17 @@ def certification_text(summary: dict) -> str:
             f"{c['n_certified_items']:,} most confident items (held-out P(judge right) ≥ "
             f"{c['threshold']:.3f}) agree with people at least {c['certified_lower']:.3f} ≥ "
             f"{c['target']:g} with {1 - c['risk']:.0%} confidence. The other "
-            f"{c['n_escalated']:,} are escalated to people (Review page). Check: {real_txt}.")
+            f"{c['n_escalated']:,} are escalated: {escalated_destination(c)}. Check: {real_txt}.")
+
+
+def escalated_destination(c: dict) -> str:
+    """Where the escalated rows go, true to the Review page: it queues the rows without a human
+    verdict; escalated validation rows already have one."""
+    n_esc, n_open = c["n_escalated"], c.get("n_escalated_unlabelled", c["n_escalated"])
+    if n_open == 0:
+        return ("all of them are validation rows that people already labelled, so the Review "
+                "page has none to queue")
+    if n_open == n_esc:
+        return "the Review page queues them first for people"
+    return (f"the Review page queues the {n_open:,} without a human verdict first for people "
+            f"(the other {n_esc - n_open:,} are validation rows, already labelled)")

@@ -17,7 +17,7 @@ from puaudit.trustjudge.transitivity import KIND_LABELS
 
 __all__ = ["metrics_table", "metrics_bar_chart", "question_violations", "weakest_edges",
            "cycle_graph", "pairwise_fit", "method_options", "score_options",
-           "default_score_method", "candidate_scores"]
+           "default_score_method", "candidate_scores", "unavailable_metrics"]
 
 _CYCLE = "#d62728"
 _PLAIN = "#7f7f7f"
@@ -116,6 +116,45 @@ def metrics_table(before: TrustJudgeReport, after: TrustJudgeReport, *, by: str 
                 rows.append({"group": group, "metric": f"NTR_{k}", "stage": stage,
                              "value": np.nan if v is None else v})
     return pd.DataFrame(rows, columns=["group", "metric", "stage", "value"])
+
+
+def unavailable_metrics(report: TrustJudgeReport, pairs: pd.DataFrame, *,
+                        has_scores: bool) -> dict[str, str]:
+    """Metric -> why it reads n/a and what input would fill it, for each metric of ``report``
+    that is None.
+
+    The Conflict Ratio compares each candidate's single score with the pairwise verdicts, so it
+    needs a scores table whose question ids and candidates match the pairs. NTR_k looks at
+    sets of k candidates of one question (and judge) whose every pair was judged, so it needs
+    at least k candidates per question, compared in all :math:`k(k-1)/2` pairs.
+    """
+    out = {}
+    if report.cr is None:
+        out["Conflict Ratio"] = (
+            "n/a because no single score matches these pairs (the scores table's question_id "
+            "and candidate must name the pairs' questions and candidates)." if has_scores else
+            "n/a because there are no single scores: it compares each candidate's own score "
+            "with the pairwise verdicts. Upload a scores table (question_id, candidate, and "
+            "score or p_1 … p_K) under Single scores in the sidebar.")
+    most = _most_candidates(pairs)
+    for k, v in report.ntr.items():
+        if v is None:
+            out[f"NTR_{k}"] = (
+                f"n/a because no question has {k} candidates compared in every pair (here at "
+                f"most {most} per question): it counts the sets of {k} candidates whose verdicts "
+                f"admit no ranking. Judge at least {k} candidates per question in all "
+                f"{k * (k - 1) // 2} pairs (e.g. puaudit judge on every pair).")
+    return out
+
+
+def _most_candidates(pairs: pd.DataFrame) -> int:
+    """The largest number of distinct candidates of one question (and judge) in ``pairs``."""
+    if not {"question_id", "candidate_i", "candidate_j"} <= set(pairs.columns) or pairs.empty:
+        return 0
+    keys = ["judge", "question_id"] if "judge" in pairs.columns else ["question_id"]
+    long = pd.concat([pairs[keys + [c]].rename(columns={c: "candidate"})
+                      for c in ("candidate_i", "candidate_j")])
+    return int(long.astype(str).groupby(keys)["candidate"].nunique().max())
 
 
 def metrics_bar_chart(table: pd.DataFrame, *, by: str = "judge") -> go.Figure:

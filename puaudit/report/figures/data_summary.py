@@ -17,7 +17,8 @@ def summary_metrics(summary: dict) -> list[tuple[str, str]]:
         (f"Annotated ({summary['annotated_share']:.0%})", f"{summary['n_annotated']:,}"),
         ("Judge ties", f"{summary['n_judge_ties']:,}"),
         ("Human ties", f"{summary['n_human_ties']:,}"),
-        ("Judge–human agreement", "n/a" if agree is None else f"{agree:.1%}"),
+        # short: six metrics share a row, and a longer label was cut to "Judge–human agree…"
+        ("Agreement", "n/a" if agree is None else f"{agree:.1%}"),
     ]
 
 

@@ -3,22 +3,23 @@ no Streamlit)."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
            "auto_comparison_table", "verdict_text", "spread_text",
-           "MIN_TYPE_ROWS", "HURT_NOTE", "points_delta", "as_percent",
-           "FORMULA_PREFIXES", "formula_cells", "spreadsheet_safe_copy", "leaderboard_table",
-           "PER_TYPE_HEADERS", "per_type_display"]
+           "MIN_TYPE_ROWS", "TOP_TYPES", "TYPE_RULE", "type_table", "type_text", "measured_types",
+           "HURT_NOTE", "points_delta", "as_percent", "FORMULA_PREFIXES", "formula_cells",
+           "spreadsheet_safe_copy", "leaderboard_table", "PER_TYPE_HEADERS", "per_type_display"]
 
 from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
+# one home for percents and points (the CLI and the report use the same)
+from puaudit.percents import percent, points as points_delta, points_between  # noqa: E402
 
 
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1%}"
+    return percent(x)
 
 
 def as_percent(df: pd.DataFrame, columns) -> pd.DataFrame:
@@ -31,22 +32,14 @@ def as_percent(df: pd.DataFrame, columns) -> pd.DataFrame:
     return out
 
 
-def points_delta(x: float | None) -> str | None:
-    """A change as ``"+1.2 pts"`` for a metric's delta; None (no arrow, no colour) when it is
-    unknown or rounds to zero — an unchanged number is not an improvement."""
-    if x is None or (isinstance(x, float) and math.isnan(x)) or round(100 * x, 1) == 0:
-        return None
-    return f"{100 * x:+.1f} pts"
-
-
 def headline_metrics(result) -> list[dict]:
     """Cons_orig, Cons_adj (with the change as delta), reversals and validation size.
 
     Each entry: ``label``, ``value`` (text), ``delta`` (text or None), ``help``.
     """
     m = result.metrics
-    delta = m["delta"]
-    delta_txt = points_delta(delta)
+    # the change between the two percents as shown (74.2% -> 74.6%: +0.4, not +0.3)
+    delta_txt = points_between(m["cons_orig"], m["cons_adj"])
     lo, hi = m["cons_orig_ci"]
     lo2, hi2 = m["cons_adj_ci"]
     return [
@@ -61,8 +54,9 @@ def headline_metrics(result) -> list[dict]:
     ]
 
 
-#: a question type with fewer validation rows shows its n and no percentage
-MIN_TYPE_ROWS = 20
+#: a question type with fewer validation rows shows its n and no percentage (one rule, in the
+#: library: the Audit page, the Question types page and the report use it)
+from puaudit.audit.metrics import MIN_TYPE_ROWS, TOP_TYPES, TYPE_RULE, measured_types  # noqa: E402,E501
 #: the note on a type whose reversals lowered agreement on validation, and why its rows are
 #: still reversed: validation rows only measure the audit; letting them switch reversals off
 #: per type would tune the audit on the rows that grade it, and its numbers would flatter it.
@@ -72,16 +66,26 @@ HURT_NOTE = ("reversals lowered agreement here; rows of this type are still reve
 
 
 def per_type_table(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
-    """Per question type: validation rows, Cons_orig, Cons_adj, change (points), reversals,
-    and a note. A type with fewer than ``min_rows`` validation rows keeps its counts but no
-    percentage (one row more or less would move it by several points); a type where the
-    reversals lowered agreement is said so."""
+    """Per question type of an audit result: see :func:`type_table`."""
+    return type_table(result.per_type, min_rows=min_rows)
+
+
+def type_table(per_type: dict, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
+    """Per question type (``AuditResult.per_type``): validation rows, Cons_orig, Cons_adj,
+    change (points), reversals, and a note. A type with fewer than ``min_rows`` validation rows
+    keeps its counts but no percentage (:data:`TYPE_RULE`); a type where the reversals lowered
+    agreement is said so. Undefined measures are NaN, never None."""
     cols = ["question_type", "n_validation", "cons_orig", "cons_adj", "delta_pts", "n_reversed",
             "reversal_precision", "note"]
-    df = result.per_type_frame()
+    df = pd.DataFrame([{"question_type": t, "n_validation": m["n"], "cons_orig": m["cons_orig"],
+                        "cons_adj": m["cons_adj"], "delta": m["delta"],
+                        "n_reversed": m["n_reversed"],
+                        "reversal_precision": m["reversal_precision"]}
+                       for t, m in per_type.items()])
     if df.empty:
         return pd.DataFrame(columns=cols)
-    df = df.copy()
+    for c in ("cons_orig", "cons_adj", "delta", "reversal_precision"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
     df["delta_pts"] = 100 * df.pop("delta")
     small = df["n_validation"] < min_rows
     df.loc[small, ["cons_orig", "cons_adj", "delta_pts", "reversal_precision"]] = np.nan
@@ -89,6 +93,25 @@ def per_type_table(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
     df.loc[small, "note"] = f"too few validation rows (under {min_rows}) for a percentage"
     df.loc[~small & (df["delta_pts"] < 0), "note"] = HURT_NOTE
     return df[cols].reset_index(drop=True)
+
+
+def type_text(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`type_table` as the screen shows it: percents with one decimal, the change as the
+    difference of the two percents shown beside it (:func:`puaudit.percents.points_between`),
+    an empty cell where a number is not shown (Streamlit writes "None" in an empty number
+    cell). Columns named for people; any leading columns (e.g. ``judge column``) kept."""
+    out = table.drop(columns=["cons_orig", "cons_adj", "delta_pts", "reversal_precision",
+                              "n_validation", "n_reversed", "note", "question_type"])
+    out["question type"] = table["question_type"].astype(str)
+    out["validation rows"] = table["n_validation"].astype(int)
+    out["Cons_orig"] = [percent(x, missing="") for x in table["cons_orig"]]
+    out["Cons_adj"] = [percent(x, missing="") for x in table["cons_adj"]]
+    out["change"] = [points_between(a, b) or ("" if pd.isna(a) else "0.0 pts")
+                     for a, b in zip(table["cons_orig"], table["cons_adj"])]
+    out["reversed"] = table["n_reversed"].astype(int)
+    out["reversal precision"] = [percent(x, missing="") for x in table["reversal_precision"]]
+    out["note"] = table["note"].astype(str)
+    return out
 
 
 def audit_note(result) -> str | None:
@@ -135,7 +158,7 @@ def expected_text(result) -> str:
     orig, adj = float(p.mean()), float(np.mean(np.where(r, 1 - p, p)))
     return (f"Predicted, not measured — on the {int(ok.sum()):,} rows without human labels, "
             f"from calibrated P(judge right): agreement with people {_pct(orig)} → {_pct(adj)} "
-            f"({100 * (adj - orig):+.1f} pts) after {int(r.sum()):,} reversals there.")
+            f"({points_between(orig, adj) or '+0.0 pts'}) after {int(r.sum()):,} reversals there.")
 
 
 def verdict_text(result) -> str | None:
@@ -154,12 +177,17 @@ def verdict_text(result) -> str | None:
     return None
 
 
-def spread_text(spread: dict | None) -> str | None:
+def spread_text(spread: dict | None, verdict: str | None = None) -> str | None:
     """The change over seeded splits in words (see
-    :func:`puaudit.audit.evaluate.spread_sentence`)."""
-    from puaudit.audit.evaluate import spread_sentence
+    :func:`puaudit.audit.evaluate.spread_sentence`), and, when it puts the ``verdict`` shown
+    above within noise, the verdict as it then reads (as the CLI prints it)."""
+    from puaudit.audit.evaluate import spread_sentence, verdict_with_spread
 
-    return spread_sentence(spread)
+    text = spread_sentence(spread)
+    noisy = verdict_with_spread(verdict, spread)
+    if text and noisy != verdict:
+        text += f" So: {noisy}"
+    return text
 
 
 def auto_choice_text(result) -> str | None:
