@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.certify import certification_text
-from components.metrics import (MIN_TYPE_ROWS, TOP_TYPES, TYPE_RULE, headline_metrics,
+from puaudit.report.figures.certify import certification_text
+from puaudit.report.figures.metrics import (MIN_TYPE_ROWS, TOP_TYPES, TYPE_RULE, headline_metrics,
                                 type_table, type_text)
 from puaudit.audit.config import AuditConfig
 from puaudit.data.demo import generate_demo
@@ -244,7 +244,7 @@ def test_report_states_the_per_type_rule_and_draws_only_measured_types(tmp_path,
 
 
 def test_audit_page_spread_note_restates_the_verdict_within_noise():
-    from components.metrics import spread_text
+    from puaudit.report.figures.metrics import spread_text
 
     verdict = "Reversals help on validation (+2.0 points of agreement with people on 90 rows)."
     noisy = spread_text({"n": 5, "min": -0.01, "max": 0.03, "mean": 0.01}, verdict)
