@@ -200,3 +200,13 @@ def test_cli_no_texts_imports_neither_torch_nor_pot(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip().splitlines()[-1]
     assert out == "0 False False False"
+
+
+def test_report_no_texts_loads_no_encoder(planted, monkeypatch, tmp_path):
+    _no_encoder(monkeypatch)
+    src = tmp_path / "in.csv"
+    planted.frame.to_csv(src, index=False)
+    card = tmp_path / "card.json"
+    assert main(["report", str(src), "-o", str(card), "--no-texts", "--spread-seeds", "1"]) == 0
+    text = card.read_text()
+    assert "evidence only" in text and "--no-texts" in text  # the encoder line and the command
