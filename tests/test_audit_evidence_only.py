@@ -187,6 +187,7 @@ def test_ready_estimate_counts_distinct_and_cached_texts(planted, tmp_path):
     assert other.full_s is None and "when the texts are embedded" in other.text()
 
 
+@pytest.mark.slow
 def test_cli_no_texts_imports_neither_torch_nor_pot(tmp_path):
     import subprocess
     import sys
