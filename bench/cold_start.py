@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", type=int, default=None, help="audit the first N rows only")
     ap.add_argument("--quick", action="store_true", help=f"--rows {QUICK_ROWS}")
     ap.add_argument("--repeats", type=int, default=1, help="runs of each (default 1)")
-    ap.add_argument("--threads", type=int, default=None, help="OMP threads (default: torch's choice)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="OMP threads (default: torch's choice)")
     ap.add_argument("--emulate-avx2", action="store_true",
                     help="children capped to AVX2 kernels (ATEN_CPU_CAPABILITY=avx2, "
                          "ONEDNN_MAX_CPU_ISA=AVX2): auto takes float32")

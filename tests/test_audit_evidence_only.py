@@ -187,6 +187,7 @@ def test_ready_estimate_counts_distinct_and_cached_texts(planted, tmp_path):
     assert other.full_s is None and "when the texts are embedded" in other.text()
 
 
+@pytest.mark.slow
 def test_cli_no_texts_imports_neither_torch_nor_pot(tmp_path):
     import subprocess
     import sys
@@ -200,3 +201,13 @@ def test_cli_no_texts_imports_neither_torch_nor_pot(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip().splitlines()[-1]
     assert out == "0 False False False"
+
+
+def test_report_no_texts_loads_no_encoder(planted, monkeypatch, tmp_path):
+    _no_encoder(monkeypatch)
+    src = tmp_path / "in.csv"
+    planted.frame.to_csv(src, index=False)
+    card = tmp_path / "card.json"
+    assert main(["report", str(src), "-o", str(card), "--no-texts", "--spread-seeds", "1"]) == 0
+    text = card.read_text()
+    assert "evidence only" in text and "--no-texts" in text  # the encoder line and the command

@@ -455,7 +455,8 @@ def cmd_evaluate(args) -> int:
     lb = res["leaderboard"]
     judge = table.judge_column
     print(f"{args.seeds} seeds, p_ratio {cfg.p_ratio}, judge '{judge}', "
-          f"{time.perf_counter() - t0:.1f}s" + ("" if cfg.texts else "; evidence only (--no-texts)"))
+          f"{time.perf_counter() - t0:.1f}s"
+          + ("" if cfg.texts else "; evidence only (--no-texts)"))
     print(f"{'scorer':<9} {'rule':<8} {'Cons_orig':>15} {'Cons_adj':>15} {'change':>16} {'reversed':>9} {'precision':>9}")
     for e in lb:
         print(f"{e['scorer']:<9} {e['rule']:<8} {_fmt(e['cons_orig_mean'])} ({_fmt(e['cons_orig_sd'])})"
@@ -466,7 +467,8 @@ def cmd_evaluate(args) -> int:
         out = {"n_rows": len(table), "judge": judge, "seeds": args.seeds, "p_ratio": cfg.p_ratio,
                "m": cfg.m if cfg.m is not None else first["m_mean"],
                "scorer": first["scorer"], "rule": first["rule"], "chosen": first.get("chosen"),
-               "encoder": None if emb is None else emb.encoder, "n_validation": first["n_validation_mean"],
+               "encoder": None if emb is None else emb.encoder,
+               "n_validation": first["n_validation_mean"],
                **{k: first[k] for k in ("cons_orig_mean", "cons_orig_sd", "cons_adj_mean",
                                         "cons_adj_sd", "delta_mean", "delta_sd")},
                "cons_orig": first["cons_orig_mean"], "cons_adj": first["cons_adj_mean"],

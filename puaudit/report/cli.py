@@ -104,8 +104,11 @@ def _audit(args, table, cfg):
     if not table.n_annotated:
         return None, None, None, ("The table has no human verdicts: nothing measures the "
                                   "judge's agreement with people, so the audit is not run."), ""
-    _preload_scorers()
-    emb = _embeddings(args, table)
+    emb = None  # --no-texts: the evidence-only audit, no encoder
+    if cfg.texts:
+        _preload_scorers()
+        emb = _embeddings(args, table)
+    encoder = "none (evidence only, --no-texts)" if emb is None else emb.encoder
     t0 = time.perf_counter()
     print(f"auditing {len(table):,} rows (scorer {cfg.scorer}, rule {cfg.rule}) and its "
           "reversals vs m...", file=sys.stderr, flush=True)
@@ -113,7 +116,7 @@ def _audit(args, table, cfg):
         # the same audit as PUAudit(cfg).fit; the curve reuses its split and scores
         res, curve = audit_with_m_curve(table, emb, cfg)
     except PUAuditError as exc:  # e.g. too few labels: the report says so and shows the rest
-        return None, None, None, f"The audit could not run: {exc}", emb.encoder
+        return None, None, None, f"The audit could not run: {exc}", encoder
     print(f"audited in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     n_spread = args.spread_seeds or default_spread_seeds(len(table))
     spread = None
@@ -122,7 +125,7 @@ def _audit(args, table, cfg):
               flush=True)
         spread = delta_over_seeds(table, emb, cfg, n_seeds=n_spread,
                                   first_delta=res.summary()["delta"])
-    return res, curve, spread, None, emb.encoder
+    return res, curve, spread, None, encoder
 
 
 def _write(args, parts, card) -> int:
