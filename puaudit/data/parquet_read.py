@@ -166,7 +166,7 @@ def decoded_nbytes(array) -> int:
         values = array.dictionary
         if len(array) == 0 or len(values) == 0:
             return array.nbytes
-        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        indices = array.indices.drop_null().to_numpy(zero_copy_only=False)
         if len(indices) and (indices.min() < 0 or indices.max() >= len(values)):
             raise ValueError("dictionary index out of range")
         taken = _value_lengths(values)[indices].sum()
