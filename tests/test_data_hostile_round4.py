@@ -280,6 +280,11 @@ def test_the_row_limit_counts_expanded_rows_exactly(tmp_path):
     with pytest.raises(PUAuditError, match=r"more than 51 rows .* refused at task 3"):
         read_comparison_input(path, read=lambda p: read_table(p, max_rows=51))
     assert len(read_comparison_input(path)) == 52  # no limit given: none applied
+    # the limit is the read's, not the file's: an export does not carry it to the next read
+    df = read_table(path, max_rows=60)
+    assert df.attrs["row_limit"]["max_rows"] == 60
+    again = read_table(table_to_bytes(df, "parquet"), name="t.parquet")
+    assert "row_limit" not in again.attrs
 
 
 def test_label_studio_skipped_annotations_are_kept_once_per_task(tmp_path):

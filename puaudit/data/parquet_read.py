@@ -308,4 +308,7 @@ def arrow_frame_fixups(df: pd.DataFrame, table, name: str) -> pd.DataFrame:
             df[col] = pd.Series(table.column(i).to_pylist(), index=df.index, dtype=object)
     _check_header([str(c) for c in df.columns], name)
     df.columns = [str(c) for c in df.columns]
+    # pandas brings back the attrs a writer stored in the file (a read note, a row limit): the
+    # file's data, not what this read noted
+    df.attrs = {}
     return df
