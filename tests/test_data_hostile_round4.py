@@ -163,6 +163,9 @@ def test_decoded_nbytes_counts_views_and_dictionaries_as_they_expand():
     lengths = [0 if v is None else len(v) for v in arr.to_pylist()]
     assert decoded_nbytes(arr) == sum(lengths) + 8 * len(arr)
     assert decoded_nbytes(arr.slice(2, 3)) == 40 + 0 + 0 + 8 * 3
+    # a missing index expands to nothing but its offset
+    d = pa.DictionaryArray.from_arrays(pa.array([0, None, 1], pa.int32()), pa.array(["abc", "de"]))
+    assert decoded_nbytes(d) == 3 + 2 + 8 * 3
     nested = pa.ListArray.from_arrays(pa.array([0, 600, 1000], pa.int32()),
                                       big_text_column("string_view", 1000, 5000))
     assert decoded_nbytes(nested) >= 1000 * 5000
@@ -277,6 +280,11 @@ def test_the_row_limit_counts_expanded_rows_exactly(tmp_path):
     with pytest.raises(PUAuditError, match=r"more than 51 rows .* refused at task 3"):
         read_comparison_input(path, read=lambda p: read_table(p, max_rows=51))
     assert len(read_comparison_input(path)) == 52  # no limit given: none applied
+    # the limit is the read's, not the file's: an export does not carry it to the next read
+    df = read_table(path, max_rows=60)
+    assert df.attrs["row_limit"]["max_rows"] == 60
+    again = read_table(table_to_bytes(df, "parquet"), name="t.parquet")
+    assert "row_limit" not in again.attrs
 
 
 def test_label_studio_skipped_annotations_are_kept_once_per_task(tmp_path):
@@ -391,6 +399,12 @@ def test_a_fifo_among_shards_or_given_alone_is_refused_at_once(tmp_path):
         assert "b.parquet: is a named pipe (FIFO), not a regular file" in err
     with pytest.raises(PUAuditError, match="named pipe"):
         read_table(shards)
+    # a save_to_disk folder whose data file is a FIFO
+    folder = hf_bomb(tmp_path / "ds", "dictionary", rows=4, size=10)
+    (folder / "data-00000-of-00001.arrow").unlink()
+    os.mkfifo(folder / "data-00000-of-00001.arrow")
+    with pytest.raises(PUAuditError, match=r"data-00000-of-00001.arrow: is a named pipe"):
+        read_table(folder)
 
 
 # --- 12. exports keep nested integers exactly -------------------------------------------------

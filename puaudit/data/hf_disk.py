@@ -23,7 +23,7 @@ import pandas as pd
 
 from puaudit.data.folder_tables import (READ_NOTE, SPLIT, SPLITS, FolderRead, check_same_columns,
                                         choose_split, frame_of_tables, inside, unreadable)
-from puaudit.data.limits import _mb
+from puaudit.data.limits import _mb, not_regular
 from puaudit.data.parquet_read import spend_batch
 from puaudit.errors import PUAuditError
 
@@ -94,6 +94,8 @@ def _data_files(root: Path, opts: FolderRead) -> tuple[list[Path], str | None]:
     for entry in entries:
         fname = entry.get("filename") if isinstance(entry, dict) else None
         path = inside(root, fname, name=opts.name, what=f"{STATE}")
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise not_regular(path.stat().st_mode, f"{opts.name}/{fname}")
         if not path.is_file():
             raise PUAuditError(f"{opts.name}: {STATE} lists {fname}, which is not in the folder. "
                                "Copy the whole folder, or save the dataset again.")

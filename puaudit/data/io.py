@@ -228,9 +228,11 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     df = _read_table(source, fmt=fmt, name=name, max_bytes=max_bytes, max_rows=max_rows,
                      max_columns=max_columns, limit_hint=limit_hint, size_hint=size_hint,
                      split=split, unpack_zip=unpack_zip)
+    # a tool's export expands one record into many rows (one per vote): the same limit counts
+    # those rows (puaudit.data.formats.tool_votes.check_expanded_rows); none given, none kept
+    # (not even one a Parquet file's pandas metadata brought back)
+    df.attrs.pop(ROW_LIMIT, None)
     if max_rows is not None:
-        # a tool's export expands one record into many rows (one per vote): the same limit
-        # counts those rows (puaudit.data.formats.tool_votes.row_limit)
         df.attrs[ROW_LIMIT] = {"max_rows": max_rows, "hint": limit_hint}
     return df
 

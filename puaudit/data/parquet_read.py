@@ -166,7 +166,7 @@ def decoded_nbytes(array) -> int:
         values = array.dictionary
         if len(array) == 0 or len(values) == 0:
             return array.nbytes
-        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        indices = array.indices.drop_null().to_numpy(zero_copy_only=False)
         if len(indices) and (indices.min() < 0 or indices.max() >= len(values)):
             raise ValueError("dictionary index out of range")
         taken = _value_lengths(values)[indices].sum()
@@ -308,4 +308,7 @@ def arrow_frame_fixups(df: pd.DataFrame, table, name: str) -> pd.DataFrame:
             df[col] = pd.Series(table.column(i).to_pylist(), index=df.index, dtype=object)
     _check_header([str(c) for c in df.columns], name)
     df.columns = [str(c) for c in df.columns]
+    # pandas brings back the attrs a writer stored in the file (a read note, a row limit): the
+    # file's data, not what this read noted
+    df.attrs = {}
     return df

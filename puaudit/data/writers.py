@@ -213,6 +213,9 @@ def _map_type(values: list):
 def _to_parquet(df: pd.DataFrame) -> bytes:
     import pyarrow as pa
 
+    # what a read noted in attrs (limits, the split read) is no data: keep it out of the file
+    df = df.copy(deep=False)
+    df.attrs = {}
     buf = io.BytesIO()
     try:
         df.to_parquet(buf, index=False)

@@ -16,12 +16,12 @@ B or a tie (``A`` / ``B`` / ``tie``, ``response1`` / ``response2``, "A is better
 RankingQuestion over the two responses (the one ranked first wins; equal ranks are a tie).
 Records are read in the flat layout (nested ones are flattened the way Argilla does it); one row
 per submitted response (see :mod:`.tool_votes`): ``human_winner``, ``annotator`` (``user_id``),
-``argilla_response_status``, and in the ``q.responses*`` columns that person's own answers
-(one value each, never the record's whole lists, so the table grows linearly with the votes);
-drafts, discarded responses and answers of people with no vote are no vote and are kept once,
-on the record's first row, in ``argilla_other_responses``. The suggestion on the vote's question is the judge's verdict
-(``judge_winner``, unless the record has one of its own; its ``score`` gives ``p_A`` / ``p_B``,
-its ``agent`` ``verdict_source``).
+``argilla_response_status``, and in the ``q.responses*`` columns that person's own answers (one
+value each, never the record's whole lists, so the table grows linearly with the votes); drafts,
+discarded responses and answers of people with no vote are no vote and are kept once, on the
+record's first row, in ``argilla_other_responses``. The suggestion on the vote's question is the
+judge's verdict (``judge_winner``, unless the record has one of its own; its ``score`` gives
+``p_A`` / ``p_B``, its ``agent`` ``verdict_source``).
 """
 
 from __future__ import annotations

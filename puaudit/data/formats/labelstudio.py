@@ -10,15 +10,14 @@ A ``<Choices>`` result naming A, B or a tie (``left`` / ``right``, ``answer1``, 
 ``tie`` ...) is read too; a Choices *tie* beside a Pairwise selection makes the vote a tie.
 
 One row per person's vote (see :mod:`.tool_votes`): ``human_winner``, ``annotator`` (the
-``completed_by`` id, or its email when the export gives the user), the task's fields under
-their own names, the task's keys as ``ls_task_<key>`` and the annotation's as
-``ls_annotation_<key>`` (lists and objects as JSON text). A cancelled (skipped) annotation or
-one with an empty result is no vote: those are kept whole in ``ls_task_not_voted`` (on the
-task's first row). A task with
-no vote is one row without a human verdict. The row limit the file was read with counts the
-rows the tasks expand to, before any is built (``--max-rows``). The judge's verdict is the task's own field
-(``judge_winner``, ...), else the first prediction's result, with its ``score`` as the judge's
-confidence (``p_A`` / ``p_B``).
+``completed_by`` id, or its email when the export gives the user), the task's fields under their
+own names, the task's keys as ``ls_task_<key>`` and the annotation's as ``ls_annotation_<key>``
+(lists and objects as JSON text). A cancelled (skipped) annotation or one with an empty result
+is no vote: those are kept whole in ``ls_task_not_voted`` (on the task's first row). A task with
+no vote is one row without a human verdict. The row limit the file was read with counts the rows
+the tasks expand to, before any is built (``--max-rows``). The judge's verdict is the task's own
+field (``judge_winner``, ...), else the first prediction's result, with its ``score`` as the
+judge's confidence (``p_A`` / ``p_B``).
 """
 
 from __future__ import annotations
