@@ -27,7 +27,7 @@ def default_max_response_bytes(max_tokens: int, top_logprobs: int) -> int:
     the text, plus 256 bytes for each of the ``max_tokens × (top_logprobs + 1)`` token entries
     it may list (an entry such as ``{"token": " the", "logprob": -0.31, "bytes": [32, 116,
     104, 101]}`` is about 75 bytes; 256 leaves room for long, escaped tokens). With the
-    defaults (1024 tokens, 20 alternatives) 5.5 MiB."""
+    defaults (1024 tokens, 20 alternatives) 5.8 MB."""
     return 256 * 1024 + max(int(max_tokens), 1) * (max(int(top_logprobs), 0) + 1) * 256
 
 

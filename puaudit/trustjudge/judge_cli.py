@@ -85,7 +85,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="response cache (default OUT's name + .judge-cache.jsonl)")
     run_g.add_argument("--max-response-mb", type=float, default=None, metavar="MB",
                        help="largest response accepted; a larger one fails its request unread "
-                            "(default: what --max-tokens and --top-logprobs allow, 5.5 MB with "
+                            "(default: what --max-tokens and --top-logprobs allow, 5.8 MB with "
                             "their defaults)")
     run_g.add_argument("--max-cache-mb", type=float, default=4096, metavar="MB",
                        help="the response cache may not grow past this; the run stops there "
