@@ -140,8 +140,9 @@ else:
         st.info("Enter your name above to record decisions.")
     cols = st.columns(len(VERDICT_BUTTONS))
     for col, (verdict, label) in zip(cols, VERDICT_BUTTONS):
-        col.button(label, key=f"review_{verdict}", on_click=_decide, args=(verdict, view, name, shown),
-                   disabled=not name or read_only, type="primary" if verdict in ("A", "B") else "secondary",
+        col.button(label, key=f"review_{verdict}", on_click=_decide,
+                   args=(verdict, view, name, shown), disabled=not name or read_only,
+                   type="primary" if verdict in ("A", "B") else "secondary",
                    width="stretch", shortcut=VERDICT_SHORTCUTS[verdict])
 
 # -- decisions flow back -------------------------------------------------------------------------

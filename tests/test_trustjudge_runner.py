@@ -316,7 +316,7 @@ def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, h
         assert not out_csv.exists()
         answered_before = set(stub.answered_cache_keys())
         with ResponseCache(cache_path) as cache:
-            cached = set(cache._records)
+            cached = set(cache.keys())
         assert 12 <= len(cached) < 64
         # every finished response is in the cache; only requests in flight at the kill are lost
         assert cached <= answered_before and len(answered_before - cached) <= 2
@@ -350,10 +350,10 @@ def test_torn_cache_line_is_dropped_and_file_repaired(tmp_path):
     good = path.read_bytes()
     path.write_bytes(good + b'{"v": 1, "key": "k3", "respo')  # killed mid-write
     with ResponseCache(path) as cache:
-        assert set(cache._records) == {"k1", "k2"} and cache.n_dropped == 1
+        assert set(cache.keys()) == {"k1", "k2"} and cache.n_dropped == 1
         cache.put("k3", resp)
     with ResponseCache(path) as cache:
-        assert set(cache._records) == {"k1", "k2", "k3"} and cache.n_dropped == 0
+        assert set(cache.keys()) == {"k1", "k2", "k3"} and cache.n_dropped == 0
 
 
 def test_second_process_on_the_same_cache_is_refused(tmp_path):

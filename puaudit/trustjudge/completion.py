@@ -9,12 +9,26 @@ from typing import Any, Mapping
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["RequestFailed", "EndpointError", "response_text", "response_usage",
-           "redact_secret"]
+__all__ = ["RequestFailed", "ResponseTooLarge", "EndpointError", "response_text",
+           "response_usage", "redact_secret", "default_max_response_bytes"]
 
 
 class RequestFailed(Exception):
     """One request failed for good (retries used up, or a 4xx that retrying cannot fix)."""
+
+
+class ResponseTooLarge(RequestFailed):
+    """A response larger than the per-response limit: that request fails, unread past the
+    limit (asking again would bring the same)."""
+
+
+def default_max_response_bytes(max_tokens: int, top_logprobs: int) -> int:
+    """The largest response a request can honestly bring back: 256 KiB for the envelope and
+    the text, plus 256 bytes for each of the ``max_tokens × (top_logprobs + 1)`` token entries
+    it may list (an entry such as ``{"token": " the", "logprob": -0.31, "bytes": [32, 116,
+    104, 101]}`` is about 75 bytes; 256 leaves room for long, escaped tokens). With the
+    defaults (1024 tokens, 20 alternatives) 5.8 MB."""
+    return 256 * 1024 + max(int(max_tokens), 1) * (max(int(top_logprobs), 0) + 1) * 256
 
 
 class EndpointError(PUAuditError):

@@ -13,6 +13,7 @@ cleaned again, for keys that came another way (an older cache, the input itself)
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -82,6 +83,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     run_g.add_argument("--max-backoff", type=float, default=60.0)
     run_g.add_argument("--cache", metavar="FILE", default=None,
                        help="response cache (default OUT's name + .judge-cache.jsonl)")
+    run_g.add_argument("--max-response-mb", type=float, default=None, metavar="MB",
+                       help="largest response accepted; a larger one fails its request unread "
+                            "(default: what --max-tokens and --top-logprobs allow, 5.8 MB with "
+                            "their defaults)")
+    run_g.add_argument("--max-cache-mb", type=float, default=4096, metavar="MB",
+                       help="the response cache may not grow past this; the run stops there "
+                            "(default 4096; 0 for no limit)")
     run_g.add_argument("--no-progress", action="store_true", help="no progress bar")
     out_g = p.add_argument_group("output")
     out_g.add_argument("--scores-out", metavar="FILE", default=None,
@@ -188,12 +196,18 @@ def _run(args: argparse.Namespace) -> int:
     scores = args.scores or args.scores_only
     if args.scores_only and args.both_orders:
         raise PUAuditError("--both-orders asks pairs; it cannot go with --scores-only.")
+    for flag, value, least in (("--max-cache-mb", args.max_cache_mb, 0.0),
+                               ("--max-response-mb", args.max_response_mb, 0.001)):
+        if value is not None and not (math.isfinite(value) and value >= least):
+            raise PUAuditError(f"{flag} must be a number of megabytes ≥ {least:g} (got {value}).")
     paths = _checked_paths(args, scores=scores)
     frame, merge_back = _input_frame(args)
     client = JudgeClient(endpoint=args.endpoint, model=args.model, api_key_env=args.api_key_env,
                          timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
                          max_backoff=args.max_backoff, temperature=args.temperature,
-                         max_tokens=args.max_tokens, top_logprobs=args.top_logprobs, seed=args.seed)
+                         max_tokens=args.max_tokens, top_logprobs=args.top_logprobs, seed=args.seed,
+                         max_response_bytes=(int(args.max_response_mb * 1e6)
+                                             if args.max_response_mb else None))
     plan = _plan(frame, args, client, scores=scores)
     collected = _collect(plan, args, client, paths)
     if collected is None:
@@ -292,9 +306,10 @@ def _plan(frame: pd.DataFrame, args: argparse.Namespace, client, *, scores: bool
 def _collect(plan, args: argparse.Namespace, client, paths: dict):
     """Send the requests not cached yet; ``(stats, responses, notes)``, or None when
     interrupted (what was received stays cached)."""
+    from puaudit.trustjudge.response_cache import CachedResponses
     from puaudit.trustjudge.runner import ResponseCache, run_requests
 
-    with ResponseCache(paths["cache"]) as cache:
+    with ResponseCache(paths["cache"], max_bytes=int(args.max_cache_mb * 1e6)) as cache:
         if cache.n_dropped:
             print(f"cache {paths['cache']}: dropped {cache.n_dropped} incomplete line(s) left by an "
                   "interrupted run", file=sys.stderr)
@@ -310,10 +325,12 @@ def _collect(plan, args: argparse.Namespace, client, paths: dict):
         except PUAuditError as exc:
             raise PUAuditError(f"{exc} The {sum(k in cache for k in plan.requests)} responses "
                                f"received so far are cached in {paths['cache']}.") from None
-        responses = {k: cache.get(k)["response"] for k in plan.requests if k in cache}
+        # read from the file one at a time while the tables are built: memory does not grow
+        # with the cache
+        responses = CachedResponses(cache, plan.requests)
         echoed = {k: "the response held the API key (replaced by *** before anything was "
                      "written): the endpoint echoes credentials"
-                  for k in plan.requests if k in cache and cache.get(k).get("redacted")}
+                  for k in plan.requests if cache.redacted(k)}
     print(f"requests: {stats.n_total} ({stats.n_cached} cached, {stats.n_new} new, "
           f"{stats.n_failed} failed, {stats.n_retries} retries); tokens this run: "
           f"{stats.prompt_tokens} prompt, {stats.completion_tokens} completion; "

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge.completion import RequestFailed, response_usage
+from puaudit.trustjudge.completion import RequestFailed, ResponseTooLarge, response_usage
 from puaudit.trustjudge.response_cache import ResponseCache
 
-__all__ = ["RunStats", "run_requests"]
+__all__ = ["RunStats", "run_requests", "request_name"]
 
 
 class JudgeClient(Protocol):
@@ -73,6 +73,18 @@ class RunStats:
                 "retry_reasons": dict(self.retry_reasons)}
 
 
+def request_name(info: Mapping | None, key: str) -> str:
+    """A request as a person knows it: ``pair q3 (x vs y, order 1)``, ``score q3 (x)``."""
+    info = dict(info or {})
+    qid = info.get("question_id")
+    if info.get("task") == "pair":
+        return (f"pair {qid} ({info.get('candidate_i')} vs {info.get('candidate_j')}, order "
+                f"{info.get('order', 1)})")
+    if info.get("task") == "score":
+        return f"score {qid} ({info.get('candidate')})"
+    return f"request {key[:12]}"
+
+
 def _fmt_tokens(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 1e6 else (f"{n / 1e3:.1f}k" if n >= 1e4 else str(n))
 
@@ -123,8 +135,11 @@ def run_requests(requests: Mapping[str, list[dict]], *, client: JudgeClient, cac
                                   dynamic_ncols=True, mininterval=0.5))
 
     def one(key: str, messages: list[dict]) -> dict:
-        response, attempts, elapsed, redacted = client.complete(messages, stop=stop,
-                                                                on_retry=shown.on_retry)
+        try:
+            response, attempts, elapsed, redacted = client.complete(messages, stop=stop,
+                                                                    on_retry=shown.on_retry)
+        except ResponseTooLarge as exc:  # say which request brought it
+            raise ResponseTooLarge(f"{request_name(meta.get(key), key)}: {exc}") from None
         info, _ = client.redact_json(dict(meta.get(key) or {}))
         # durable before anything else can go wrong
         return cache.put(key, response, meta=info, attempts=attempts, elapsed_s=elapsed,

@@ -8,14 +8,17 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.completion import _check_response, _Malformed
 
-__all__ = ["ResponseCache", "request_key", "CACHE_VERSION"]
+__all__ = ["ResponseCache", "CachedResponses", "request_key", "CACHE_VERSION",
+           "DEFAULT_MAX_CACHE_BYTES"]
 
 CACHE_VERSION = 1
+#: the largest cache file a run writes to unless told otherwise (``--max-cache-mb``)
+DEFAULT_MAX_CACHE_BYTES = 4096 * 10**6
 
 
 def request_key(model: str, params: Mapping[str, Any], messages: list[dict]) -> str:
@@ -33,12 +36,19 @@ class ResponseCache:
     ``fsync=True``) one at a time under a lock, so concurrent workers never interleave them and a
     killed process leaves at most one torn last line, which the next open drops.
 
+    Memory stays small whatever the file's size: opening reads the file a line at a time and
+    keeps only where each response's line starts; :meth:`get` reads that one line again.
+
     Parameters
     ----------
     path : path
         The cache file (created with its folder when missing).
     fsync : bool, default True
         ``os.fsync`` after every line: survives a machine crash, not only a killed process.
+    max_bytes : int, optional
+        The file may not grow past this size: :meth:`put` refuses the response that would pass
+        it (a :class:`PUAuditError` naming the limit, which stops a run). Default
+        :data:`DEFAULT_MAX_CACHE_BYTES`; ``None`` or 0 for no limit.
 
     Raises
     ------
@@ -46,11 +56,15 @@ class ResponseCache:
         Another process holds the cache, or the file cannot be read or written.
     """
 
-    def __init__(self, path: str | os.PathLike, *, fsync: bool = True):
+    def __init__(self, path: str | os.PathLike, *, fsync: bool = True,
+                 max_bytes: int | None = DEFAULT_MAX_CACHE_BYTES):
         self.path = Path(path).expanduser()
         self.fsync = fsync
+        self.max_bytes = int(max_bytes) if max_bytes else None
         self._lock = threading.Lock()
-        self._records: dict[str, dict] = {}
+        #: key -> (offset of its line, length of its line, redacted count)
+        self._index: dict[str, tuple[int, int, int]] = {}
+        self._size = 0
         self.n_dropped = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,40 +88,61 @@ class ResponseCache:
     def _load(self) -> None:
         if not self.path.exists():
             return
-        data = self.path.read_bytes()
         good_end = 0
-        pos = 0
-        while pos < len(data):
-            nl = data.find(b"\n", pos)
-            if nl < 0:  # a torn last line: the process died while writing it
-                self.n_dropped += 1
-                break
-            line = data[pos:nl]
-            pos = nl + 1
-            good_end = pos
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                key = rec["key"]
-                _check_response(rec["response"])
-            except (ValueError, KeyError, TypeError, _Malformed):
-                self.n_dropped += 1
-                continue
-            self._records[key] = rec
-        if good_end < len(data):
+        with open(self.path, "rb") as fh:
+            for line in iter(fh.readline, b""):
+                start = good_end
+                if not line.endswith(b"\n"):  # a torn last line: the process died writing it
+                    self.n_dropped += 1
+                    break
+                good_end += len(line)
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                    key = rec["key"]
+                    _check_response(rec["response"])
+                except (ValueError, KeyError, TypeError, _Malformed):
+                    self.n_dropped += 1
+                    continue
+                self._index[key] = (start, len(line), int(rec.get("redacted") or 0))
+                del rec
+        if good_end < self.path.stat().st_size:
             with open(self.path, "r+b") as fh:
                 fh.truncate(good_end)
+        self._size = good_end
 
     def __contains__(self, key: str) -> bool:
-        return key in self._records
+        return key in self._index
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._index)
+
+    def keys(self) -> list[str]:
+        """The cached keys."""
+        return list(self._index)
+
+    @property
+    def size(self) -> int:
+        """Bytes in the file (complete lines)."""
+        return self._size
+
+    def redacted(self, key: str) -> int:
+        """How many strings of the cached response held the API key (0 when none, or not
+        cached)."""
+        entry = self._index.get(key)
+        return entry[2] if entry else 0
 
     def get(self, key: str) -> dict | None:
-        """The cached record for ``key`` (``record["response"]`` is the response) or ``None``."""
-        return self._records.get(key)
+        """The cached record for ``key`` (``record["response"]`` is the response) or ``None``;
+        read from the file (also after :meth:`close`)."""
+        entry = self._index.get(key)
+        if entry is None:
+            return None
+        offset, length, _ = entry
+        with open(self.path, "rb") as fh:
+            fh.seek(offset)
+            return json.loads(fh.read(length))
 
     def put(self, key: str, response: dict, *, meta: Mapping | None = None, attempts: int = 1,
             elapsed_s: float = 0.0, redacted: int = 0) -> dict:
@@ -115,6 +150,11 @@ class ResponseCache:
 
         ``redacted`` (how many of the response's strings held the API key, already replaced) is
         stored as ``"redacted"`` when not 0.
+
+        Raises
+        ------
+        PUAuditError
+            The line would take the file past ``max_bytes`` (nothing is written).
         """
         rec = {"v": CACHE_VERSION, "key": key, "response": response, "meta": dict(meta or {}),
                "attempts": int(attempts), "elapsed_s": round(float(elapsed_s), 4),
@@ -126,11 +166,20 @@ class ResponseCache:
         # values and writes the same tables.
         line = (json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
+            if self.max_bytes is not None and self._size + len(line) > self.max_bytes:
+                n = max(len(self._index), 1)
+                raise PUAuditError(
+                    f"The response cache {self.path} would pass {self.max_bytes / 1e6:,.0f} MB "
+                    f"(--max-cache-mb) with this response of {len(line) / 1e6:.1f} MB (the "
+                    f"{len(self._index):,} cached average {self._size / n / 1e6:.2f} MB). Raise "
+                    "--max-cache-mb if the run honestly needs more, or lower --max-tokens / "
+                    "--top-logprobs.")
             self._fh.write(line)
             self._fh.flush()
             if self.fsync:
                 os.fsync(self._fh.fileno())
-            self._records[key] = rec
+            self._index[key] = (self._size, len(line), int(redacted or 0))
+            self._size += len(line)
         return rec
 
     def close(self) -> None:
@@ -146,3 +195,24 @@ class ResponseCache:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class CachedResponses(Mapping):
+    """The responses of ``keys`` in ``cache`` as a read-only mapping {key: response} that reads
+    each from the file when asked, so that the tables are built without holding every response
+    in memory at once."""
+
+    def __init__(self, cache: ResponseCache, keys: Iterable[str]):
+        self._cache = cache
+        self._keys = [k for k in keys if k in cache]
+
+    def __getitem__(self, key: str) -> dict:
+        if key not in self._cache:
+            raise KeyError(key)
+        return self._cache.get(key)["response"]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)

@@ -36,13 +36,15 @@ import time
 from typing import Any, Callable
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge.completion import (EndpointError, RequestFailed, _Malformed,
-                                           _parse_body, redact_secret, response_text,
+from puaudit.trustjudge.completion import (EndpointError, RequestFailed, ResponseTooLarge,
+                                           _Malformed, _parse_body, default_max_response_bytes,
+                                           redact_secret, response_text,
                                            response_usage)
 from puaudit.trustjudge.request_pool import RunStats, run_requests
 from puaudit.trustjudge.response_cache import ResponseCache, request_key
 
-__all__ = ["JudgeClient", "ResponseCache", "RunStats", "RequestFailed", "EndpointError",
+__all__ = ["JudgeClient", "ResponseCache", "RunStats", "RequestFailed", "ResponseTooLarge",
+           "EndpointError",
            "request_key", "run_requests", "response_text", "response_usage",
            "redact_secret", "DEFAULT_KEY_ENV"]
 
@@ -127,6 +129,32 @@ def _base_url(endpoint: str) -> str:
     return url
 
 
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def _read_capped(raw: Any, limit: int) -> bytes:
+    """The body of a streamed response, refused as soon as it passes ``limit`` bytes (by its
+    Content-Length, or while reading): a hostile server's 100 MB body is never held."""
+    declared = raw.headers.get("content-length")
+    try:
+        declared = int(declared) if declared is not None else None
+    except ValueError:
+        declared = None
+    hint = ("raise --max-response-mb if the endpoint's responses are honestly this large, or "
+            "lower --max-tokens / --top-logprobs")
+    if declared is not None and declared > limit:
+        raise ResponseTooLarge(f"the response is {_mb(declared)}, over the limit of "
+                               f"{_mb(limit)} per response ({hint})")
+    body = bytearray()
+    for chunk in raw.iter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise ResponseTooLarge(f"the response passed the limit of {_mb(limit)} per "
+                                   f"response; the rest was not read ({hint})")
+    return bytes(body)
+
+
 class JudgeClient:
     """Chat completions with log-probabilities from one OpenAI-compatible endpoint.
 
@@ -155,12 +183,18 @@ class JudgeClient:
         Alternatives per token (OpenAI allows up to 20; vLLM more).
     seed : int, optional
         Sent when given (servers that honour it make sampling reproducible).
+    max_response_bytes : int, optional
+        The most bytes one response may have; a larger one fails its request
+        (:class:`ResponseTooLarge`, not retried) and is not read past the limit. Default
+        :func:`~puaudit.trustjudge.completion.default_max_response_bytes` of ``max_tokens``
+        and ``top_logprobs``.
     """
 
     def __init__(self, *, endpoint: str, model: str, api_key_env: str = DEFAULT_KEY_ENV,
                  timeout: float = 120.0, max_retries: int = 6, backoff: float = 1.0,
                  max_backoff: float = 60.0, temperature: float = 0.0, max_tokens: int = 1024,
-                 top_logprobs: int = 20, seed: int | None = None):
+                 top_logprobs: int = 20, seed: int | None = None,
+                 max_response_bytes: int | None = None):
         try:
             import openai
         except ImportError:  # pragma: no cover - a requirement
@@ -186,6 +220,10 @@ class JudgeClient:
         self.max_tokens = int(max_tokens)
         self.top_logprobs = int(top_logprobs)
         self.seed = seed
+        self.max_response_bytes = int(max_response_bytes or default_max_response_bytes(
+            self.max_tokens, self.top_logprobs))
+        if self.max_response_bytes < 1024:
+            raise PUAuditError("--max-response-mb must allow at least 1 KB per response.")
         self._local = threading.local()  # the deadline of the attempt this thread is making
 
         def on_request(request: Any) -> None:
@@ -297,6 +335,8 @@ class JudgeClient:
             try:
                 data, n = self._attempt(kwargs)
                 return data, attempt, time.perf_counter() - t0, n
+            except ResponseTooLarge:
+                raise  # the same request would bring the same response: not retried
             except Exception as exc:  # noqa: BLE001 - sorted by _classify
                 kind = self._classify(exc)
                 last = self._describe(exc)
@@ -330,8 +370,10 @@ class JudgeClient:
         with _Deadline(self.timeout) as deadline:
             self._local.deadline = deadline
             try:
-                raw = self._client.chat.completions.with_raw_response.create(**kwargs)
-                body = raw.http_response.content
+                with self._client.chat.completions.with_streaming_response.create(**kwargs) as raw:
+                    body = _read_capped(raw, self.max_response_bytes)
+            except ResponseTooLarge:
+                raise
             except Exception:
                 if deadline.expired:  # the socket was shut down under the request
                     raise _DeadlinePassed() from None
