@@ -468,11 +468,16 @@ def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
             key = table_hash(table)
             result = with_progress(lambda report: _audit(key, params["encoder"], cfg, table,
                                                          emb, report), "Auditing")
+    runner().quiet(DRAW_S)  # the page draws the answer before background work resumes
     if target is None:
         return result
     from puaudit.audit.certify import with_target
 
     return with_target(result, target, audit_config(params).risk)
+
+
+#: background work stays paused this long after an audit is answered: the Audit page draws it
+DRAW_S = 0.5
 
 
 def set_certify() -> None:

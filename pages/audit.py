@@ -106,11 +106,6 @@ with curve_slot:  # after the audit: the curve is a background job, its marked p
     curve_pending = not curve_ready(table, emb, params)
     st.fragment(lambda: show_m_curve(table, emb, params, result, polling=curve_pending),
                 run_every=1.0 if curve_pending else None)()
-# idle time: the audits one slider step away, so the next step is usually instant (queued after
-# the curve, before the spread; cancelled as soon as the visitor acts, and every slider answer
-# goes first)
-state.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP, m_range=M_RANGE,
-                            p_range=P_RANGE)
 
 cols = st.columns(4)
 for col, m in zip(cols, headline_metrics(result)):
@@ -242,3 +237,9 @@ def _compare():
 if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
     compare_pending = job_status(state.compare_job(table, emb, params)) == "pending"
     st.fragment(_compare, run_every=2.0 if compare_pending else None)()
+
+# idle time, once the page is drawn: the audits one slider step away, so the next step is usually
+# instant (after the curve, before the spread; cancelled as soon as the visitor acts, and every
+# slider answer goes first)
+state.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP, m_range=M_RANGE,
+                            p_range=P_RANGE)
