@@ -55,7 +55,7 @@ def main() -> None:
     if args.no_texts:
         encoder = None
     elif args.encoder == "hashing":
-        from tests.doubles import HashingEncoder
+        from puaudit.embed.hashing import HashingEncoder
 
         encoder = HashingEncoder()
     else:

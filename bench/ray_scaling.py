@@ -60,7 +60,7 @@ class SleepEncoder:
                 self._vectors = np.load(self.npz)["vectors"]
             ids = [int(re.search(r"(\d+)\s*$", t).group(1)) for t in texts]
             return self._vectors[ids].astype(np.float32)
-        from tests.doubles import HashingEncoder
+        from puaudit.embed.hashing import HashingEncoder
 
         return HashingEncoder(self.dim).encode(texts)
 

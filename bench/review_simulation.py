@@ -53,7 +53,7 @@ def main() -> None:
     from puaudit.review.simulate import simulate_review, summarise_simulation
 
     if args.encoder == "hashing":
-        from tests.doubles import HashingEncoder
+        from puaudit.embed.hashing import HashingEncoder
 
         encoder = HashingEncoder()
     else:

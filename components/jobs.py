@@ -125,6 +125,7 @@ class JobRunner:
         self._jobs: dict = {}
         self._lock = threading.Lock()
         self._foreground = 0
+        self._quiet_until = 0.0
         # the background queue: (priority, order, job, fn), served by one worker thread
         self._queue: list = []
         self._order = itertools.count()
@@ -137,11 +138,19 @@ class JobRunner:
                 while not self._queue:
                     self._ready.wait()
                 _, _, job, fn = heapq.heappop(self._queue)
+            while self.foreground_active() and not job.cancelled():
+                time.sleep(0.05)  # the answer first: start once it is computed and drawn
             job._run(fn)
 
     # --- foreground -------------------------------------------------------------------------
     def foreground_active(self) -> bool:
-        return self._foreground > 0
+        """A foreground job runs, or a page is still drawing its answer (:meth:`quiet`)."""
+        return self._foreground > 0 or time.monotonic() < self._quiet_until
+
+    def quiet(self, seconds: float) -> None:
+        """Keep background work paused for ``seconds`` more: the page draws the answer it just
+        computed (a few hundred milliseconds) before background work resumes."""
+        self._quiet_until = max(self._quiet_until, time.monotonic() + float(seconds))
 
     def start(self, fn: Callable, *, text: str = "", thread_hook: Callable | None = None) -> Job:
         """A foreground job started at once in its own thread (``thread_hook(thread)`` before it

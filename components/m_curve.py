@@ -1,5 +1,5 @@
 """The "verdicts reversed vs m" curve beside the m slider: the page glue that shows it when its
-background job is ready (the job: :func:`components.state.m_curve_job`). The figure is
+background job is ready (the job: :func:`components.audit_jobs.m_curve_job`). The figure is
 :func:`puaudit.report.figures.m_curve.m_curve_figure`, which the report draws too."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ M_STEP = 0.01
 
 def curve_ready(table, emb, params) -> bool:
     """Whether the m curve of these settings is computed (or failed: nothing to wait for)."""
-    from components import state
+    from components.audit_jobs import m_curve_job
     from components.jobs import job_status
 
-    return job_status(state.m_curve_job(table, emb, params)) != "pending"
+    return job_status(m_curve_job(table, emb, params)) != "pending"
 
 
 def show_m_curve(table, emb, params, result, *, polling: bool) -> None:
@@ -28,12 +28,12 @@ def show_m_curve(table, emb, params, result, *, polling: bool) -> None:
     timed fragment, which reruns the page once the curve arrives (to stop polling)."""
     import streamlit as st
 
-    from components import state
+    from components.audit_jobs import m_curve_job
     from components.jobs import job_status
     from puaudit.audit.m_curve import with_current_point
     from puaudit.audit.relabel import GROUP_NEG
 
-    job = state.m_curve_job(table, emb, params)
+    job = m_curve_job(table, emb, params)
     status = job_status(job)
     if status == "pending":
         st.caption("Drawing reversals vs m in the background "

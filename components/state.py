@@ -28,7 +28,8 @@ precompute of neighbouring slider values, the spread over seeds and UMAP, then s
 comparisons; they give way to any slider answer (docs/dashboard.md).
 
 Test hook: with ``PUAUDIT_TEST_ENCODER=hashing`` the only encoder offered is
-:class:`tests.doubles.HashingEncoder`, a deterministic bag-of-words hashing encoder (no model, instant), so
+:class:`puaudit.embed.hashing.HashingEncoder`, a deterministic bag-of-words hashing encoder
+(no model, instant), so
 AppTest tests run fast. ``PUAUDIT_UMAP_WARMUP=0`` skips the UMAP warm-up thread and
 ``PUAUDIT_ENCODER_WARMUP=0`` the encoder's (see :func:`start_encoder_warmup`).
 """
@@ -61,12 +62,10 @@ __all__ = ["TEST_ENCODER_ENV", "DEMO_NAME", "SCORER_CHOICES", "RULE_CHOICES",
            "start_encoder_warmup",
            "set_source", "build_table", "ensure_data", "table_hash", "audit_params",
            "bind", "get_embeddings", "m_estimate", "run_audit", "current_audit", "audit_config",
-           "m_curve", "m_curve_job", "compare_scorers", "compare_job", "spread_job",
-           "with_progress", "wait_for", "runner", "stage_cache", "precompute_neighbours",
-           "export_bytes", "umap_job", "show_error", "sha256_bytes", "favicon"]
+           "spread_job", "with_progress", "wait_for", "runner", "stage_cache", "export_bytes", "umap_job", "show_error", "sha256_bytes", "favicon"]
 
 TEST_ENCODER_ENV = "PUAUDIT_TEST_ENCODER"
-_HASHING_NAME = "hashing-test"  # tests.doubles.HashingEncoder.name
+_HASHING_NAME = "hashing-test"  # puaudit.embed.hashing.HashingEncoder.name
 DEMO_NAME = "demo data (generated)"
 SCORER_CHOICES = _SCORER_CHOICES
 RULE_CHOICES = RULES
@@ -87,7 +86,7 @@ def encoder_options() -> list[str]:
 def load_encoder(label: str):
     """The encoder for ``label``, loaded once per server process."""
     if label == _HASHING_NAME and os.environ.get(TEST_ENCODER_ENV) == "hashing":
-        from tests.doubles import HashingEncoder  # the test double lives with the tests
+        from puaudit.embed.hashing import HashingEncoder  # the test mode's encoder
 
         return HashingEncoder()
     choices = encoder_choices()
@@ -354,42 +353,6 @@ def stage_cache(table: ComparisonTable, emb: PairEmbeddings) -> StageCache:
                         emb)
 
 
-def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,
-             _emb, _progress=None):
-    from puaudit.audit.evaluate import evaluate
-
-    n = len(SCORER_CHOICES)
-
-    def step(done: int, total: int) -> None:  # evaluate reports after each scorer x seed
-        if _progress is not None and done < total:
-            _progress(done, total, f"Comparing scorers: {SCORER_CHOICES[done % n]}, split "
-                                   f"{done // n + 1} of {seeds}")
-
-    step(0, seeds * n)
-    res = evaluate(_table, _emb, seeds=seeds, scorers=SCORER_CHOICES, rules=RULE_CHOICES,
-                   config=config, progress=step)
-    return res["leaderboard"]
-
-
-def compare_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
-                seeds: int = 3) -> Job:
-    """Leaderboard of every scorer × rule over ``seeds`` splits, as a background job (one per
-    data + settings; newer settings cancel an older comparison)."""
-    cfg = audit_config(params).replace(scorer=AuditConfig.scorer, rule=AuditConfig.rule,
-                                       random_state=AuditConfig.random_state,
-                                       target_agreement=None)
-    key = ("compare", table_hash(table), params["encoder"], cfg, int(seeds))
-    return runner().submit(key, lambda job: _compare(key[1], key[2], cfg, int(seeds), table, emb,
-                                                     job.report),
-                           group="compare", text="Comparing scorers", priority=3)
-
-
-def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
-                    seeds: int = 3) -> list[dict]:
-    """:func:`compare_job`'s leaderboard, waited for (a progress bar meanwhile)."""
-    return wait_for(lambda: compare_job(table, emb, params, seeds=seeds), "Comparing scorers")
-
-
 def wait_for(get_job, label: str):
     """The result of the background job ``get_job()`` returns, with a progress bar while it
     runs (asked again when a slider answer preempted it)."""
@@ -473,6 +436,7 @@ def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
             key = table_hash(table)
             result = with_progress(lambda report: _audit(key, params["encoder"], cfg, table,
                                                          emb, report), "Auditing")
+    runner().quiet(DRAW_S)  # the page draws the answer before background work resumes
     if target is None:
         return result
     from puaudit.audit.certify import with_target
@@ -480,63 +444,14 @@ def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
     return with_target(result, target, audit_config(params).risk)
 
 
+#: background work stays paused this long after an audit is answered: the Audit page draws it
+DRAW_S = 0.5
+
+
 def set_certify() -> None:
     """``on_change`` of the Audit page's certify checkbox (key ``w_certify``)."""
     ss = st.session_state
     ss["audit"]["target_agreement"] = CERTIFY_TARGET if ss["w_certify"] else None
-
-
-def _curve_config(params: dict) -> AuditConfig:
-    """What the m curve depends on: every setting but ``m`` and certification."""
-    return audit_config(params).replace(m=None, target_agreement=None, risk=_CFG.risk)
-
-
-def m_curve_job(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> Job:
-    """Reversals and expected consistency over :func:`~puaudit.audit.m_curve.m_grid`, as a
-    background job: once per data + settings other than ``m`` (the page marks the current
-    ``m`` on it from the audit it shows)."""
-    from puaudit.audit.m_curve import stage_curve
-
-    cfg = _curve_config(params)
-    cache = stage_cache(table, emb)
-    key = ("m_curve", table_hash(table), params["encoder"], cfg)
-    return runner().submit(key, lambda job: stage_curve(cache, cfg, checkpoint=job.checkpoint,
-                                                        progress=job.report),
-                           group="m_curve", text="Reversals vs m", priority=0)
-
-
-def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
-            m_values: tuple | None = None) -> list[dict]:
-    """:func:`m_curve_job`'s points, waited for (the export page's report needs them).
-    ``m_values`` is accepted for older callers; the curve is drawn at
-    :func:`~puaudit.audit.m_curve.m_grid`, and the report adds the audit's own point."""
-    return wait_for(lambda: m_curve_job(table, emb, params), "Reversals vs m")
-
-
-def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
-                          m_step: float, p_step: float, m_range: tuple[float, float],
-                          p_range: tuple[float, float]) -> Job:
-    """Idle-time work: the audits one slider step away (``m`` ± one and two steps, ``p_ratio``
-    ± one step), nearest first, so the next step is usually instant. Cancelled when the
-    visitor acts (:func:`run_audit`) and preempted by any slider answer."""
-    cfg = audit_config(params)
-    cache = stage_cache(table, emb)
-    m0 = cfg.m if cfg.m is not None else cache.split(cfg).m_estimate
-    m0 = round(float(m0) / m_step) * m_step  # the slider's grid (it shows the estimate rounded)
-    # m first (an m step refits at most the transport scorer), then p_ratio (a new split)
-    todo = [cfg.replace(m=mv) for k in (1, -1, 2, -2)
-            if m_range[0] <= (mv := round(float(m0) + k * m_step, 6)) <= m_range[1]]
-    todo += [cfg.replace(p_ratio=pv) for k in (1, -1)
-             if p_range[0] <= (pv := round(cfg.p_ratio + k * p_step, 6)) <= p_range[1]]
-
-    def work(job: Job) -> int:
-        for i, c in enumerate(todo):
-            job.report(i, len(todo), "Precomputing the neighbouring slider values")
-            cache.audit(c, checkpoint=job.checkpoint)
-        return len(todo)
-
-    key = ("precompute", table_hash(table), params["encoder"], cfg)
-    return runner().submit(key, work, group="precompute", text="Precomputing", priority=1)
 
 
 def show_error(exc: BaseException) -> None:

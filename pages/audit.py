@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import first_look, state
+from components import audit_jobs, first_look, state
 from components.jobs import job_status
 from components.m_curve import M_RANGE, M_STEP, curve_ready, show_m_curve
 from components.safe_text import md
@@ -110,11 +110,6 @@ with curve_slot:  # after the audit: the curve is a background job, its marked p
     curve_pending = not curve_ready(table, emb, params)
     st.fragment(lambda: show_m_curve(table, emb, params, result, polling=curve_pending),
                 run_every=1.0 if curve_pending else None)()
-# idle time: the audits one slider step away, so the next step is usually instant (queued after
-# the curve, before the spread; cancelled as soon as the visitor acts, and every slider answer
-# goes first)
-state.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP, m_range=M_RANGE,
-                            p_range=P_RANGE)
 
 cols = st.columns(4)
 for col, m in zip(cols, headline_metrics(result)):
@@ -211,7 +206,7 @@ st.caption("Every scorer and relabel rule on the same data and settings, average
 def _compare():
     """The comparison, a background job: its progress until it is ready (a slider answer
     goes first; the comparison resumes after it)."""
-    job = state.compare_job(table, emb, params)
+    job = audit_jobs.compare_job(table, emb, params)
     status = job_status(job)
     if status == "pending":
         d, t = job.progress["done"], job.progress["total"]
@@ -239,5 +234,11 @@ def _compare():
 
 
 if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
-    compare_pending = job_status(state.compare_job(table, emb, params)) == "pending"
+    compare_pending = job_status(audit_jobs.compare_job(table, emb, params)) == "pending"
     st.fragment(_compare, run_every=2.0 if compare_pending else None)()
+
+# idle time, once the page is drawn: the audits one slider step away, so the next step is usually
+# instant (after the curve, before the spread; cancelled as soon as the visitor acts, and every
+# slider answer goes first)
+audit_jobs.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP, m_range=M_RANGE,
+                            p_range=P_RANGE)

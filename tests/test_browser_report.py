@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from puaudit.cli.commands import main
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 from tests.make_hostile_files import PLANTED_HOST, markup_frame
 from tests.browser_support import ARTIFACTS, chromium
 

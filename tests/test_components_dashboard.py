@@ -30,7 +30,7 @@ from puaudit.audit.estimator import PUAudit, embed_table
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
 from puaudit.embed.projection import oriented_differences, project_2d
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 
 @pytest.fixture(scope="module")

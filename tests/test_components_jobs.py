@@ -126,3 +126,13 @@ def test_queued_background_jobs_start_most_urgent_first():
     for job in jobs:
         _wait(job)
     assert order == ["curve", "precompute", "spread", "compare"]
+
+
+def test_background_work_waits_while_the_page_draws_its_answer():
+    runner = JobRunner(unwatched_s=0)
+    runner.quiet(0.4)
+    t0 = time.monotonic()
+    started = []
+    job = runner.submit("curve", lambda job: started.append(time.monotonic() - t0))
+    _wait(job)
+    assert started[0] >= 0.35

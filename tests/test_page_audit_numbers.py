@@ -25,7 +25,7 @@ from puaudit.audit.evaluate import delta_over_seeds
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
 from tests.conftest import ROOT
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 pytestmark = pytest.mark.usefixtures("app_env")
 
@@ -177,13 +177,13 @@ def test_no_signal_reverses_nothing_and_the_page_says_so():
 
 
 def test_compare_scorers_reports_each_scorer_and_split():
-    from components import state
+    from components import audit_jobs
     from puaudit.audit.config import SCORER_CHOICES
 
     table = load_comparisons(generate_demo(n_rows=200, random_state=1))
     emb = embed_table(table, HashingEncoder())
     seen = []
-    state._compare("progress-test", "hashing-test", AuditConfig(), 2, table, emb,
+    audit_jobs._compare("progress-test", "hashing-test", AuditConfig(), 2, table, emb,
                    lambda d, t, text=None: seen.append((d, t, text)))
     assert [d for d, *_ in seen] == list(range(2 * len(SCORER_CHOICES)))
     assert {t for _, t, _ in seen} == {2 * len(SCORER_CHOICES)}

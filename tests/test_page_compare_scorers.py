@@ -44,7 +44,7 @@ def test_audit_page_compares_every_scorer_and_rule():
     # every scorer (auto included) x both rules
     assert len(shown) == 2 * len(SCORER_CHOICES) and set(shown["rule"]) == {"guarded", "paper"}
     assert set(shown["scorer"]) == set(SCORER_CHOICES)
-    from tests.doubles import HashingEncoder
+    from puaudit.embed.hashing import HashingEncoder
 
     table = at.session_state["table"]
     emb = HashingEncoder()

@@ -87,7 +87,7 @@ def test_library_errors_read_as_dashboard_advice():
     """Real messages of the library, reworded: no flag and no Python is left in them."""
     from puaudit.audit.estimator import embed_table, prepare_split
     from puaudit.errors import PUAuditError
-    from tests.doubles import HashingEncoder
+    from puaudit.embed.hashing import HashingEncoder
 
     frame = generate_demo(n_rows=120, random_state=0)
     with pytest.raises(PUAuditError) as missing:

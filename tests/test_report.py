@@ -20,7 +20,7 @@ from puaudit.cli.commands import main
 from puaudit.data.demo import generate_demo
 from puaudit.report.card import gate
 from tests.conftest import ROOT
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 from tests.make_hostile_files import PLANTED_HOST, markup_frame
 from tests.test_page_app import downloads  # noqa: F401 - the fixture recording download bytes
 

@@ -11,7 +11,7 @@ from puaudit.audit.estimator import embed_table
 from puaudit.data.io import read_table
 from puaudit.data.schema import apply_judge_rule, load_comparisons
 from puaudit.review.simulate import simulate_review, summarise_simulation
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 
 def test_queue_beats_random_on_mtbench(mtbench_path):

@@ -19,7 +19,7 @@ import pytest
 from puaudit import PUAudit
 from puaudit.audit.relabel import GROUP_NEG
 from puaudit.errors import PUAuditError
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,7 @@ def ray_local():
 
     if ray.is_initialized():
         ray.shutdown()
-    # workers import the test encoders from this checkout (tests.doubles, this module)
+    # workers import the test encoders from this checkout (puaudit.embed.hashing, this module)
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": path}})

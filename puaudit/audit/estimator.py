@@ -14,6 +14,9 @@ certify (optional)      :func:`certify_split`                  :mod:`puaudit.aud
 result + export         :class:`AuditResult`                   :mod:`puaudit.audit.result`
 ======================  =====================================  =========================
 
+:func:`audit_table` runs them in order and :class:`~puaudit.audit.stages.StageCache` keeps each
+one under the fields it reads (both in :mod:`puaudit.audit.stages`).
+
 Every stage takes the :class:`AuditConfig`; the dashboard reruns only the stages a widget
 changed (docs/method.md; docs/development.md draws the pipeline).
 """
@@ -22,9 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import sys
-import time
-import weakref
 from typing import Callable
 
 import numpy as np
@@ -40,7 +40,7 @@ from puaudit.audit.relabel import (GROUP_EXCLUDED, GROUP_NEG, GROUP_VERIFIED, be
 from puaudit.audit.result import EXPORT_COLUMNS, AuditResult, InputInfo
 from puaudit.audit.scorers import SCORER_SPECS
 from puaudit.audit.splits import DiffRows, PreparedSplit, prepare_split
-from puaudit.audit.stages import StageCache
+from puaudit.audit.stages import StageCache, audit_table, human_labels
 from puaudit.data.schema import ComparisonTable, load_comparisons
 from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.errors import PUAuditError
@@ -181,106 +181,6 @@ PUAudit.__init__.__signature__ = inspect.Signature(
      inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY, default="local")]
     + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
        for f in dataclasses.fields(AuditConfig)])
-
-
-def human_labels(table: ComparisonTable, config: AuditConfig,
-                 embeddings: PairEmbeddings | None = None) -> np.ndarray | None:
-    """The human verdicts the audit uses: the table's votes, item majority, or a latent-truth
-    model's consensus (``ds``; ``crowdlab`` needs ``embeddings``: it audits the single votes
-    first for its probabilities)."""
-    if config.human_source == "consensus":
-        from puaudit.annotators.agreement import consensus_labels
-
-        return consensus_labels(table)
-    if config.human_source in ("ds", "crowdlab"):
-        from puaudit.annotators import model_consensus_labels
-
-        if config.human_source == "ds":
-            return model_consensus_labels(table, model="ds")
-        if embeddings is None and config.texts:
-            raise PUAuditError("human_source='crowdlab' needs the embeddings: it runs the audit "
-                               "once on single votes first.")
-        # CROWDLAB's model is this audit on single votes: out of fold on P, fitted without the
-        # validation labels elsewhere (the annotator models get the probabilities, not the audit)
-        first = audit_table(table, embeddings, config.replace(human_source="votes"))
-        return model_consensus_labels(table, model="crowdlab", p_judge_right=first.p_judge_right,
-                                      random_state=0 if config.random_state is None
-                                      else int(config.random_state))
-    return None
-
-
-class _StageLog:
-    """Seconds and the process's peak resident memory after each stage of one audit."""
-
-    def __init__(self):
-        self.rows: list[dict] = []
-        self._t = time.perf_counter()
-
-    def done(self, stage: str) -> None:
-        now = time.perf_counter()
-        self.rows.append({"stage": stage, "seconds": round(now - self._t, 3),
-                          "peak_rss_mb": _peak_rss_mb()})
-        self._t = now
-
-
-def _peak_rss_mb() -> float | None:
-    try:
-        import resource
-    except ImportError:  # not on Windows
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return round(peak / (1024 if sys.platform != "darwin" else 1024 * 1024), 1)
-
-
-def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
-                prep: PreparedSplit | None = None, scored: ScoredSplit | None = None,
-                map_fn: Callable | None = None, relabelled: dict | None = None) -> AuditResult:
-    """One audit: split, score, relabel, certify and measure (the functional form of
-    :class:`PUAudit`).
-
-    ``prep``, ``scored``: the split (:func:`prepare_split`) and its scores
-    (:func:`score_split` of ``prep`` with ``config``) when the caller already has them, e.g. to
-    draw :func:`reversals_vs_m` from the very scores of this audit
-    (:func:`puaudit.audit.m_curve.audit_with_m_curve`); given scores are not timed in
-    ``diagnostics["stages"]``. ``map_fn``: runs the scoring jobs (see :func:`score_split`; the
-    Ray backend's tasks). ``relabelled``: :func:`relabel_split` of ``prep`` and ``scored``
-    with ``config`` when the caller has it (certification at another target reuses it).
-    ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.evidence_only`);
-    ``embeddings`` is not read and may be None.
-    """
-    stages = _StageLog()
-    if prep is None:
-        prep = prepare_split(table, embeddings, config,
-                             human=human_labels(table, config, embeddings))
-    stages.done("split + evidence")
-    if scored is None:
-        scored = score_split(prep, config, map_fn=map_fn)
-        stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
-    rel = relabel_split(prep, scored, config) if relabelled is None else relabelled
-    stages.done("relabel + measure")
-    certification = None
-    if config.target_agreement is not None:
-        from puaudit.audit.certify import certify_split
-
-        certification = certify_split(prep, scored, config,
-                                      reversed_rows=rel["group"] == GROUP_NEG)
-        stages.done("certify")
-    params = {**config.to_dict(), "m_used": scored.m, "scorer_used": scored.scorer,
-              "encoder": None if embeddings is None else embeddings.encoder}
-    diagnostics = {**scored.diagnostics, "split": prep.split_log, "stages": stages.rows}
-    if prep.evidence is not None:
-        diagnostics.setdefault("evidence", {"signals": prep.evidence.names,
-                                            "sources": prep.evidence.sources,
-                                            "messages": list(prep.evidence.messages)})
-    return AuditResult(
-        input=InputInfo.of(table), split=prep.split, reason=prep.reason, score=scored.score,
-        p_judge_right=scored.p_judge_right, group=rel["group"], adjusted=rel["adjusted"],
-        in_p_prime=scored.in_p_prime, m=scored.m, m_estimate=prep.m_estimate,
-        metrics=rel["metrics"], per_type=rel["per_type"], expected=rel["expected"],
-        thresholds=rel["thresholds"], params=params, diagnostics=diagnostics,
-        certification=certification,
-        evidence={} if prep.evidence is None else dict(prep.evidence.values),
-        _table_ref=weakref.ref(table))
 
 
 def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,

@@ -1,4 +1,5 @@
-r"""The audit's stages, each cached under the :class:`AuditConfig` fields it reads.
+r"""The audit's stages in order (:func:`audit_table`), and :class:`StageCache`, which keeps
+each stage under the :class:`AuditConfig` fields it reads.
 
 A slider step on the dashboard, or ``set_params(m=...)`` and a new ``fit`` of the same table,
 changes one or two fields; every stage that reads none of them is reused:
@@ -21,7 +22,7 @@ certify        ``target_agreement``, ``risk``                    yes (when set)
 
 A field no stage names (one added to :class:`AuditConfig` later) counts as read by every
 stage, so a new field can never make a stale stage be reused. Every stage runs exactly the
-functions a fresh :func:`~puaudit.audit.estimator.audit_table` runs, in the same order with the
+functions a fresh :func:`audit_table` runs, in the same order with the
 same seeds, so a cached audit equals a fresh one bit for bit (``tests/test_audit_stages.py``).
 
 ``checkpoint``: a callable run between stages and before each scoring job (the dashboard's job
@@ -32,19 +33,28 @@ raising); it never changes a result.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
+import time
+import weakref
 from collections import Counter, OrderedDict
 from typing import Callable
 
+import numpy as np
+
+from puaudit.audit.choice import score_split
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer
-from puaudit.audit.result import AuditResult
+from puaudit.audit.relabel import GROUP_NEG, relabel_split
+from puaudit.audit.result import AuditResult, InputInfo
 from puaudit.audit.scorers import AUTO_CANDIDATES, SCORER_SPECS
-from puaudit.audit.splits import PreparedSplit
+from puaudit.audit.splits import PreparedSplit, prepare_split
 from puaudit.data.schema import ComparisonTable
 from puaudit.embed.pairs import PairEmbeddings
+from puaudit.errors import PUAuditError
 
-__all__ = ["StageCache", "STAGE_FIELDS", "FIT_FIELDS", "scoring_uses_m", "stage_key"]
+__all__ = ["StageCache", "STAGE_FIELDS", "FIT_FIELDS", "scoring_uses_m", "stage_key",
+           "audit_table", "human_labels"]
 
 #: the fields one scorer's cross-fitting reads (denoising, folds, calibration, solver, seed)
 FIT_FIELDS = ("alpha1", "alpha2", "per_type", "ot_method", "reg", "n_folds", "calibration",
@@ -80,6 +90,106 @@ def scoring_uses_m(config: AuditConfig) -> bool:
     if config.scorer in SCORER_SPECS:
         return SCORER_SPECS[config.scorer].uses_m
     return any(SCORER_SPECS[c].uses_m for c in AUTO_CANDIDATES)
+
+
+def human_labels(table: ComparisonTable, config: AuditConfig,
+                 embeddings: PairEmbeddings | None = None) -> np.ndarray | None:
+    """The human verdicts the audit uses: the table's votes, item majority, or a latent-truth
+    model's consensus (``ds``; ``crowdlab`` needs ``embeddings``: it audits the single votes
+    first for its probabilities)."""
+    if config.human_source == "consensus":
+        from puaudit.annotators.agreement import consensus_labels
+
+        return consensus_labels(table)
+    if config.human_source in ("ds", "crowdlab"):
+        from puaudit.annotators import model_consensus_labels
+
+        if config.human_source == "ds":
+            return model_consensus_labels(table, model="ds")
+        if embeddings is None and config.texts:
+            raise PUAuditError("human_source='crowdlab' needs the embeddings: it runs the audit "
+                               "once on single votes first.")
+        # CROWDLAB's model is this audit on single votes: out of fold on P, fitted without the
+        # validation labels elsewhere (the annotator models get the probabilities, not the audit)
+        first = audit_table(table, embeddings, config.replace(human_source="votes"))
+        return model_consensus_labels(table, model="crowdlab", p_judge_right=first.p_judge_right,
+                                      random_state=0 if config.random_state is None
+                                      else int(config.random_state))
+    return None
+
+
+class _StageLog:
+    """Seconds and the process's peak resident memory after each stage of one audit."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self._t = time.perf_counter()
+
+    def done(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.rows.append({"stage": stage, "seconds": round(now - self._t, 3),
+                          "peak_rss_mb": _peak_rss_mb()})
+        self._t = now
+
+
+def _peak_rss_mb() -> float | None:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 if sys.platform != "darwin" else 1024 * 1024), 1)
+
+
+def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
+                prep: PreparedSplit | None = None, scored: ScoredSplit | None = None,
+                map_fn: Callable | None = None, relabelled: dict | None = None) -> AuditResult:
+    """One audit: split, score, relabel, certify and measure (the functional form of
+    :class:`PUAudit`).
+
+    ``prep``, ``scored``: the split (:func:`prepare_split`) and its scores
+    (:func:`score_split` of ``prep`` with ``config``) when the caller already has them, e.g. to
+    draw :func:`reversals_vs_m` from the very scores of this audit
+    (:func:`puaudit.audit.m_curve.audit_with_m_curve`); given scores are not timed in
+    ``diagnostics["stages"]``. ``map_fn``: runs the scoring jobs (see :func:`score_split`; the
+    Ray backend's tasks). ``relabelled``: :func:`relabel_split` of ``prep`` and ``scored``
+    with ``config`` when the caller has it (certification at another target reuses it).
+    ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.evidence_only`);
+    ``embeddings`` is not read and may be None.
+    """
+    stages = _StageLog()
+    if prep is None:
+        prep = prepare_split(table, embeddings, config,
+                             human=human_labels(table, config, embeddings))
+    stages.done("split + evidence")
+    if scored is None:
+        scored = score_split(prep, config, map_fn=map_fn)
+        stages.done("score + cross-fit" + (" (auto)" if config.scorer == "auto" else ""))
+    rel = relabel_split(prep, scored, config) if relabelled is None else relabelled
+    stages.done("relabel + measure")
+    certification = None
+    if config.target_agreement is not None:
+        from puaudit.audit.certify import certify_split
+
+        certification = certify_split(prep, scored, config,
+                                      reversed_rows=rel["group"] == GROUP_NEG)
+        stages.done("certify")
+    params = {**config.to_dict(), "m_used": scored.m, "scorer_used": scored.scorer,
+              "encoder": None if embeddings is None else embeddings.encoder}
+    diagnostics = {**scored.diagnostics, "split": prep.split_log, "stages": stages.rows}
+    if prep.evidence is not None:
+        diagnostics.setdefault("evidence", {"signals": prep.evidence.names,
+                                            "sources": prep.evidence.sources,
+                                            "messages": list(prep.evidence.messages)})
+    return AuditResult(
+        input=InputInfo.of(table), split=prep.split, reason=prep.reason, score=scored.score,
+        p_judge_right=scored.p_judge_right, group=rel["group"], adjusted=rel["adjusted"],
+        in_p_prime=scored.in_p_prime, m=scored.m, m_estimate=prep.m_estimate,
+        metrics=rel["metrics"], per_type=rel["per_type"], expected=rel["expected"],
+        thresholds=rel["thresholds"], params=params, diagnostics=diagnostics,
+        certification=certification,
+        evidence={} if prep.evidence is None else dict(prep.evidence.values),
+        _table_ref=weakref.ref(table))
 
 
 class StageCache:
@@ -158,8 +268,6 @@ class StageCache:
         return stage_key(config, "human")
 
     def human(self, config: AuditConfig):
-        from puaudit.audit.estimator import human_labels
-
         if config.human_source == "votes":
             return None
         return self._get(self.human_key(config),
@@ -181,8 +289,6 @@ class StageCache:
               ) -> PreparedSplit:
         """:func:`~puaudit.audit.splits.prepare_split` of ``config`` (its evidence from the
         split-independent evidence stage)."""
-        from puaudit.audit.splits import prepare_split
-
         def compute():
             human = self.human(config)
             _check(checkpoint)
@@ -220,8 +326,6 @@ class StageCache:
         """:func:`~puaudit.audit.choice.score_split` of ``config``: the fits (and the
         automatic choice) before the prior shift are cached; the shift to ``m`` is applied to
         a copy (a few vector operations)."""
-        from puaudit.audit.choice import score_split
-
         prep = self.split(config, checkpoint=checkpoint)
         # scores that do not read m are fitted once, at P's rate (m None: no shift), and shifted
         uses_m = scoring_uses_m(config)
@@ -240,13 +344,9 @@ class StageCache:
         return apply_prior(prep, out, config.m)
 
     def audit(self, config: AuditConfig, *, checkpoint: Callable | None = None) -> AuditResult:
-        """The audit of ``config``: equal to :func:`~puaudit.audit.estimator.audit_table`
+        """The audit of ``config``: equal to :func:`audit_table`
         of the same table, embeddings and config, with every unchanged stage reused."""
-        from puaudit.audit.estimator import audit_table
-
         def relabelled():
-            from puaudit.audit.relabel import relabel_split
-
             scored = self.scored(config, checkpoint=checkpoint)
             _check(checkpoint)
             return scored, relabel_split(self.split(config), scored, config)

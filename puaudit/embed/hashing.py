@@ -1,4 +1,6 @@
-"""Test doubles: a deterministic, instant stand-in for the text encoder."""
+"""A deterministic, instant hashing encoder: the stand-in for a text model in tests, benchmarks
+and the dashboard's test mode (``PUAUDIT_TEST_ENCODER=hashing``: the only encoder the dashboard
+offers then). No model, no download; never offered to visitors otherwise."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ class HashingEncoder:
     .. math:: F(t)_k = \\frac{\\sum_{w \\in t,\\; h(w) = k} s(w)}{\\lVert \\cdot \\rVert}
 
     with ``h`` and ``s`` read from the CRC32 of the lower-cased word. Same texts, same vectors,
-    in any process. For tests only (``PUAUDIT_TEST_ENCODER=hashing``).
+    in any process. For tests and benchmarks (the dashboard offers it only with
+    ``PUAUDIT_TEST_ENCODER=hashing``).
     """
 
     name = "hashing-test"
