@@ -80,3 +80,58 @@ def other_judges_table(result, table) -> None:
                "(positive: the audited judge is more likely right when this one agrees), with "
                "its range over the cross-fitting fold fits; empty when the evidence model was "
                "not fitted.")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _cascade(content_hash: str, encoder_label: str, judges: tuple, target: float, risk: float,
+             config, _table, _emb):
+    from puaudit.audit.cascade import run_cascade
+
+    res = run_cascade(_table, _emb, list(judges), target=target, risk=risk, config=config)
+    return res.summary(), res.stage, res.verdict
+
+
+def cascade_section(table, emb, params: dict) -> None:
+    """The Certify section's cascade view: judges chosen cheapest first, the funnel from judge 1
+    trusted to people, and per stage the share asked, the share trusted and the realised
+    agreement (``puaudit cascade`` on this table, at the section's target and risk)."""
+    from components.certify import cascade_funnel_figure, cascade_stage_frame
+    from components.data_summary import judge_candidates
+    from puaudit.errors import PUAuditError
+
+    ss = st.session_state
+    options = judge_candidates(table.frame, ss.get("columns", {}))
+    options += [f"rule:{r}" for r in ("longer", "shorter", "position-a")]
+    judges = st.multiselect(
+        "Judges, cheapest first", options, key="w_cascade_judges",
+        help="Stage k certifies judge k on the rows the stages before it did not trust, at "
+             "risk / K, reading only judges 1..k; people get the rest. CLI: puaudit cascade "
+             "FILE --judges COL1 COL2 ...")
+    if not judges:
+        st.caption("Choose two or more judges (a rule such as rule:longer counts as one).")
+        return
+    cfg = state.audit_config(params).replace(target_agreement=None, m=None, other_judges=None)
+    target, risk = float(params["target_agreement"]), float(params["risk"])
+    try:
+        with st.spinner(f"Running the cascade of {len(judges)} judges…"):
+            summary, stage, _ = _cascade(state.table_hash(table), params["encoder"],
+                                         tuple(judges), target, risk, cfg, table, emb)
+    except PUAuditError as exc:
+        state.show_error(exc)
+        return
+    lo, hi = summary["realised_ci"]
+    real = summary["realised"]
+    st.markdown(md(
+        f"Coverage {summary['coverage']:.1%} of {summary['n_audited']:,} audited rows; "
+        + ("no trusted validation rows" if real is None or real != real else
+           f"trusted validation rows agree {real:.1%} (95% interval {lo:.1%}–{hi:.1%})")
+        + f"; guarantee: agreement ≥ {target:g} with probability ≥ {1 - risk:.0%} (each stage "
+          f"at risk {risk / len(judges):.3g})."))
+    st.plotly_chart(cascade_funnel_figure(summary), width="stretch", key="cascade_funnel")
+    st.dataframe(cascade_stage_frame(summary), hide_index=True, width="stretch",
+                 column_config={
+                     "asked": st.column_config.NumberColumn("share asked", format="%.3f"),
+                     "trusted": st.column_config.NumberColumn("share trusted", format="%.3f"),
+                     "realised": st.column_config.NumberColumn("realised", format="%.3f"),
+                     "realised_lo": st.column_config.NumberColumn("95% low", format="%.3f"),
+                     "realised_hi": st.column_config.NumberColumn("95% high", format="%.3f")})

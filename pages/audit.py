@@ -191,6 +191,9 @@ if result.certification is not None:
     st.plotly_chart(coverage_curve_figure(result.certification.curve(CURVE_TARGETS),
                                           current_target=cert["target"]),
                     width="stretch", key="certify_curve")
+    with st.expander("Cascade of judges: cheapest first, then people"):  # issue 42
+        from components.judges import cascade_section
+        cascade_section(table, emb, params)
 
 st.subheader("By question type")
 st.caption(TYPE_RULE)

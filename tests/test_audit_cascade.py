@@ -83,6 +83,14 @@ def test_other_judges_option_on_the_config_and_the_command_line():
         assert config_from_args(build_parser().parse_args(argv)) == c
     with pytest.raises(PUAuditError, match="other_judges"):
         AuditConfig(other_judges=[""])
+    # the manifest's command reproduces them, a name with a space included
+    import shlex
+
+    from puaudit.audit.manifest import reproduce_command
+
+    named = AuditConfig(other_judges=("judge b", "g35"), random_state=4)
+    argv = shlex.split(reproduce_command({**named.to_dict(), "m_used": 0.5, "encoder": "x"}))
+    assert config_from_args(build_parser().parse_args(argv[1:])) == named
 
 
 def test_other_judges_frame_agreement_on_p_and_weight():

@@ -65,3 +65,16 @@ def test_audit_page_shows_each_other_judges_agreement_and_weight():
     assert (table["agreement_lo"] <= table["agreement"]).all()
     assert (table["agreement"] <= table["agreement_hi"]).all()
     assert table["weight"].notna().all()
+
+
+def test_certify_section_runs_a_cascade_and_shows_its_funnel():
+    at = _page("pages/audit.py", _frame(), target_agreement=0.8, risk=0.1)
+    pick = next(m for m in at.multiselect if m.label == "Judges, cheapest first")
+    assert "rule:longer" in pick.options and "judge_winner_gpt35" in pick.options
+    pick.set_value(["judge_winner_gpt35", "judge_winner"]).run()
+    assert not at.exception, at.exception
+    stages = next(d.value for d in at.dataframe if "share asked" in str(d.proto)
+                  or "asked" in d.value.columns)
+    assert list(stages["stage"]) == ["1. judge_winner_gpt35", "2. judge_winner", "people"]
+    assert stages.loc[0, "asked"] == 1.0
+    assert any("Coverage" in m.value and "guarantee" in m.value for m in at.markdown)

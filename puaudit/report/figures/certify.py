@@ -8,7 +8,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["CURVE_TARGETS", "RISK_CHOICES", "coverage_curve_figure", "certification_text"]
+__all__ = ["CURVE_TARGETS", "RISK_CHOICES", "coverage_curve_figure", "certification_text",
+           "cascade_stage_frame", "cascade_funnel_figure"]
 
 #: targets the curve is drawn at (each is one cheap re-certification of the same scores)
 CURVE_TARGETS = tuple(float(t) for t in np.round(np.arange(0.60, 0.99, 0.01), 2))
@@ -79,3 +80,42 @@ def escalated_destination(c: dict) -> str:
         return "the Review page queues them first for people"
     return (f"the Review page queues the {n_open:,} without a human verdict first for people "
             f"(the other {n_esc - n_open:,} are validation rows, already labelled)")
+
+
+def cascade_stage_frame(summary: dict):
+    """One row per stage of a cascade (``CascadeResult.summary()``) and one for people: who,
+    the share of routed rows asked, the share of audited rows trusted, realised agreement with
+    its exact 95% interval, and the message of a stage that certified nothing."""
+    import pandas as pd
+
+    rows = []
+    for i, st in enumerate(summary["stages"], 1):
+        lo, hi = st["realised_ci"]
+        rows.append({"stage": f"{i}. {st['judge']}", "asked": st["asked"],
+                     "trusted": st["coverage"], "n_trusted": st["n_trusted"],
+                     "realised": st["realised"], "realised_lo": lo, "realised_hi": hi,
+                     "note": st["message"]})
+    n_a = summary["n_audited"]
+    rows.append({"stage": "people", "asked": (summary["n_people"] / n_a) if n_a else math.nan,
+                 "trusted": math.nan, "n_trusted": summary["n_people"], "realised": math.nan,
+                 "realised_lo": math.nan, "realised_hi": math.nan, "note": ""})
+    return pd.DataFrame(rows)
+
+
+def cascade_funnel_figure(summary: dict) -> go.Figure:
+    """The funnel of a cascade: the share of audited rows each judge is trusted on, in order,
+    then the share left for people."""
+    labels = [f"{i}. {st['judge']} trusted" for i, st in enumerate(summary["stages"], 1)]
+    values = [st["n_trusted"] for st in summary["stages"]]
+    labels.append("people")
+    values.append(summary["n_people"])
+    n = max(summary["n_audited"], 1)
+    fig = go.Figure(go.Bar(
+        x=[v / n for v in values], y=labels, orientation="h",
+        marker={"color": ["#4C78A8"] * (len(labels) - 1) + ["#E45756"]},
+        text=[f"{v / n:.1%} ({v:,})" for v in values], textposition="auto",
+        hovertemplate="%{y}: %{x:.1%} of audited rows<extra></extra>"))
+    fig.update_layout(height=60 + 40 * len(labels), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      xaxis_title="share of audited rows", yaxis={"autorange": "reversed"})
+    fig.update_xaxes(range=[0, 1], tickformat=".0%")
+    return fig
