@@ -1,6 +1,6 @@
 """A newcomer's first audit: the cold path, the mode ``auto`` takes against full precision.
 
-    python bench/cold_start.py [--repeats 1] [--input FILE] [--threads T] [--modes fast full]
+    python -m bench.cold_start [--repeats 1] [--input FILE] [--threads T] [--modes fast full]
 
 Each run is a fresh process doing exactly what the README's quick start does,
 
@@ -33,8 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MTBENCH = ROOT.parent / "shared" / "data" / "mtbench" / "mtbench_human_vs_gpt4.csv"
+from bench._support import MTBENCH, ROOT
 
 
 def run_once(mode: str, data: Path, tmp: Path, tag: str, threads: int | None) -> dict:
@@ -69,7 +68,6 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"{args.input} not found (the MT-Bench file lives in ../shared/data).")
     import pandas as pd
 
-    sys.path.insert(0, str(ROOT))
     from bench.embed import hardware_class
     from puaudit.embed.encoders import HFEncoder
 

@@ -1,8 +1,8 @@
 """Dashboard rerun benchmark (docs/performance.md): cold first audit of the MT-Bench file vs a
 slider change, timed with Streamlit's AppTest.
 
-    python bench/rerun.py            # cold: a fresh embedding cache, the real default encoder
-    python bench/rerun.py --quick    # under a minute: reuses the embedding cache (or --hashing)
+    python -m bench.rerun            # cold: a fresh embedding cache, the real default encoder
+    python -m bench.rerun --quick    # under a minute: reuses the embedding cache (or --hashing)
 
 Prints the timings and, last, ``ratio=<slider rerun seconds / cold run seconds>``.
 Target: rerun < 1 s and ratio < 0.05.
@@ -13,13 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MTBENCH = ROOT.parent / "shared" / "data" / "mtbench" / "mtbench_human_vs_gpt4.csv"
+from bench._support import MTBENCH, ROOT
 
 
 def main() -> None:
@@ -35,7 +32,6 @@ def main() -> None:
         os.environ["PUAUDIT_TEST_ENCODER"] = "hashing"
     if not args.quick:
         os.environ["PUAUDIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="puaudit-bench-cache-")
-    sys.path.insert(0, str(ROOT))
     from streamlit.testing.v1 import AppTest
 
     data = MTBENCH.read_bytes()
