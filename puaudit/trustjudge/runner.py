@@ -37,14 +37,10 @@ from typing import Any, Callable
 
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.completion import (EndpointError, RequestFailed, _Malformed,
-                                           _parse_body, redact_secret, response_text,
-                                           response_usage)
-from puaudit.trustjudge.request_pool import RunStats, run_requests
-from puaudit.trustjudge.response_cache import ResponseCache, request_key
+                                           _parse_body, redact_secret)
+from puaudit.trustjudge.response_cache import request_key
 
-__all__ = ["JudgeClient", "ResponseCache", "RunStats", "RequestFailed", "EndpointError",
-           "request_key", "run_requests", "response_text", "response_usage",
-           "redact_secret", "DEFAULT_KEY_ENV"]
+__all__ = ["JudgeClient", "DEFAULT_KEY_ENV"]
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
