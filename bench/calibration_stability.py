@@ -7,7 +7,7 @@ change), once with a single cross-fit and a single isotonic map (``--cv-repeats 
 Reported per data set: mean number of audited rows whose guarded group (positive / uncertain /
 negative) differs between two fold seeds, and the mean number reversed.
 
-    python bench/calibration_stability.py [--fold-seeds 4] [--encoder hashing]
+    python -m bench.calibration_stability [--fold-seeds 4] [--encoder hashing]
 
 Prints ``ratio=<default flips / single-fit flips, mean over data sets>`` last (below 1: the
 default depends less on the folds).
@@ -19,14 +19,12 @@ import argparse
 import itertools
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
+from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set
+
 SETS = {
-    "MT-Bench, longer answer wins": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", "longer"),
-    "llmfao, GPT-4": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", None),
+    "MT-Bench, longer answer wins": (MTBENCH, "longer"),
+    "llmfao, GPT-4": (LLMFAO, None),
 }
 SETTINGS = {"single fit": {"cv_repeats": 1, "calibration_bags": 0}, "default": {}}
 
@@ -35,33 +33,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fold-seeds", type=int, default=4)
-    ap.add_argument("--encoder", default=None, help="default all-MiniLM-L6-v2; 'hashing' = test double")
-    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    add_data_arguments(ap, SETS)
     args = ap.parse_args()
 
     import numpy as np
 
     from puaudit.audit.config import AuditConfig
     from puaudit.audit.estimator import embed_table, prepare_split, relabel_split, score_split
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import apply_judge_rule, load_comparisons
 
-    if args.encoder == "hashing":
-        from puaudit.embed.hashing import HashingEncoder
-
-        encoder = HashingEncoder()
-    else:
-        from puaudit.embed.encoders import get_encoder
-
-        encoder = get_encoder(args.encoder)
+    encoder = bench_encoder(args.encoder)
     ratios = []
     print("data | setting | audited rows | rows changing group between fold seeds | reversed "
           "(mean) | seconds per audit")
     for name in args.sets:
         path, rule = SETS[name]
-        table = load_comparisons(read_table(path), name=path.name)
-        if rule:
-            table = apply_judge_rule(table, rule)
+        table = load_set(path, rule)
         prep = prepare_split(table, embed_table(table, encoder), AuditConfig())
         u = prep.u_rows
         flips = {}

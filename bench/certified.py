@@ -6,7 +6,7 @@ set and target: the share of seeds whose realised agreement among trusted valida
 (items counted once) is at least the target (a seed that trusts nothing meets it trivially),
 coverage (share of audited rows trusted) mean and sd, and the mean certified threshold.
 
-    python bench/certified.py [--seeds 20] [--encoder hashing] [--sets ...] [--no-texts]
+    python -m bench.certified [--seeds 20] [--encoder hashing] [--sets ...] [--no-texts]
 
 ``--no-texts``: the evidence-only audit (no encoder; :mod:`puaudit.audit.evidence_only`).
 
@@ -20,15 +20,13 @@ import argparse
 import math
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
+from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set
+
 SETS = {
-    "MT-Bench, GPT-4": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", None),
-    "MT-Bench, longer answer wins": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", "longer"),
-    "llmfao, GPT-4": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", None),
+    "MT-Bench, GPT-4": (MTBENCH, None),
+    "MT-Bench, longer answer wins": (MTBENCH, "longer"),
+    "llmfao, GPT-4": (LLMFAO, None),
 }
 TARGETS = (0.85, 0.90)
 
@@ -39,8 +37,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--risk", type=float, default=0.1)
     ap.add_argument("--p-ratio", type=float, default=0.3)
-    ap.add_argument("--encoder", default=None, help="default all-MiniLM-L6-v2; 'hashing' = test double")
-    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    add_data_arguments(ap, SETS)
     ap.add_argument("--no-texts", action="store_true", help="the evidence-only audit")
     args = ap.parse_args()
 
@@ -49,19 +46,8 @@ def main() -> None:
     from puaudit.audit.certify import with_target
     from puaudit.audit.config import AuditConfig
     from puaudit.audit.estimator import audit_table, embed_table
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import apply_judge_rule, load_comparisons
 
-    if args.no_texts:
-        encoder = None
-    elif args.encoder == "hashing":
-        from puaudit.embed.hashing import HashingEncoder
-
-        encoder = HashingEncoder()
-    else:
-        from puaudit.embed.encoders import get_encoder
-
-        encoder = get_encoder(args.encoder)
+    encoder = None if args.no_texts else bench_encoder(args.encoder)
     shares = []
     print(f"seeds {args.seeds}, risk {args.risk}, p_ratio {args.p_ratio}"
           + ("; evidence only (--no-texts)" if args.no_texts else ""))
@@ -69,9 +55,7 @@ def main() -> None:
           "realised (mean over seeds trusting any) | threshold (mean) | seconds per audit")
     for name in args.sets:
         path, rule = SETS[name]
-        table = load_comparisons(read_table(path), name=path.name)
-        if rule:
-            table = apply_judge_rule(table, rule)
+        table = load_set(path, rule)
         emb = None if args.no_texts else embed_table(table, encoder)
         rows = {t: [] for t in TARGETS}
         t0 = time.perf_counter()

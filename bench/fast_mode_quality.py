@@ -1,6 +1,6 @@
 """Does a cheaper encoder change the audit's decisions? Each arm against full precision, seed by seed.
 
-    python bench/fast_mode_quality.py [--seeds 10] [--arms fast int8-t128 ...] [--noise 0.009 ...]
+    python -m bench.fast_mode_quality [--seeds 10] [--arms fast int8-t128 ...] [--noise 0.009 ...]
 
 Vector cosine says little about what a user sees; this compares what the audit decides. Every
 distinct text of each data set is embedded in mode ``full`` (float32, the reference) and by each
@@ -52,16 +52,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from bench._support import LLMFAO, MTBENCH
+from puaudit.embed.encoder_cache import DEFAULT, default_cache_dir
+from puaudit.embed.hf_encoder import HFEncoder
+from puaudit.embed.model_folder import default_model_path
 
-from puaudit.embed.encoders import DEFAULT, HFEncoder, default_cache_dir, default_model_path  # noqa: E402
-
-DATA = ROOT.parent / "shared" / "data"
-MTBENCH = DATA / "mtbench" / "mtbench_human_vs_gpt4.csv"
-LLMFAO = DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv"
 GAIN_TOL, SAME_MIN, AUROC_TOL = 0.003, 0.97, 0.005
 _ARM = re.compile(r"^(?:(int8)(?:-t(\d+))?|t(\d+))$")
 
@@ -142,7 +139,7 @@ def candidate_vectors(texts: list[str], *, int8: bool, budget: int | None) -> np
 
 def candidate_embeddings(table, arm: str, cache: Path):
     """``PairEmbeddings`` of ``table`` under candidate ``arm`` (kept in ``cache``)."""
-    from puaudit.embed.encoders import format_text
+    from puaudit.embed.text import format_text
     from puaudit.embed.pairs import PairEmbeddings
 
     int8, budget_a, budget_b = _ARM.match(arm).groups()

@@ -39,17 +39,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench._support import ROOT, child_env
 
 _PRELUDE = """
 import json, sys, time
-sys.path.insert(0, {root!r})
 def _status(key):
     with open("/proc/self/status") as fh:
         return next(int(l.split()[1]) / 1024 for l in fh if l.startswith(key))
@@ -215,9 +212,9 @@ CASES = {
 
 def run_case(name: str, *, timeout: int = 1800) -> dict:
     """Run one case in a fresh interpreter and return its measurements."""
-    code = (textwrap.dedent(_PRELUDE).format(root=str(ROOT))
+    code = (textwrap.dedent(_PRELUDE).format()
             + textwrap.dedent(CASES[name]) + textwrap.dedent(_EPILOGUE))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=env)
     if done.returncode != 0:

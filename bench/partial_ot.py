@@ -1,7 +1,7 @@
 """Benchmark: PUAudit's partial-OT scorer against POT's exact solver (docs/transport.md).
 
-    python bench/partial_ot.py           # (200,2k) (500,5k) (1k,10k) vs POT, then (2k,100k), (2k,1M)
-    python bench/partial_ot.py --quick   # (200,2k) and (500,5k) vs POT only (under a minute)
+    python -m bench.partial_ot          # (200,2k) (500,5k) (1k,10k) vs POT, then (2k,100k), (2k,1M)
+    python -m bench.partial_ot --quick  # (200,2k) and (500,5k) vs POT only (under a minute)
 
 Prints one table row per size and, as its last line, ``ratio=<speedup vs POT exact at the
 largest size compared>``. Every size runs in its own subprocess so that peak memory (ru_maxrss)
@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
-import subprocess
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench._support import add_size_arguments, peak_mb, run_sizes
 
 D = 384
 M = 0.7
@@ -59,10 +55,6 @@ def make_structured(n_p: int, n_u: int, *, d: int = D, pos_share: float = 0.7, n
     return zp, zu, sign > 0
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
-
-
 def run_one(n_p: int, n_u: int, *, compare: bool, backend: str) -> dict:
     from scipy.stats import spearmanr
 
@@ -70,11 +62,11 @@ def run_one(n_p: int, n_u: int, *, compare: bool, backend: str) -> dict:
 
     zp, zu, _ = make_structured(n_p, n_u)
     out = {"n_p": n_p, "n_u": n_u, "data_mb": (zp.nbytes + zu.nbytes) / 2**20,
-           "mem_before_mb": _peak_mb()}
+           "mem_before_mb": peak_mb()}
     t = time.perf_counter()
     s, lg = partial_ot_scores(zp, zu, M, method="fast", backend=backend, log=True)
     out["ours_s"] = time.perf_counter() - t
-    out["ours_peak_mb"] = _peak_mb()
+    out["ours_peak_mb"] = peak_mb()
     out["rounds"] = lg.get("rounds")
     out["n_iter"] = lg.get("n_iter")
     out["mass"] = lg["mass"]
@@ -82,7 +74,7 @@ def run_one(n_p: int, n_u: int, *, compare: bool, backend: str) -> dict:
         t = time.perf_counter()
         s_ex, lg_ex = partial_ot_scores(zp, zu, M, method="exact", log=True)
         out["pot_s"] = time.perf_counter() - t
-        out["pot_peak_mb"] = _peak_mb()
+        out["pot_peak_mb"] = peak_mb()
         k = int(np.floor(M * n_u))
         top_ex = set(np.argsort(-s_ex, kind="stable")[:k])
         top = set(np.argsort(-s, kind="stable")[:k])
@@ -97,36 +89,11 @@ def _child(args) -> None:
     print("RESULT " + json.dumps(res))
 
 
-def run_child(script: str, n_p: int, n_u: int, extra: list[str], timeout: float) -> dict | None:
-    """Run ``script --child`` for one size in a fresh process (so its peak memory is its own);
-    the child's ``RESULT {json}`` line, or None with the reason printed."""
-    cmd = [sys.executable, os.path.abspath(script), "--child", "--n-p", str(n_p), "--n-u",
-           str(n_u), *extra]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        print(f"({n_p}, {n_u}): timed out after {timeout:.0f} s")
-        return None
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    print(f"({n_p}, {n_u}) failed:\n{p.stderr[-2000:]}")
-    return None
-
-
-def _spawn(n_p: int, n_u: int, compare: bool, backend: str, timeout: float) -> dict | None:
-    return run_child(__file__, n_p, n_u, ["--backend", backend] + (["--compare"] if compare else []),
-                     timeout)
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the sizes compared with POT")
     ap.add_argument("--backend", default="auto", choices=["auto", "numpy", "torch"])
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--compare", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--n-p", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--n-u", type=int, help=argparse.SUPPRESS)
+    add_size_arguments(ap)
     args = ap.parse_args(argv)
     if args.child:
         _child(args)
@@ -140,21 +107,18 @@ def main(argv=None) -> None:
            f"{'spearman':>9} {'cost/opt':>9} {'POT MB':>8} {'ours MB':>8}")
     print(hdr)
     ratio = None
-    for n_p, n_u in compared:
-        r = _spawn(n_p, n_u, True, args.backend, 600)
-        if r is None:
-            continue
+    backend = ["--backend", args.backend]
+    for size, r in run_sizes("bench.partial_ot", compared, compare=True, timeout=600,
+                             extra=backend):
         ratio = r["pot_s"] / r["ours_s"]
-        print(f"{str((n_p, n_u)):>14} {r['pot_s']:8.2f} {r['ours_s']:8.2f} {ratio:8.1f} "
+        print(f"{str(size):>14} {r['pot_s']:8.2f} {r['ours_s']:8.2f} {ratio:8.1f} "
               f"{r['overlap']:8.4f} {r['spearman']:9.4f} {r['cost_ratio']:9.4f} "
               f"{r['pot_peak_mb']:8.0f} {r['ours_peak_mb']:8.0f}", flush=True)
     if not args.quick:
         print(f"{'(|P|, |U|)':>14} {'ours s':>8} {'peak MB':>8} {'data MB':>8} {'rounds':>7}")
-        for n_p, n_u in [(2_000, 100_000), (2_000, 1_000_000)]:
-            r = _spawn(n_p, n_u, False, args.backend, 3600)
-            if r is None:
-                continue
-            print(f"{str((n_p, n_u)):>14} {r['ours_s']:8.1f} {r['ours_peak_mb']:8.0f} "
+        for size, r in run_sizes("bench.partial_ot", [(2_000, 100_000), (2_000, 1_000_000)],
+                                 compare=False, timeout=3600, extra=backend):
+            print(f"{str(size):>14} {r['ours_s']:8.1f} {r['ours_peak_mb']:8.0f} "
                   f"{r['data_mb']:8.0f} {r['rounds']:>7}", flush=True)
     print(f"ratio={ratio:.1f}" if ratio is not None else "ratio=nan")
 

@@ -1,7 +1,7 @@
 """Benchmark: the graded prior-ot scorer against POT's dense unbalanced Sinkhorn (docs/scorers.md).
 
-    python bench/prior_ot.py           # (200,2k) (500,5k) (2k,20k) vs POT, then (2k,100k), (2k,1M)
-    python bench/prior_ot.py --quick   # the sizes compared with POT only
+    python -m bench.prior_ot           # (200,2k) (500,5k) (2k,20k) vs POT, then (2k,100k), (2k,1M)
+    python -m bench.prior_ot --quick   # the sizes compared with POT only
 
 Up to ``max_targets`` (20,000) audited rows prior-ot is POT's own fixed point (the reference
 column checks it); above, the source potentials are solved on a seeded sample and every row is
@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from partial_ot import _peak_mb, make_structured, run_child  # noqa: E402
+from bench._support import add_size_arguments, peak_mb, run_sizes
+from bench.partial_ot import make_structured
 
 M = 0.7
 
@@ -37,7 +33,7 @@ def run_one(n_p: int, n_u: int, *, compare: bool) -> dict:
     t = time.perf_counter()
     s, lg = prior_ot_scores(zp, zu, M, log=True)
     out["ours_s"] = time.perf_counter() - t
-    out["ours_peak_mb"] = _peak_mb()
+    out["ours_peak_mb"] = peak_mb()
     out["sampled"] = lg["sampled"]
     out["distinct"] = int(len(np.unique(np.round(s, 6))))
     # how well the graded score separates the planted right / wrong rows (AUC)
@@ -58,22 +54,15 @@ def run_one(n_p: int, n_u: int, *, compare: bool) -> dict:
                                                  PRIOR_OT_REG_M, stopThr=1e-6)
         ref = plan[:n_p].sum(0) / plan.sum(0)
         out["pot_s"] = time.perf_counter() - t
-        out["pot_peak_mb"] = _peak_mb()
+        out["pot_peak_mb"] = peak_mb()
         out["max_abs_diff"] = float(np.abs(ref - s).max())
     return out
-
-
-def _spawn(n_p: int, n_u: int, compare: bool, timeout: float) -> dict | None:
-    return run_child(__file__, n_p, n_u, ["--compare"] if compare else [], timeout)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the sizes compared with POT")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--compare", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--n-p", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--n-u", type=int, help=argparse.SUPPRESS)
+    add_size_arguments(ap)
     args = ap.parse_args(argv)
     if args.child:
         print("RESULT " + json.dumps(run_one(args.n_p, args.n_u, compare=args.compare)))
@@ -83,22 +72,17 @@ def main(argv=None) -> None:
     print(f"{'(|P|, |U|)':>14} {'POT s':>8} {'ours s':>8} {'speedup':>8} {'max|diff|':>10} "
           f"{'AUC':>6} {'distinct':>9} {'POT MB':>8} {'ours MB':>8}")
     ratio = None
-    for n_p, n_u in compared:
-        r = _spawn(n_p, n_u, True, 900)
-        if r is None:
-            continue
+    for size, r in run_sizes("bench.prior_ot", compared, compare=True, timeout=900):
         ratio = r["pot_s"] / r["ours_s"]
-        print(f"{str((n_p, n_u)):>14} {r['pot_s']:8.2f} {r['ours_s']:8.2f} {ratio:8.1f} "
+        print(f"{str(size):>14} {r['pot_s']:8.2f} {r['ours_s']:8.2f} {ratio:8.1f} "
               f"{r['max_abs_diff']:10.2e} {r['auc']:6.3f} {r['distinct']:9d} "
               f"{r['pot_peak_mb']:8.0f} {r['ours_peak_mb']:8.0f}", flush=True)
     if not args.quick:
         print(f"{'(|P|, |U|)':>14} {'ours s':>8} {'peak MB':>8} {'data MB':>8} {'sampled':>8} "
               f"{'AUC':>6}")
-        for n_p, n_u in [(2_000, 100_000), (2_000, 1_000_000)]:
-            r = _spawn(n_p, n_u, False, 3600)
-            if r is None:
-                continue
-            print(f"{str((n_p, n_u)):>14} {r['ours_s']:8.1f} {r['ours_peak_mb']:8.0f} "
+        for size, r in run_sizes("bench.prior_ot", [(2_000, 100_000), (2_000, 1_000_000)],
+                                 compare=False, timeout=3600):
+            print(f"{str(size):>14} {r['ours_s']:8.1f} {r['ours_peak_mb']:8.0f} "
                   f"{r['data_mb']:8.0f} {r['sampled']:8d} {r['auc']:6.3f}", flush=True)
     print(f"ratio={ratio:.1f}" if ratio is not None else "ratio=nan")
 

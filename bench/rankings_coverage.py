@@ -5,8 +5,8 @@
 for each source (judge, human, ppi): the share of 95% intervals that cover the true human win
 rate and the true Bradley–Terry strength, and the mean interval width.
 
-    python bench/rankings_coverage.py                     # 200 replicates, 1000 resamples
-    python bench/rankings_coverage.py --replicates 20 --resamples 300 --jobs 2
+    python -m bench.rankings_coverage                     # 200 replicates, 1000 resamples
+    python -m bench.rankings_coverage --replicates 20 --resamples 300 --jobs 2
 
 Prints one line per source and, last, one JSON object (``--out FILE`` also writes it).
 """
@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 SOURCES = ("judge", "human", "ppi")
 

@@ -7,7 +7,7 @@ the kept votes) win rates and Bradley–Terry strengths with the estimate from *
 mean interval width, mean absolute error, and how often the interval contains the all-votes
 value (not a coverage of the truth: the all-votes value is itself an estimate).
 
-    python bench/rankings_label_budget.py ../shared/data/mtbench/mtbench_human_vs_gpt4.csv
+    python -m bench.rankings_label_budget ../shared/data/mtbench/mtbench_human_vs_gpt4.csv
 
 Prints one line per source and, last, one JSON object.
 """
@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench._support import ROOT
+
 CASES = {"10k-pairs": (10_000, 50_000, "pairs", 60.0), "10k-chain": (10_000, 50_000, "chain", 60.0),
          "500-pairs": (500, 5_000, "pairs", 20.0), "500-chain": (500, 5_000, "chain", 20.0)}
 PEAK_TARGET_MB = 2048.0

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -36,8 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench._support import ROOT, child_env
 
 #: seconds per text of all-MiniLM-L6-v2 on the 2-core development machine (947 texts in 46 s)
 MEASURED_PER_TEXT_S = 46 / 947
@@ -68,9 +66,8 @@ class SleepEncoder:
 def _ray_init(num_cpus: int):
     import ray
 
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path}})
+             runtime_env={"env_vars": {"PYTHONPATH": child_env()["PYTHONPATH"]}})
     return ray
 
 
@@ -172,9 +169,9 @@ def end_to_end(n_rows: int, per_text: float, *, compare_local: bool = True) -> d
         print(f"{n_rows:,} rows -> {parquet.name} ({mb:.0f} MB)", flush=True)
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, __file__, "--child", str(parquet), str(npz),
+            [sys.executable, "-m", "bench.ray_scaling", "--child", str(parquet), str(npz),
              str(tmp / "out.parquet"), str(per_text), "1" if compare_local else "0"],
-            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            cwd=ROOT, capture_output=True, text=True, env=child_env())
         wall = time.perf_counter() - t0
         lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode != 0 or not lines:

@@ -1,9 +1,9 @@
 """Slider benchmark (docs/performance.md): what the dashboard computes for one slider step,
 against the first audit of the same table, on MT-Bench and llmfao with cached embeddings.
 
-    python bench/rerun.py               # MT-Bench and llmfao, default settings (auto scorer)
-    python bench/rerun.py --quick       # MT-Bench only, fewer steps
-    python bench/rerun.py --app         # also m steps through the page (Streamlit AppTest)
+    python -m bench.rerun               # MT-Bench and llmfao, default settings (auto scorer)
+    python -m bench.rerun --quick       # MT-Bench only, fewer steps
+    python -m bench.rerun --app         # also m steps through the page (Streamlit AppTest)
 
 Each table gets a fresh :class:`puaudit.audit.stages.StageCache` (the dashboard's: one per table
 and encoder) and the embeddings from the embedding cache (embedded first when missing, not
@@ -26,14 +26,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-TABLES = {"mtbench": DATA / "mtbench" / "mtbench_human_vs_gpt4.csv",
-          "llmfao": DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv"}
+from bench._support import LLMFAO, MTBENCH, ROOT
+
+TABLES = {"mtbench": MTBENCH, "llmfao": LLMFAO}
 
 
 def _timed(fn):
@@ -146,7 +144,6 @@ def main() -> None:
     ap.add_argument("--app", action="store_true", help="also time m steps of the page")
     args = ap.parse_args()
     os.environ.setdefault("PUAUDIT_UMAP_WARMUP", "0")
-    sys.path.insert(0, str(ROOT))
     names = args.tables or (["mtbench"] if args.quick else list(TABLES))
     warm_up()
     rows = [bench_table(n, TABLES[n], n_m=3 if args.quick else 5, n_p=1 if args.quick else 2,

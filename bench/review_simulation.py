@@ -8,7 +8,7 @@ the held-back human verdict; the reviewed rows join P and the audit reruns. Repo
 with people of the final labels on the validation rows (reviewer's verdict on reviewed items,
 the rerun audit's elsewhere), mean over seeds, after 50 / 100 / 200 / 400 reviews.
 
-    python bench/review_simulation.py [--seeds 3] [--encoder hashing]
+    python -m bench.review_simulation [--seeds 3] [--encoder hashing]
 
 Also printed: the same on the validation rows that were not reviewed ("remaining"; the queue
 takes the judge's likely errors out of that set, so part of its lead there is selection), and how
@@ -25,13 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
+from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set
+
 SETS = {
-    "MT-Bench, longer answer wins": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", "longer"),
-    "MT-Bench, GPT-4": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", None),
-    "llmfao, GPT-4": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", None),
+    "MT-Bench, longer answer wins": (MTBENCH, "longer"),
+    "MT-Bench, GPT-4": (MTBENCH, None),
+    "llmfao, GPT-4": (LLMFAO, None),
 }
 
 
@@ -40,33 +39,21 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--budgets", type=int, nargs="+", default=[50, 100, 200, 400])
-    ap.add_argument("--encoder", default=None, help="default all-MiniLM-L6-v2; 'hashing' = test double")
-    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    add_data_arguments(ap, SETS)
     ap.add_argument("--json", default=None, help="also write every line of the simulation here")
     args = ap.parse_args()
 
     import pandas as pd
 
     from puaudit.audit.estimator import embed_table
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import apply_judge_rule, load_comparisons
     from puaudit.review.simulate import simulate_review, summarise_simulation
 
-    if args.encoder == "hashing":
-        from puaudit.embed.hashing import HashingEncoder
-
-        encoder = HashingEncoder()
-    else:
-        from puaudit.embed.encoders import get_encoder
-
-        encoder = get_encoder(args.encoder)
+    encoder = bench_encoder(args.encoder)
     ratios, everything = [], []
     for name in args.sets:
         path, rule = SETS[name]
         t0 = time.perf_counter()
-        table = load_comparisons(read_table(path), name=path.name)
-        if rule:
-            table = apply_judge_rule(table, rule)
+        table = load_set(path, rule)
         emb = embed_table(table, encoder)
         sim = simulate_review(table, emb, budgets=tuple(args.budgets),
                               seeds=tuple(range(args.seeds)))

@@ -16,7 +16,6 @@ audit grows linearly between the two largest sizes, above 1 faster than linear.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -25,8 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench._support import ROOT, child_env
 
 
 def make_inputs(n: int, folder: Path, *, d: int = 384, n_prompts: int = 400,
@@ -90,7 +88,7 @@ def run_one(csv: Path, npz: Path, out: Path) -> tuple[float, float]:
         "sys.exit(rc)" % (str(csv), str(out), str(npz)))
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env=child_env())
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"audit failed at {csv.name}:\n{proc.stderr[-2000:]}")

@@ -2,7 +2,7 @@
 start (as app.py does), how long until the first UMAP projection of real-sized data is
 available, vs a warm call; and how long the first map view takes (PCA, never blocked).
 
-    python bench/umap_start.py [--quick]
+    python -m bench.umap_start [--quick]
 
 Last line: ``ratio=<first UMAP call after warm-up / warm call>`` (1.0 = no compile cost left).
 """
@@ -10,14 +10,11 @@ Last line: ``ratio=<first UMAP call after warm-up / warm call>`` (1.0 = no compi
 from __future__ import annotations
 
 import argparse
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:

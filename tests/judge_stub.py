@@ -237,8 +237,8 @@ class StubJudgeServer:
             return [c["key"] for c in self.calls if c["fault"] is None and c["authorized"]]
 
     def answered_cache_keys(self) -> list[str]:
-        """:func:`puaudit.trustjudge.runner.request_key` of the requests that got a normal answer
-        (what the judge runner's cache is keyed by)."""
+        """:func:`puaudit.trustjudge.response_cache.request_key` of the requests that got a
+        normal answer (what the judge runner's cache is keyed by)."""
         with self._lock:
             calls = [c for c in self.calls if c["fault"] is None and c["authorized"] and c["body"]]
         return [cache_key(c["body"]) for c in calls]
@@ -382,7 +382,7 @@ class StubJudgeServer:
 def cache_key(body: dict) -> str:
     """The judge runner's cache key of a request body (see
     :meth:`puaudit.trustjudge.runner.JudgeClient.params`)."""
-    from puaudit.trustjudge.runner import request_key
+    from puaudit.trustjudge.response_cache import request_key
 
     params = {"temperature": body.get("temperature"), "max_tokens": body.get("max_tokens"),
               "logprobs": True, "top_logprobs": body.get("top_logprobs", 0)}

@@ -11,11 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.annotators.agreement import (
-    annotator_report,
-    annotator_score_disagreement,
-    consensus_labels,
-)
+from puaudit.annotators.agreement import annotator_report
+from puaudit.annotators.audit_link import annotator_score_disagreement
+from puaudit.annotators.consensus import consensus_labels
 from puaudit.annotators.intervals import share_interval
 from puaudit.annotators.cli import main as cli_main
 from puaudit.data.io import read_table

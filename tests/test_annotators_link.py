@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from puaudit.annotators.agreement import consensus_labels
+from puaudit.annotators.consensus import consensus_labels
 from puaudit.audit.estimator import PairEmbeddings, PUAudit
 from puaudit.cli.commands import main
 from puaudit.data.schema import load_comparisons

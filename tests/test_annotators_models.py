@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.annotators.agreement import consensus_labels
+from puaudit.annotators.consensus import consensus_labels
 from puaudit.annotators import (
     LABELS,
     annotator_model_report,

@@ -1,12 +1,20 @@
 """Latent-truth annotator models on real data (slow): MT-Bench (65 people, GPT-4) and LLMFAO
-(124 crowd workers, CC BY 4.0), read from ../shared/data."""
+(124 crowd workers, CC BY 4.0), read from ../shared/data.
+
+Where the numbers come from: the row, worker and vote counts are the data's
+(../shared/data/README.md: 3,355 MT-Bench votes, 124 LLMFAO workers); Fleiss' kappa (0.524,
+0.292), GPT-4's skill (0.87), the counts of relabelled items and which workers are flagged are
+regression pins: what puaudit's own models gave when these tests were written (commit
+79a994b, 2026-12-02), not a published reference. A change means the vote collection or a
+model's fit changed: check why before pinning new values.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from puaudit.annotators.agreement import consensus_labels
+from puaudit.annotators.consensus import consensus_labels
 from puaudit.annotators import (
     annotator_model_report,
     collect_votes,

@@ -147,12 +147,21 @@ def test_stacked_default_pools_repetitions(planted):
     assert sc.calibrator.bagged_
 
 
+@pytest.mark.parametrize("bad, message", [
+    ({"cv_repeats": 0}, "cv_repeats must be a whole number from 1 to 1000, got 0"),
+    ({"cv_repeats": 1001}, "cv_repeats must be a whole number from 1 to 1000, got 1001"),
+    ({"cv_repeats": 1.5}, "cv_repeats must be a whole number from 1 to 1000, got 1.5"),
+    ({"cv_repeats": True}, "cv_repeats must be a whole number from 1 to 1000, got True"),
+    ({"calibration_bags": -1}, "calibration_bags must be a whole number from 0 to 1000, got -1"),
+    ({"calibration_bags": "5"}, "calibration_bags must be a whole number from 0 to 1000, got '5'"),
+])
+def test_config_refuses_bad_repeats_and_bags(bad, message):
+    with pytest.raises(PUAuditError, match=message):
+        AuditConfig(**bad)
+
+
 def test_config_validates_and_the_cli_sets_repeats_and_bags():
     assert AuditConfig().cv_repeats is None and AuditConfig().calibration_bags == 50
-    for bad in ({"cv_repeats": 0}, {"cv_repeats": 1001}, {"cv_repeats": 1.5},
-                {"cv_repeats": True}, {"calibration_bags": -1}, {"calibration_bags": "5"}):
-        with pytest.raises(PUAuditError, match=next(iter(bad))):
-            AuditConfig(**bad)
     assert AuditConfig(cv_repeats=np.int64(2)).cv_repeats == 2
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)
@@ -205,7 +214,7 @@ def test_llmfao_reversals_survive_float_rounding_of_the_vectors():
     # evidence model, its own calibration, the bags' upper quantile)
     from puaudit.audit.estimator import audit_table, embed_table, human_labels
     from puaudit.audit.relabel import GROUP_NEG
-    from puaudit.embed.encoders import HFEncoder
+    from puaudit.embed.hf_encoder import HFEncoder
 
     table = _llmfao()
     emb = embed_table(table, HFEncoder(None, mode="full"))  # float32 on every CPU

@@ -65,13 +65,26 @@ def test_config_is_frozen_hashable_and_validated_once():
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.m = 0.5
     assert hash(cfg) == hash(AuditConfig()) and cfg.replace(m=0.7) != cfg
-    for bad in ({"m": 1.5}, {"m": 0}, {"p_ratio": 0}, {"alpha1": 2}, {"scorer": "magic"},
-                {"rule": "x"}, {"margin": 0.5}, {"n_folds": 1}, {"reg": -1},
-                {"review_band": (0.5, 0.2)}, {"calibration": "x"}):
-        with pytest.raises(PUAuditError):
-            AuditConfig(**bad)
     with pytest.raises(PUAuditError, match="Unknown audit parameter"):
         cfg.replace(colour="red")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"m": 1.5}, r"m must be in \(0, 1.0\], got 1.5"),
+    ({"m": 0}, r"m must be in \(0, 1.0\], got 0.0"),
+    ({"p_ratio": 0}, r"p_ratio must be in \(0, 1.0\], got 0.0"),
+    ({"alpha1": 2}, r"alpha1 must be in \(0, 1.0\], got 2.0"),
+    ({"scorer": "magic"}, r"Unknown scorer 'magic': choose one of \['auto'"),
+    ({"rule": "x"}, r"Unknown rule 'x': choose one of \['guarded', 'paper'\]"),
+    ({"margin": 0.5}, r"margin must be in \[0, 0.5\), got 0.5"),
+    ({"n_folds": 1}, r"n_folds must be at least 2, got 1"),
+    ({"reg": -1}, r"reg must be positive, got -1"),
+    ({"review_band": (0.5, 0.2)}, r"review_band needs lo < hi, got \(0.5, 0.2\)"),
+    ({"calibration": "x"}, r"Unknown calibration 'x': choose one of \['isotonic', 'platt'\]"),
+])
+def test_a_bad_parameter_is_refused_with_its_name_and_value(bad, message):
+    with pytest.raises(PUAuditError, match=message):
+        AuditConfig(**bad)
 
 
 @pytest.mark.parametrize("cfg", [

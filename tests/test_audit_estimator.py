@@ -127,11 +127,17 @@ def test_all_rows_annotated_p_ratio_one_gives_na_metrics(planted):
     assert r.summary()["cons_orig"] is None
 
 
-def test_bad_parameters_raise_our_error(planted):
+@pytest.mark.parametrize("kw, message", [
+    ({"m": 1.5}, r"m must be in \(0, 1.0\], got 1.5"),
+    ({"p_ratio": 0}, r"p_ratio must be in \(0, 1.0\], got 0.0"),
+    ({"alpha1": 0}, r"alpha1 must be in \(0, 1.0\], got 0.0"),
+    ({"scorer": "magic"}, r"Unknown scorer 'magic'"),
+    ({"rule": "x"}, r"Unknown rule 'x'"),
+])
+def test_bad_parameters_raise_our_error(planted, kw, message):
     df, e_a, e_b, _ = planted
-    for kw in ({"m": 1.5}, {"p_ratio": 0}, {"alpha1": 0}, {"scorer": "magic"}, {"rule": "x"}):
-        with pytest.raises(PUAuditError):
-            PUAudit(**kw).fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
+    with pytest.raises(PUAuditError, match=message):
+        PUAudit(**kw).fit(load_comparisons(df), PairEmbeddings(e_a, e_b))
 
 
 def test_calibration_is_monotone_and_correct_on_planted_probabilities():

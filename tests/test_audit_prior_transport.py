@@ -75,7 +75,7 @@ def test_sampled_potentials_match_the_full_solve_and_memory_stays_blocked():
 
 
 def test_torch_and_float32_inputs_give_the_same_scores():
-    torch = pytest.importorskip("torch")
+    import torch
     rng = np.random.default_rng(5)
     zp, zu = _unit(rng, 20, 6), _unit(rng, 30, 6)
     ref = prior_ot_scores(zp, zu, 0.6)
@@ -83,9 +83,12 @@ def test_torch_and_float32_inputs_give_the_same_scores():
     np.testing.assert_allclose(got, ref, atol=1e-5)
 
 
-@pytest.mark.parametrize("kw", [{"m": 0}, {"m": 1.5}, {"m": float("nan")}, {"reg": 0}])
-def test_bad_parameters_are_refused(kw):
+@pytest.mark.parametrize("kw, message", [
+    ({"m": 0}, r"m must be in \(0, 1\], got 0"), ({"m": 1.5}, r"m must be in \(0, 1\], got 1.5"),
+    ({"m": float("nan")}, r"m must be in \(0, 1\], got nan"),
+    ({"reg": 0}, "reg and reg_m must be positive; got 0 and 0.1")])
+def test_bad_parameters_are_refused(kw, message):
     rng = np.random.default_rng(6)
     args = {"m": 0.7, **kw}
-    with pytest.raises(PUAuditError):
+    with pytest.raises(PUAuditError, match=message):
         prior_ot_scores(_unit(rng, 5, 3), _unit(rng, 5, 3), args.pop("m"), **args)

@@ -59,7 +59,7 @@ def test_p_ratio_one_means_no_validation():
     judge, human, qt, items = _arrays()
     split, _ = split_rows(judge, human, qt, items, p_ratio=1.0, random_state=0)
     assert (split == "validation").sum() == 0 and (split == "P").sum() > 0
-    with pytest.raises(PUAuditError):
+    with pytest.raises(PUAuditError, match=r"p_ratio must be in \(0, 1\], got 0.0"):
         split_rows(judge, human, qt, items, p_ratio=0.0, random_state=0)
 
 

@@ -28,9 +28,16 @@ def test_limit_from_flag_environment_and_default(monkeypatch):
     monkeypatch.setenv("PUAUDIT_MAX_ROWS", "1,500")
     assert max_rows_from(_args()) == 1500
     assert max_rows_from(_args("20")) == 20  # the flag wins over the environment
-    for bad in ("-1", "many", "1.5"):
-        with pytest.raises(PUAuditError, match="max-rows"):
-            max_rows_from(_args(bad))
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("-1", r"--max-rows must be 0 \(no limit\) or a positive number of rows; got -1"),
+    ("many", r"--max-rows must be a whole number of rows \(0 = no limit\); got 'many'"),
+    ("1.5", r"--max-rows must be a whole number of rows \(0 = no limit\); got '1.5'"),
+])
+def test_a_bad_row_limit_is_refused(bad, message):
+    with pytest.raises(PUAuditError, match=message):
+        max_rows_from(_args(bad))
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("streamlit")
-
-from components.state import time_left_text  # noqa: E402
+from components.state import time_left_text
 
 
 def test_time_left_follows_the_rate_so_far_rounded_up_to_5_s():

@@ -290,9 +290,16 @@ def test_cli_decoded_limit_from_flag_environment_and_default(monkeypatch):
     monkeypatch.setenv("PUAUDIT_MAX_DECODED_MB", "300")
     assert max_decoded_bytes_from(args(max_decoded_mb=None)) == 300 * 2**20
     assert max_decoded_bytes_from(args(max_decoded_mb="20")) == 20 * 2**20  # the flag wins
-    for bad in ("-1", "lots", "1.5"):
-        with pytest.raises(PUAuditError, match="max-decoded-mb"):
-            max_decoded_bytes_from(args(max_decoded_mb=bad))
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("-1", r"--max-decoded-mb must be 0 \(no limit\) or a positive number of MB; got -1"),
+    ("lots", r"--max-decoded-mb must be a whole number of MB \(0 = no limit\); got 'lots'"),
+    ("1.5", r"--max-decoded-mb must be a whole number of MB \(0 = no limit\); got '1.5'"),
+])
+def test_a_bad_decoded_limit_is_refused(bad, message):
+    with pytest.raises(PUAuditError, match=message):
+        max_decoded_bytes_from(argparse.Namespace(max_decoded_mb=bad))
 
 
 def test_raising_the_limit_on_the_command_line_reads_the_file(tmp_path, capsys):

@@ -103,7 +103,8 @@ def test_judge_rules():
     assert apply_judge_rule(t, "shorter").judge.tolist() == ["B", "A", "tie"]
     assert apply_judge_rule(t, "position-a").judge.tolist() == ["A", "A", "A"]
     assert t.judge.tolist() == ["B", "B", "B"]  # original untouched
-    with pytest.raises(PUAuditError):
+    with pytest.raises(PUAuditError, match=r"Unknown judge rule 'random': choose one of "
+                                           r"\['longer', 'shorter', 'position-a'\]"):
         apply_judge_rule(t, "random")
 
 

@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+# torch, transformers and the bundled model are requirements: a missing one fails these tests
+import torch
+import transformers
 
-from puaudit.embed.bert_runtime import LeanTokenizer, load_lean_bert, unsupported_reason  # noqa: E402
-from puaudit.embed.encoders import default_model_path, format_text  # noqa: E402
-from puaudit.errors import PUAuditError  # noqa: E402
+from puaudit.embed.bert_runtime import LeanTokenizer, load_lean_bert, unsupported_reason
+from puaudit.embed.model_folder import default_model_path
+from puaudit.embed.text import format_text
 
 ROOT = Path(__file__).resolve().parents[1]
 MTBENCH = ROOT.parent / "shared" / "data" / "mtbench" / "mtbench_human_vs_gpt4.csv"
@@ -46,10 +47,7 @@ def tiny_bert(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def minilm() -> Path:
-    try:
-        return Path(default_model_path())
-    except PUAuditError as exc:
-        pytest.skip(str(exc))
+    return Path(default_model_path())
 
 
 def _config(path: Path) -> dict:
@@ -166,7 +164,7 @@ def test_fast_mode_does_not_import_transformers(tiny_bert):
     """The point of the runtime: a cold fast-mode encode never imports transformers."""
     code = (
         "import sys\n"
-        "from puaudit.embed.encoders import HFEncoder\n"
+        "from puaudit.embed.hf_encoder import HFEncoder\n"
         f"enc = HFEncoder({str(tiny_bert)!r}, mode='fast', cache_dir=None, device='cpu')\n"
         "v = enc.encode(['the cat sat', 'a dog ran'])\n"
         "assert enc.runtime_ == 'lean' and v.shape == (2, 32), (enc.runtime_, v.shape)\n"

@@ -15,21 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+# torch, transformers and the bundled model are requirements: a missing one fails these tests
+import torch
+import transformers
 
-from puaudit.embed.cache import EmbeddingCache, text_key  # noqa: E402
-from puaudit.embed.encoders import (  # noqa: E402
-    DEFAULT_MODEL_NAME,
-    HFEncoder,
-    TextEncoder,
-    default_model_path,
-    embed_pairs,
-    format_text,
-    get_encoder,
-    pool_hidden,
-)
-from puaudit.errors import PUAuditError  # noqa: E402
+from puaudit.embed.cache import EmbeddingCache, text_key
+from puaudit.embed.encoders import embed_pairs, get_encoder
+from puaudit.embed.hf_encoder import HFEncoder, TextEncoder, pool_hidden
+from puaudit.embed.model_folder import DEFAULT_MODEL_NAME, default_model_path
+from puaudit.embed.text import format_text
+from puaudit.errors import PUAuditError
 
 WORDS = ("the a cat dog sat ran on mat rug fast slow question answer good bad why how what is are "
          "model judge human score win lose tie first second red blue green").split()
@@ -380,10 +375,7 @@ def test_cache_concurrent_writers_and_compaction(tmp_path):
 # -- the shipped default model ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def minilm():
-    try:
-        path = default_model_path()
-    except PUAuditError as exc:
-        pytest.skip(str(exc))
+    path = default_model_path()
     # full precision: these tests compare with float32 references at 0.999
     enc = get_encoder(None, cache_dir=None, device="cpu", mode="full")
     return enc, path, enc.encode(SENTENCES)
@@ -480,7 +472,7 @@ def _reference(enc: HFEncoder, text: str) -> np.ndarray:
 
 
 def test_long_texts_are_cut_before_tokenising_and_embed_the_same(tiny_bert):
-    from puaudit.embed.encoders import CHARS_PER_TOKEN
+    from puaudit.embed.text import CHARS_PER_TOKEN
 
     enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu")
     long = " ".join(WORDS[i % len(WORDS)] for i in range(400_000))  # ~1.8 MB, 400,000 words
@@ -494,7 +486,7 @@ def test_long_texts_are_cut_before_tokenising_and_embed_the_same(tiny_bert):
 def test_texts_that_tokenise_to_little_are_cut_again_longer(tiny_bert):
     """Runs of spaces give no tokens: the first cut holds too few words, so the text is cut
     again 4x longer until the model sees what it would have seen for the whole text."""
-    from puaudit.embed.encoders import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
+    from puaudit.embed.text import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
 
     enc = HFEncoder(str(tiny_bert), cache_dir=None, device="cpu")
     sparse = "".join(f"{WORDS[i % len(WORDS)]}{' ' * 500}" for i in range(80))  # ~40,000 chars
@@ -578,7 +570,7 @@ def test_modes_resolve_as_documented(tiny_bert, monkeypatch):
 def test_cpu_bf16_detection_reads_cpuinfo_flags(monkeypatch, tmp_path):
     import builtins
 
-    import puaudit.embed.encoders as encoders
+    from puaudit.embed.device import cpu_has_native_bf16
 
     real_open = builtins.open
 
@@ -589,11 +581,11 @@ def test_cpu_bf16_detection_reads_cpuinfo_flags(monkeypatch, tmp_path):
                             lambda f, *a, **k: real_open(info if f == "/proc/cpuinfo" else f, *a, **k))
 
     fake("fpu avx2 avx512f avx512_bf16 avx512_vnni")
-    assert encoders.cpu_has_native_bf16()
+    assert cpu_has_native_bf16()
     fake("fpu avx2 avx512f amx_bf16 amx_tile")
-    assert encoders.cpu_has_native_bf16()
+    assert cpu_has_native_bf16()
     fake("fpu sse avx2 avx512f avx512bw")
-    assert not encoders.cpu_has_native_bf16()
+    assert not cpu_has_native_bf16()
 
 
 def test_fast_and_full_vectors_never_share_a_cache_folder(tiny_bert, tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from puaudit.data.schema import load_comparisons
@@ -56,7 +55,6 @@ def test_page_asks_for_the_annotator_column():
 
 
 def test_page_falls_back_to_the_demo():
-    pytest.importorskip("puaudit.data.demo")
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.run()
     assert not at.exception and not at.error

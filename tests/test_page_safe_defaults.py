@@ -10,7 +10,7 @@ from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
 from puaudit.cli.commands import main
-from puaudit.embed.encoders import HFEncoder
+from puaudit.embed.hf_encoder import HFEncoder
 from puaudit.embed.choices import encoder_choices
 from tests.conftest import ROOT, planted_set
 

@@ -25,7 +25,8 @@ import pytest
 
 from puaudit.data.io import read_table
 from puaudit.trustjudge.judge_responses import usable_tokens
-from puaudit.trustjudge.runner import JudgeClient, RequestFailed, response_usage
+from puaudit.trustjudge.completion import RequestFailed, response_usage
+from puaudit.trustjudge.runner import JudgeClient
 from tests.judge_stub import StubJudgeServer
 from tests.test_trustjudge_runner import (
     FAST,

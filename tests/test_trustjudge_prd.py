@@ -1,5 +1,16 @@
 """Pinned numbers on the PRD Vicuna80 data (MIT, PRD project): 4 judges x 80 questions x 5
-candidates, both answer orders, baseline relation."""
+candidates, both answer orders, baseline relation.
+
+Where the numbers come from:
+
+- independent of puaudit: the row counts and gpt4's relation counts (207 ``>``, 291 ``<``,
+  302 ``=``) are those of ../shared/data/README.md; ``NTR_3 x 800 = tie cycles + equivalence
+  contradictions`` and "no strict cycle" are invariants of the baseline relation's ties;
+- regression pins: NTR_k, the triple counts, the 902 violations and the roleplay NTR_3 are
+  what puaudit's own analysis printed when it was written (commit 01e6bc4, 2026-12-02), not a
+  published reference. A change means the relations, the triple classification or the NTR
+  counting changed: check why (a hand count on one question) before pinning new values.
+"""
 
 from pathlib import Path
 

@@ -25,7 +25,7 @@ import pytest
 
 from puaudit.cli.commands import main
 from puaudit.data.io import read_table
-from puaudit.trustjudge.runner import ResponseCache
+from puaudit.trustjudge.response_cache import ResponseCache
 from tests.judge_stub import (
     StubJudgeServer,
     cache_key,
@@ -360,7 +360,7 @@ def test_second_process_on_the_same_cache_is_refused(tmp_path):
     from puaudit.errors import PUAuditError
 
     with ResponseCache(tmp_path / "c.jsonl"):
-        code = ("from puaudit.trustjudge.runner import ResponseCache\n"
+        code = ("from puaudit.trustjudge.response_cache import ResponseCache\n"
                 f"ResponseCache({str(tmp_path / 'c.jsonl')!r})")
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -42,11 +42,6 @@ __all__ = [
     "annotator_report",
     "consensus_labels",
     "annotator_score_disagreement",
-    "share_interval",
-    "winner_keys",
-    "require_annotator_column",
-    "TIE_KEY",
-    "CI_METHODS",
 ]
 
 @dataclass

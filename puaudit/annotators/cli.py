@@ -202,7 +202,7 @@ def _audit_link(table, df):
     import numpy as np
     import pandas as pd
 
-    from puaudit.annotators.agreement import annotator_score_disagreement
+    from puaudit.annotators.audit_link import annotator_score_disagreement
 
     score = pd.to_numeric(df["puaudit_score"], errors="coerce").to_numpy(dtype=float, copy=True)
     if "puaudit_split" in df.columns:  # P rows carry the human verdict itself: not audited

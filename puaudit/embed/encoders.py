@@ -9,8 +9,8 @@ The encoder itself is :class:`~puaudit.embed.hf_encoder.HFEncoder` (pooling, cac
 the text embedded per pair and the cut of long texts are in :mod:`puaudit.embed.text`, the
 ``fast`` / ``full`` precision in :mod:`puaudit.embed.device`, the model folder's identity in
 :mod:`puaudit.embed.model_folder`. This module names the encoder a user asks for, shares one per
-process, and embeds prompt-response pairs; every public name of those modules stays importable
-from here.
+process, and embeds prompt-response pairs; import the other names from the modules that define
+them.
 """
 
 from __future__ import annotations
@@ -24,31 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from puaudit.embed.device import ENCODER_MODES, MODE_ENV, cpu_has_native_bf16, default_encoder_mode
-from puaudit.embed.encoder_cache import DEFAULT, default_cache_dir
-from puaudit.embed.hf_encoder import HFEncoder, Progress, TextEncoder, pool_hidden
-from puaudit.embed.model_folder import _DEFAULT_ALIASES, DEFAULT_MODEL_NAME, default_model_path
-from puaudit.embed.text import CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN, TOKENISE_GROUP, _as_text, format_text
+from puaudit.embed.hf_encoder import HFEncoder, Progress, TextEncoder
+from puaudit.embed.model_folder import _DEFAULT_ALIASES, DEFAULT_MODEL_NAME
+from puaudit.embed.text import _as_text, format_text
 from puaudit.errors import PUAuditError
 
-__all__ = [
-    "DEFAULT",
-    "DEFAULT_MODEL_NAME",
-    "ENCODER_MODES",
-    "HFEncoder",
-    "TextEncoder",
-    "cpu_has_native_bf16",
-    "default_cache_dir",
-    "default_encoder_mode",
-    "default_model_path",
-    "embed_pairs", "embed_distinct",
-    "format_text",
-    "get_encoder",
-    "shared_encoder",
-    "warm_up_encoder",
-    "pool_hidden",
-    "MODE_ENV", "CHARS_PER_TOKEN", "MAX_CHARS_PER_TOKEN", "TOKENISE_GROUP",
-]
+__all__ = ["get_encoder", "shared_encoder", "warm_up_encoder", "embed_pairs", "embed_distinct"]
 
 _log = logging.getLogger(__name__)
 

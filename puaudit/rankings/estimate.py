@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from puaudit.data.cells import id_text
 from puaudit.errors import PUAuditError
 from puaudit.rankings.bootstrap import _classical_sources, _draw_notes, _plan
 from puaudit.rankings.bradley_terry import DIRECT_MAX, bradley_terry
@@ -160,13 +161,7 @@ def _check_arguments(judge, *, ties, alpha, n_resamples, max_work, length_contro
 
 def _model_index(model_a, model_b) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     def names(values):
-        out = np.empty(len(values), dtype=object)
-        for r, v in enumerate(values):
-            if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-                out[r] = ""
-            else:
-                out[r] = str(v).strip()
-        return out
+        return np.array([id_text(v) for v in values], dtype=object)
 
     a, b = names(list(model_a)), names(list(model_b))
     valid = (a != "") & (b != "") & (a != b)

@@ -32,7 +32,7 @@ import numpy as np
 
 from puaudit.embed.cache import EmbeddingCache, text_key
 from puaudit.embed.encoder_cache import DEFAULT, _slug
-from puaudit.embed.encoders import HFEncoder
+from puaudit.embed.hf_encoder import HFEncoder
 from puaudit.embed.text import _as_text, format_text
 from puaudit.progress import stderr_progress
 from puaudit.errors import PUAuditError
@@ -59,7 +59,7 @@ def store_folder(encoder, cache_dir: Any = DEFAULT) -> Path | None:
     if cache_dir is None:
         return None
     if isinstance(cache_dir, type(DEFAULT)):
-        from puaudit.embed.encoders import default_cache_dir
+        from puaudit.embed.encoder_cache import default_cache_dir
 
         root = default_cache_dir()
     else:

@@ -201,7 +201,8 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
     prob_cols, ppl_cols, logprob_cols = _order_columns(columns, mapping)
     rows = np.arange(1, len(raw) + 1)
     out = pd.DataFrame({"row": rows})
-    out["judge"] = [id_text(v) or "judge" for v in raw[found["judge"]]] if found["judge"] else "judge"
+    out["judge"] = ([id_text(v) or "judge" for v in raw[found["judge"]]] if found["judge"]
+                    else "judge")
     out["category"] = ([id_text(v) or "all" for v in raw[found["category"]]]
                        if found["category"] else "all")
     for canon in ("question_id", "candidate_i", "candidate_j"):

@@ -6,7 +6,7 @@ unless ``--allow-partial``), 2 bad input or an endpoint that refuses every reque
 interrupted (everything finished is cached: rerun the same command).
 
 The API key never reaches a file or the terminal: responses are cleaned of it on arrival (see
-:func:`puaudit.trustjudge.runner.redact_secret`), and every table and message written here is
+:func:`puaudit.trustjudge.completion.redact_secret`), and every table and message written here is
 cleaned again, for keys that came another way (an older cache, the input itself).
 """
 
@@ -306,8 +306,8 @@ def _plan(frame: pd.DataFrame, args: argparse.Namespace, client, *, scores: bool
 def _collect(plan, args: argparse.Namespace, client, paths: dict):
     """Send the requests not cached yet; ``(stats, responses, notes)``, or None when
     interrupted (what was received stays cached)."""
-    from puaudit.trustjudge.response_cache import CachedResponses
-    from puaudit.trustjudge.runner import ResponseCache, run_requests
+    from puaudit.trustjudge.request_pool import run_requests
+    from puaudit.trustjudge.response_cache import CachedResponses, ResponseCache
 
     with ResponseCache(paths["cache"], max_bytes=int(args.max_cache_mb * 1e6)) as cache:
         if cache.n_dropped:

@@ -38,15 +38,10 @@ from typing import Any, Callable
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.completion import (EndpointError, RequestFailed, ResponseTooLarge,
                                            _Malformed, _parse_body, default_max_response_bytes,
-                                           redact_secret, response_text,
-                                           response_usage)
-from puaudit.trustjudge.request_pool import RunStats, run_requests
-from puaudit.trustjudge.response_cache import ResponseCache, request_key
+                                           redact_secret)
+from puaudit.trustjudge.response_cache import request_key
 
-__all__ = ["JudgeClient", "ResponseCache", "RunStats", "RequestFailed", "ResponseTooLarge",
-           "EndpointError",
-           "request_key", "run_requests", "response_text", "response_usage",
-           "redact_secret", "DEFAULT_KEY_ENV"]
+__all__ = ["JudgeClient", "DEFAULT_KEY_ENV"]
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 

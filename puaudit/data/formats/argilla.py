@@ -159,7 +159,8 @@ def _questions(records: list[dict], settings: dict | None) -> list[_Question]:
             out.append(_Question(q, *kinds[q]))
             continue
         seen = [v for r in records for v in _listed(r.get(f"{q}.responses"))]
-        seen += [r.get(f"{q}.suggestion") for r in records if not is_missing(r.get(f"{q}.suggestion"))]
+        seen += [r.get(f"{q}.suggestion") for r in records
+                 if not is_missing(r.get(f"{q}.suggestion"))]
         kind = "ranking" if any(isinstance(v, list) for v in seen) else "label"
         opts = sorted({str(x.get("value") if isinstance(x, dict) else x) for v in seen
                        for x in (v if isinstance(v, list) else [v])})
