@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from components.state import time_left_text
 
 
