@@ -179,7 +179,5 @@ def test_one_minimum_label_count_in_the_docs():
     assert {n for v in stated.values() for n in v} == {MIN_ANNOTATED}, stated
 
 
-@pytest.mark.xfail(strict=True, reason="README.md is the lead's to edit: issue 39 item 2 asks "
-                   "its 'at least 20' to read 'at least 10'; drop this mark with that edit")
 def test_one_minimum_label_count_in_the_readme():
     assert _label_minimums(ROOT / "README.md") == {MIN_ANNOTATED}
