@@ -12,15 +12,21 @@ from components.safe_text import md
 __all__ = ["heuristic_other_judges", "other_judge_picker", "other_judges_table"]
 
 
-def heuristic_other_judges(table) -> list[str]:
-    """The columns the audit reads as other judges when none are named (the name heuristic)."""
+@st.cache_data(show_spinner=False, max_entries=8)
+def _heuristic(content_hash: str, _table) -> list[str]:
     from puaudit.audit.evidence import verdict_evidence
 
     try:
-        ev = verdict_evidence(table, signals=("agrees",))
+        ev = verdict_evidence(_table, signals=("agrees",))
     except Exception:  # noqa: BLE001 - a table the heuristic cannot read offers no default
         return []
     return [c for cols in ev.sources.values() for c in cols]
+
+
+def heuristic_other_judges(table) -> list[str]:
+    """The columns the audit reads as other judges when none are named (the name heuristic),
+    once per table."""
+    return list(_heuristic(state.table_hash(table), table))
 
 
 def other_judge_picker(frame: pd.DataFrame, table, mapping: dict, data_version) -> None:
