@@ -94,7 +94,7 @@ def _cascade(content_hash: str, encoder_label: str, judges: tuple, target: float
     from puaudit.audit.cascade import run_cascade
 
     res = run_cascade(_table, _emb, list(judges), target=target, risk=risk, config=config)
-    return res.summary(), res.stage, res.verdict
+    return res.summary(), res.to_frame(_table)
 
 
 def cascade_section(table, emb, params: dict) -> None:
@@ -120,8 +120,8 @@ def cascade_section(table, emb, params: dict) -> None:
     target, risk = float(params["target_agreement"]), float(params["risk"])
     try:
         with st.spinner(f"Running the cascade of {len(judges)} judges…"):
-            summary, stage, _ = _cascade(state.table_hash(table), params["encoder"],
-                                         tuple(judges), target, risk, cfg, table, emb)
+            summary, export = _cascade(state.table_hash(table), params["encoder"],
+                                       tuple(judges), target, risk, cfg, table, emb)
     except PUAuditError as exc:
         state.show_error(exc)
         return
@@ -141,3 +141,12 @@ def cascade_section(table, emb, params: dict) -> None:
                      "realised": st.column_config.NumberColumn("realised", format="%.3f"),
                      "realised_lo": st.column_config.NumberColumn("95% low", format="%.3f"),
                      "realised_hi": st.column_config.NumberColumn("95% high", format="%.3f")})
+    from components.metrics import spreadsheet_safe_copy
+
+    st.download_button(
+        f"Download the cascade's export ({summary['n_people']:,} audited rows left for people)",
+        spreadsheet_safe_copy(export).to_csv(index=False).encode("utf-8"),
+        file_name="cascade.csv", mime="text/csv", key="cascade_download",
+        help="Every row and column plus puaudit_cascade_split, puaudit_cascade_stage (the judge "
+             "trusted, or people) and puaudit_cascade_verdict. The next judge: puaudit judge "
+             "cascade.csv --only-escalated ... (docs/judge.md).")
