@@ -5,7 +5,7 @@ with no other judge (``other_judges=()``) and with the other judge's column
 (``other_judges=(COL,)``, the evidence signal ``agrees_<COL>``). Reported: share of seeds whose
 trusted validation rows meet the target, coverage mean (sd) of each, and the mean change.
 
-    python bench/other_judges.py [--seeds 10] [--target 0.75]
+    python bench/other_judges.py [--seeds 10] [--target 0.75] [--scorer evidence]
 
 Prints ``ratio=<mean coverage with / mean coverage without>`` for the first pair last.
 """
@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--target", type=float, default=0.75)
     ap.add_argument("--risk", type=float, default=0.1)
     ap.add_argument("--pairs", nargs="+", default=list(PAIRS), choices=list(PAIRS))
+    ap.add_argument("--scorer", default="auto", help="the audit's scorer (default auto)")
     args = ap.parse_args()
 
     import numpy as np
@@ -55,7 +56,8 @@ def main() -> None:
         for seed in range(args.seeds):
             for others in res:
                 cfg = AuditConfig(random_state=seed, human_source=source, other_judges=others,
-                                  target_agreement=args.target, risk=args.risk)
+                                  target_agreement=args.target, risk=args.risk,
+                                  scorer=args.scorer)
                 c = audit_table(table, emb, cfg).certification
                 r = c.realised()
                 res[others].append((r["n"] == 0 or r["agreement"] >= args.target, c.coverage()))
@@ -63,7 +65,8 @@ def main() -> None:
                   f"{res[(other,)][-1][1]:.3f}", flush=True)
         without = np.array([c for _, c in res[()]])
         with_ = np.array([c for _, c in res[(other,)]])
-        print(f"{name}, T={args.target:g}, risk {args.risk:g}, {args.seeds} seeds: without "
+        print(f"{name}, scorer {args.scorer}, T={args.target:g}, risk {args.risk:g}, "
+              f"{args.seeds} seeds: without "
               f"meets T in {sum(m for m, _ in res[()])}/{args.seeds}, coverage {without.mean():.3f} "
               f"({without.std(ddof=1):.3f}); with meets T in "
               f"{sum(m for m, _ in res[(other,)])}/{args.seeds}, coverage {with_.mean():.3f} "

@@ -12,15 +12,21 @@ from components.safe_text import md
 __all__ = ["heuristic_other_judges", "other_judge_picker", "other_judges_table"]
 
 
-def heuristic_other_judges(table) -> list[str]:
-    """The columns the audit reads as other judges when none are named (the name heuristic)."""
+@st.cache_data(show_spinner=False, max_entries=8)
+def _heuristic(content_hash: str, _table) -> list[str]:
     from puaudit.audit.evidence import verdict_evidence
 
     try:
-        ev = verdict_evidence(table, signals=("agrees",))
+        ev = verdict_evidence(_table, signals=("agrees",))
     except Exception:  # noqa: BLE001 - a table the heuristic cannot read offers no default
         return []
     return [c for cols in ev.sources.values() for c in cols]
+
+
+def heuristic_other_judges(table) -> list[str]:
+    """The columns the audit reads as other judges when none are named (the name heuristic),
+    once per table."""
+    return list(_heuristic(state.table_hash(table), table))
 
 
 def other_judge_picker(frame: pd.DataFrame, table, mapping: dict, data_version) -> None:
@@ -88,7 +94,7 @@ def _cascade(content_hash: str, encoder_label: str, judges: tuple, target: float
     from puaudit.audit.cascade import run_cascade
 
     res = run_cascade(_table, _emb, list(judges), target=target, risk=risk, config=config)
-    return res.summary(), res.stage, res.verdict
+    return res.summary(), res.to_frame(_table)
 
 
 def cascade_section(table, emb, params: dict) -> None:
@@ -114,8 +120,8 @@ def cascade_section(table, emb, params: dict) -> None:
     target, risk = float(params["target_agreement"]), float(params["risk"])
     try:
         with st.spinner(f"Running the cascade of {len(judges)} judges…"):
-            summary, stage, _ = _cascade(state.table_hash(table), params["encoder"],
-                                         tuple(judges), target, risk, cfg, table, emb)
+            summary, export = _cascade(state.table_hash(table), params["encoder"],
+                                       tuple(judges), target, risk, cfg, table, emb)
     except PUAuditError as exc:
         state.show_error(exc)
         return
@@ -135,3 +141,12 @@ def cascade_section(table, emb, params: dict) -> None:
                      "realised": st.column_config.NumberColumn("realised", format="%.3f"),
                      "realised_lo": st.column_config.NumberColumn("95% low", format="%.3f"),
                      "realised_hi": st.column_config.NumberColumn("95% high", format="%.3f")})
+    from components.metrics import spreadsheet_safe_copy
+
+    st.download_button(
+        f"Download the cascade's export ({summary['n_people']:,} audited rows left for people)",
+        spreadsheet_safe_copy(export).to_csv(index=False).encode("utf-8"),
+        file_name="cascade.csv", mime="text/csv", key="cascade_download",
+        help="Every row and column plus puaudit_cascade_split, puaudit_cascade_stage (the judge "
+             "trusted, or people) and puaudit_cascade_verdict. The next judge: puaudit judge "
+             "cascade.csv --only-escalated ... (docs/judge.md).")

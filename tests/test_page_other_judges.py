@@ -78,3 +78,4 @@ def test_certify_section_runs_a_cascade_and_shows_its_funnel():
     assert list(stages["stage"]) == ["1. judge_winner_gpt35", "2. judge_winner", "people"]
     assert stages.loc[0, "asked"] == 1.0
     assert any("Coverage" in m.value and "guarantee" in m.value for m in at.markdown)
+    assert any(b.label.startswith("Download the cascade's export") for b in at.get("download_button"))
