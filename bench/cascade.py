@@ -51,7 +51,7 @@ def main() -> None:
     from puaudit.data.schema import load_comparisons
 
     if args.encoder == "hashing":
-        from tests.doubles import HashingEncoder
+        from puaudit.embed.hashing import HashingEncoder
 
         encoder = HashingEncoder()
     else:

@@ -101,7 +101,7 @@ def cascade_section(table, emb, params: dict) -> None:
     """The Certify section's cascade view: judges chosen cheapest first, the funnel from judge 1
     trusted to people, and per stage the share asked, the share trusted and the realised
     agreement (``puaudit cascade`` on this table, at the section's target and risk)."""
-    from components.certify import cascade_funnel_figure, cascade_stage_frame
+    from puaudit.report.figures.certify import cascade_funnel_figure, cascade_stage_frame
     from components.data_summary import judge_candidates
     from puaudit.errors import PUAuditError
 
@@ -141,7 +141,7 @@ def cascade_section(table, emb, params: dict) -> None:
                      "realised": st.column_config.NumberColumn("realised", format="%.3f"),
                      "realised_lo": st.column_config.NumberColumn("95% low", format="%.3f"),
                      "realised_hi": st.column_config.NumberColumn("95% high", format="%.3f")})
-    from components.metrics import spreadsheet_safe_copy
+    from puaudit.report.figures.metrics import spreadsheet_safe_copy
 
     st.download_button(
         f"Download the cascade's export ({summary['n_people']:,} audited rows left for people)",

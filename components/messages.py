@@ -37,6 +37,21 @@ def _controls() -> dict[str, str]:
     return out
 
 
+# the library's "no human verdicts" message names command-line ways to add them
+_NO_HUMAN = re.compile(r"^This file has no human verdicts \((?P<where>[^()]*)\)\. The audit compares "
+                       r"the judge with people, so it needs at least (?P<n>\d+) annotated rows")
+
+
+def _no_human_for_dashboard(match: re.Match) -> str:
+    return (f"This table has no human verdicts ({match['where']}). The audit compares the judge "
+            f"with people, so it needs at least {match['n']} annotated rows (a person chose A or "
+            "B where the judge did). If a column holds them, choose it as the human column; "
+            "otherwise add one (A, B or tie, empty where nobody looked) and upload the table "
+            "again. Without human verdicts the Models page works on this table, and the "
+            "Consistency page on a pairwise table with question ids. The columns are chosen in "
+            f"{COLUMN_MAPPING}.")
+
+
 def for_dashboard(message: str | BaseException) -> str:
     """``message`` with command-line and Python hints replaced by the dashboard's controls.
 
@@ -45,6 +60,9 @@ def for_dashboard(message: str | BaseException) -> str:
     table itself) is left out. Everything else is kept word for word.
     """
     text = str(message)
+    no_human = _NO_HUMAN.match(text)
+    if no_human:  # its ways to add labels are the command line's: say the dashboard's
+        return _no_human_for_dashboard(no_human)
 
     def other_ui(match: re.Match) -> str:
         return f" (in {COLUMN_MAPPING})" if "-col" in match.group(0) else ""

@@ -10,11 +10,12 @@ import pytest
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.estimator import PUAudit, audit_table, embed_table, prepare_split
 from puaudit.audit.evaluate import evaluate
-from puaudit.audit.evidence_only import EVIDENCE_ONLY, identical_responses
+from puaudit.audit.evidence_only import EVIDENCE_ONLY
+from puaudit.audit.splits import identical_responses
 from puaudit.cli.commands import main
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 
 def _length_planted(n_items: int = 700, seed: int = 0, *, wrong_long: float = 0.85,
@@ -79,10 +80,12 @@ def test_cli_no_texts_loads_no_encoder_and_writes_every_row(planted, monkeypatch
     out = tmp_path / "out.csv"
     rc = main(["audit", str(src), "-o", str(out), "--no-texts", "--cache-dir", str(cache),
                "--spread-seeds", "1", "--target-agreement", "0.85", "--json"])
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert rc == 0 and list(cache.iterdir()) == []
-    assert EVIDENCE_ONLY in printed
-    summary = json.loads(printed.strip().splitlines()[-1])
+    # with --json the report (and its evidence-only label) goes to stderr, the JSON alone to stdout
+    assert EVIDENCE_ONLY in captured.err
+    [line] = captured.out.strip().splitlines()
+    summary = json.loads(line)
     assert summary["evidence_only"] is True and summary["scorer_used"] == "evidence"
     assert summary["certification"] is not None
     exported = pd.read_csv(out)

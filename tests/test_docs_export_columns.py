@@ -18,7 +18,7 @@ from puaudit.data.formats.alpaca_eval_export import JUDGE_PREFERENCE
 from puaudit.data.schema import load_comparisons
 from puaudit.review.feedback import REVIEW_COLUMNS, review_columns
 from tests.conftest import ROOT
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 DATA = ROOT.parent / "shared" / "data"
 DOC = ROOT / "docs" / "audit.md"

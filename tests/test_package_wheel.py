@@ -20,7 +20,7 @@ import pytest
 
 from puaudit.data.demo import generate_demo
 from tests.conftest import ROOT
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 pytestmark = pytest.mark.slow
 

@@ -120,6 +120,7 @@ def test_audit_page_without_a_human_column_points_to_the_mapping():
     at.switch_page("pages/audit.py").run()
     assert not at.exception, at.exception
     [error] = [e.value for e in at.error]
-    assert "this table has 0" in error and "('none found')" in error
+    assert "This table has no human verdicts (no column of human verdicts was found" in error
+    assert "choose it as the human column" in error
     assert error.endswith(f"The columns are chosen in {COLUMN_MAPPING}.")
     assert "--" not in error and "CLI" not in error

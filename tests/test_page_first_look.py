@@ -15,7 +15,7 @@ from puaudit.audit.config import AuditConfig
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
 from tests.conftest import ROOT
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 pytestmark = pytest.mark.usefixtures("app_env")
 

@@ -12,7 +12,8 @@ from puaudit.errors import PUAuditError
 from puaudit.stats.bootstrap import cluster_bootstrap_indices
 from puaudit.stats.proportions import wilson_interval
 
-__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss", "row_log_loss"]
+__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss", "row_log_loss",
+           "cross_fitted_probabilities", "gain_over_base_rate"]
 
 
 CALIBRATIONS = ("isotonic", "platt")
@@ -294,3 +295,32 @@ def log_loss(q: np.ndarray, y: np.ndarray) -> float:
 
     return float(_log_loss(np.asarray(y, dtype=float), np.clip(q, _CLIP, 1 - _CLIP),
                            labels=[0.0, 1.0]))
+
+
+def cross_fitted_probabilities(cv_scores: np.ndarray, correct: np.ndarray, folds: np.ndarray,
+                               groups: np.ndarray, method: str) -> np.ndarray:
+    """Out-of-fold calibrated probabilities of the out-of-fold scores (second level of folds)."""
+    q = np.full(len(cv_scores), np.nan)
+    for f in np.unique(folds):
+        held = folds == f
+        if held.all() or (~held).sum() < 2:
+            continue
+        cal = MonotoneCalibrator(method, bounds=False).fit(cv_scores[~held], correct[~held],
+                                                           groups=groups[~held])
+        q[held] = cal.predict(cv_scores[held])
+    base = float(np.mean(correct)) if len(correct) else 0.5
+    return np.where(np.isnan(q), base, q)
+
+
+def gain_over_base_rate(q: np.ndarray, y: np.ndarray, groups: np.ndarray) -> float:
+    r"""z statistic of the log-loss gain of ``q`` over P's base rate, items as clusters.
+
+    :math:`d_i = \ell(\bar y, y_i) - \ell(q_i, y_i)` per P row, summed per item;
+    :math:`z = \bar d / (s_d / \sqrt{n_{items}})` over items (0 when it cannot be computed).
+    """
+    d = row_log_loss(np.full(len(y), y.mean()), y) - row_log_loss(q, y)
+    _, inv = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
+    per_item = np.bincount(inv, weights=d)
+    if len(per_item) < 2 or per_item.std(ddof=1) == 0:
+        return 0.0
+    return float(per_item.mean() / (per_item.std(ddof=1) / np.sqrt(len(per_item))))

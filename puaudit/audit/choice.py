@@ -18,7 +18,8 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
-from puaudit.audit.calibration import MonotoneCalibrator, log_loss, logit, row_log_loss
+from puaudit.audit.calibration import (MonotoneCalibrator, cross_fitted_probabilities,
+                                       gain_over_base_rate, log_loss, logit, row_log_loss)
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer, fit_pooled
 from puaudit.audit.evidence_model import EVIDENCE, score_evidence
@@ -96,21 +97,6 @@ def _denoise_default(denoise: bool | None, scorer: str) -> bool:
     return SCORER_SPECS[scorer].denoise if denoise is None else bool(denoise)
 
 
-def cross_fitted_probabilities(cv_scores: np.ndarray, correct: np.ndarray, folds: np.ndarray,
-                               groups: np.ndarray, method: str) -> np.ndarray:
-    """Out-of-fold calibrated probabilities of the out-of-fold scores (second level of folds)."""
-    q = np.full(len(cv_scores), np.nan)
-    for f in np.unique(folds):
-        held = folds == f
-        if held.all() or (~held).sum() < 2:
-            continue
-        cal = MonotoneCalibrator(method, bounds=False).fit(cv_scores[~held], correct[~held],
-                                                           groups=groups[~held])
-        q[held] = cal.predict(cv_scores[held])
-    base = float(np.mean(correct)) if len(correct) else 0.5
-    return np.where(np.isnan(q), base, q)
-
-
 def _score_auto(prep: PreparedSplit, config: AuditConfig, *, candidates, denoise,
                 force: str | None = None, fit: Callable = crossfit_scorer, **kw) -> ScoredSplit:
     """Cross-fit every candidate, compare them by out-of-fold log loss on P, keep the best
@@ -172,7 +158,7 @@ def _compare(prep: PreparedSplit, fitted: dict, usable: list, ev_scored: ScoredS
               + f"; base rate alone {base_loss:.4f})")
     if force:
         reason = f"{force} was asked for; " + reason.replace("lowest ", "its ", 1)
-    z = _gain_over_base_rate(q[chosen], y, groups)
+    z = gain_over_base_rate(q[chosen], y, groups)
     # the winner of several candidates: its gain must clear a one-sided 5% test corrected for
     # the number compared (Bonferroni), else its low probabilities may be noise
     z_needed = float(norm.ppf(1 - 0.05 / len(q)))
@@ -187,20 +173,6 @@ def _compare(prep: PreparedSplit, fitted: dict, usable: list, ev_scored: ScoredS
     if ev_scored is not None:
         info["evidence"] = ev_scored.diagnostics["evidence"]
     return info
-
-
-def _gain_over_base_rate(q: np.ndarray, y: np.ndarray, groups: np.ndarray) -> float:
-    r"""z statistic of the log-loss gain of ``q`` over P's base rate, items as clusters.
-
-    :math:`d_i = \ell(\bar y, y_i) - \ell(q_i, y_i)` per P row, summed per item;
-    :math:`z = \bar d / (s_d / \sqrt{n_{items}})` over items (0 when it cannot be computed).
-    """
-    d = row_log_loss(np.full(len(y), y.mean()), y) - row_log_loss(q, y)
-    _, inv = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
-    per_item = np.bincount(inv, weights=d)
-    if len(per_item) < 2 or per_item.std(ddof=1) == 0:
-        return 0.0
-    return float(per_item.mean() / (per_item.std(ddof=1) / np.sqrt(len(per_item))))
 
 
 def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict,

@@ -30,8 +30,7 @@ import time
 import numpy as np
 from scipy.stats import norm
 
-from puaudit.audit.calibration import log_loss
-from puaudit.audit.choice import _gain_over_base_rate, cross_fitted_probabilities
+from puaudit.audit.calibration import cross_fitted_probabilities, gain_over_base_rate, log_loss
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import (ScoredSplit, default_cv_repeats, fit_pooled, fold_sets_of,
                                     snap)
@@ -40,7 +39,7 @@ from puaudit.audit.splits import PreparedSplit
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
 
-__all__ = ["PRELIMINARY", "EVIDENCE_ONLY", "identical_responses", "score_evidence_only",
+__all__ = ["PRELIMINARY", "EVIDENCE_ONLY", "score_evidence_only",
            "evidence_only_label"]
 
 #: The dashboard's label of the evidence-only audit shown while the texts are embedded.
@@ -55,15 +54,6 @@ def evidence_only_label(params: dict) -> str | None:
     """:data:`EVIDENCE_ONLY` when ``params`` (an audit's ``AuditResult.params``) say the texts
     were not embedded, else None."""
     return EVIDENCE_ONLY if params.get("texts", True) is False else None
-
-
-def identical_responses(table: ComparisonTable) -> np.ndarray:
-    """Rows whose two responses are the same text (the full audit finds their difference
-    vector zero and excludes them; without embeddings, the texts themselves are compared)."""
-    a = np.asarray(table.response_a, dtype=object)
-    b = np.asarray(table.response_b, dtype=object)
-    return np.fromiter((x == y for x, y in zip(a.tolist(), b.tolist())), dtype=bool,
-                       count=len(a))
 
 
 def score_evidence_only(prep: PreparedSplit, config: AuditConfig, *, m_used: float
@@ -153,7 +143,7 @@ def _base_rate_test(prep: PreparedSplit, cv_scores: np.ndarray, y: np.ndarray,
     q = cross_fitted_probabilities(cv_scores, yf, folds, groups, method)
     loss = log_loss(q, yf)
     base_loss = log_loss(np.full(len(yf), yf.mean()), yf)
-    z = _gain_over_base_rate(q, yf, groups)
+    z = gain_over_base_rate(q, yf, groups)
     z_needed = float(norm.ppf(1 - _ALPHA))
     beats = bool(loss < base_loss and z > z_needed)
     reason = (f"evidence only (the texts are not embedded): cross-fitted log loss on {len(yf)} "

@@ -13,7 +13,8 @@ from puaudit.embed.pairs import PairEmbeddings
 from puaudit.errors import PUAuditError
 
 __all__ = ["SPLIT_P", "SPLIT_VAL", "SPLIT_U", "SPLIT_EXCLUDED", "split_rows", "MIN_ANNOTATED",
-           "PreparedSplit", "DiffRows", "prepare_split", "check_labels", "too_few_labels"]
+           "PreparedSplit", "DiffRows", "prepare_split", "check_labels", "too_few_labels",
+           "identical_responses"]
 
 SPLIT_P = "P"
 SPLIT_VAL = "validation"
@@ -266,8 +267,6 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
     config = AuditConfig() if config is None else config
     human = table.human if human is None else np.asarray(human, dtype=object)
     if not config.texts:  # the evidence-only audit: no embeddings (puaudit.audit.evidence_only)
-        from puaudit.audit.evidence_only import identical_responses
-
         return _finish_split(table, emb, config, human, identical_responses(table),
                              with_evidence=with_evidence)
     if emb is None:
@@ -321,3 +320,12 @@ def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: Au
                          question_type=np.asarray(table.question_type, dtype=object),
                          item_id=table.item_id, p_ratio=p_ratio, random_state=random_state,
                          m_estimate=m_est, split_log=slog, evidence=ev)
+
+
+def identical_responses(table: ComparisonTable) -> np.ndarray:
+    """Rows whose two responses are the same text (the full audit finds their difference
+    vector zero and excludes them; without embeddings, the texts themselves are compared)."""
+    a = np.asarray(table.response_a, dtype=object)
+    b = np.asarray(table.response_b, dtype=object)
+    return np.fromiter((x == y for x, y in zip(a.tolist(), b.tolist())), dtype=bool,
+                       count=len(a))

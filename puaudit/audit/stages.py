@@ -8,7 +8,8 @@ changes one or two fields; every stage that reads none of them is reused:
 stage          reads (besides the stages above it)               recomputed by an ``m`` step
 =============  ================================================  =============================
 human          ``human_source`` (``crowdlab``: every field)      no (``crowdlab``: yes)
-evidence       ``evidence`` (label-free, split-independent)      no
+evidence       ``evidence``, ``other_judges`` (label-free,      no
+               split-independent)
 split          ``p_ratio``, ``random_state``, human              no
 fit            one scorer's cross-fitting: :data:`FIT_FIELDS`;   only scorers that transport
                ``m`` too when the scorer uses it                 ``m`` (``prior-ot``, ``pot``)
@@ -62,7 +63,7 @@ FIT_FIELDS = ("alpha1", "alpha2", "per_type", "ot_method", "reg", "n_folds", "ca
 #: each stage's own fields (``m`` joins ``fit`` for the scorers that use it)
 STAGE_FIELDS: dict[str, tuple[str, ...]] = {
     "human": ("human_source",),
-    "evidence": ("evidence",),
+    "evidence": ("evidence", "other_judges"),
     "split": ("p_ratio", "random_state", "human_source"),
     "fit": FIT_FIELDS,
     "choice": ("scorer",),
@@ -279,7 +280,8 @@ class StageCache:
         if config.evidence == "none":
             return None
         return self._get(stage_key(config, "evidence"),
-                         lambda: verdict_evidence(self.table, signals=config.evidence))
+                         lambda: verdict_evidence(self.table, signals=config.evidence,
+                                                  other_judges=config.other_judges))
 
     def split_key(self, config: AuditConfig) -> tuple:
         return (stage_key(config, "split", self.human_key(config)),
