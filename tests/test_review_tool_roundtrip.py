@@ -147,3 +147,25 @@ def test_refusals_are_one_clear_message(tmp_path, audit_export, capsys):
     assert main(["review", "import", str(plain), "--db", str(tmp_path / "x.sqlite")]) == 2
     err = capsys.readouterr().err
     assert "Label Studio JSON export or Argilla records" in err and "Traceback" not in err
+
+
+def test_an_argilla_folder_is_bounded_by_the_row_limit(tmp_path, audit_export, capsys):
+    """Issue 41 item 3: a ``to_disk`` folder's votes are counted against ``--max-rows`` as they
+    expand (the Label Studio file already was); refused with exit 2 naming the flag, nothing
+    stored, and within the limit it imports."""
+    folder = tmp_path / "for_argilla"
+    assert main(["review", "export", "--table", str(audit_export), "--to", "argilla",
+                 "-o", str(folder)]) == 0
+    records = json.loads((folder / "records.json").read_text())
+    # one record answered by 40 people: 3 records expand to 40 + 1 + 1 = 42 rows
+    records[0]["responses"] = {"puaudit_verdict": [
+        {"value": "AB"[i % 2], "user_id": f"u{i}", "status": "submitted"} for i in range(40)]}
+    (folder / "records.json").write_text(json.dumps(records))
+    db = tmp_path / "review.sqlite"
+    capsys.readouterr()
+    assert main(["review", "import", str(folder), "--db", str(db), "--max-rows", "41"]) == 2
+    err = capsys.readouterr().err
+    assert "more than 41 rows" in err and "--max-rows" in err and "Traceback" not in err
+    assert not db.exists() or len(ReviewStore(f"sqlite:///{db}").decisions()) == 0
+    assert main(["review", "import", str(folder), "--db", str(db), "--max-rows", "42"]) == 0
+    assert len(ReviewStore(f"sqlite:///{db}").decisions()) == 40

@@ -13,6 +13,7 @@ stored (same ``uid``) are left out, so importing twice adds nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -140,9 +141,11 @@ def _import(args) -> int:
     from puaudit.review.tools import tool_decisions, tool_table
 
     name = Path(args.input).name
-    df = None if Path(args.input).is_dir() else read_table(args.input, **limits_from(args))
+    limits = limits_from(args)  # a file, or an Argilla folder's records as their votes expand
+    df = None if Path(args.input).is_dir() else read_table(args.input, **limits)
     missing = [c for c in REQUIRED if df is None or c not in df.columns]
-    found = tool_table(args.input, df) if missing else None
+    found = (tool_table(args.input, df, read=functools.partial(read_table, **limits))
+             if missing else None)
     if found is not None:  # a Label Studio or Argilla export: its votes are the decisions
         records = tool_decisions(*found, name=name)
     elif missing:

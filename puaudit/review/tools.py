@@ -163,20 +163,26 @@ def write_argilla(frame: pd.DataFrame, folder: str | os.PathLike, *, name: str =
     return len(records)
 
 
-def tool_table(path: str | os.PathLike, frame: pd.DataFrame | None = None
+def tool_table(path: str | os.PathLike, frame: pd.DataFrame | None = None, *, read=None
                ) -> tuple[str, pd.DataFrame] | None:
     """``(tool, comparison table)`` of a Label Studio or Argilla export at ``path`` (``frame``:
-    the file as already read); None when it is neither."""
+    the file as already read); None when it is neither.
+
+    ``read`` reads a file into a frame (default :func:`puaudit.data.io.read_table`, unbounded):
+    give it the run's limits (``functools.partial(read_table, max_rows=...)``) and they bound an
+    Argilla folder's ``records.json`` too, its rows counted as its votes expand, as the same
+    limits bound a Label Studio file read into ``frame``."""
     import puaudit.data.formats.argilla as argilla
     import puaudit.data.formats.labelstudio as labelstudio
     from puaudit.data.formats.detect import detect
     from puaudit.data.io import read_table
 
+    read = read_table if read is None else read
     if argilla.disk_folder(path):
-        return "Argilla", argilla.read_disk_folder(path, read=read_table)
+        return "Argilla", argilla.read_disk_folder(path, read=read)
     if Path(path).is_dir():
         return None
-    frame = read_table(path) if frame is None else frame
+    frame = read(path) if frame is None else frame
     fmt = detect(frame)
     if fmt not in (labelstudio, argilla):
         return None
