@@ -115,6 +115,7 @@ def cascade_section(table, emb, params: dict) -> None:
              "FILE --judges COL1 COL2 ...")
     if not judges:
         st.caption("Choose two or more judges (a rule such as rule:longer counts as one).")
+        ss.pop("review_cascade", None)  # no cascade: the Review queue goes back to the audit's
         return
     cfg = state.audit_config(params).replace(target_agreement=None, m=None, other_judges=None)
     target, risk = float(params["target_agreement"]), float(params["risk"])
@@ -125,6 +126,11 @@ def cascade_section(table, emb, params: dict) -> None:
     except PUAuditError as exc:
         state.show_error(exc)
         return
+    from components.review import cascade_for_review
+
+    # the Review page queues the rows left for people first (issue 42 item 4)
+    ss["review_cascade"] = {**cascade_for_review(table, export, judges),
+                            "data_version": ss.get("data_version")}
     lo, hi = summary["realised_ci"]
     real = summary["realised"]
     st.markdown(md(

@@ -14,7 +14,7 @@ from puaudit.review.keys import row_keys
 __all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
            "progress_counts", "disagreements_frame", "decision_log", "shown_names", "export_frame",
            "audited_frame", "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS",
-           "empty_queue_text"]
+           "empty_queue_text", "cascade_for_review", "cascade_stage_for"]
 
 #: (verdict, button label) in the order shown
 VERDICT_BUTTONS = (("A", "A is better"), ("B", "B is better"), ("tie", "Tie"), ("skip", "Skip"))
@@ -221,3 +221,21 @@ def empty_queue_text(result, queue: pd.DataFrame, *, filtered: bool) -> str:
                 "filters: widen the question types or models under Queue order and filters.")
     return (f"You have decided every row in your queue ({len(queue):,} rows"
             + (" with these filters" if filtered else "") + "). Thank you.")
+
+
+def cascade_for_review(table, export: pd.DataFrame, judges) -> dict:
+    """What the session keeps of a cascade for the Review page: each row's
+    ``puaudit_cascade_stage`` by content key (so it still finds its rows once review votes are
+    merged into the table), and the judges in order."""
+    from puaudit.review.queue import STAGE_COLUMN
+
+    stage = pd.Series(export[STAGE_COLUMN].to_numpy(dtype=object), index=row_keys(table))
+    return {"stage": stage[~stage.index.duplicated()], "judges": [str(j) for j in judges]}
+
+
+def cascade_stage_for(saved: dict | None, table) -> np.ndarray | None:
+    """The saved cascade's stage of each row of ``table`` (None where the cascade did not see
+    the row's content), or None without a saved cascade."""
+    if not saved:
+        return None
+    return saved["stage"].reindex(row_keys(table)).to_numpy(dtype=object)

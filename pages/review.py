@@ -9,19 +9,21 @@ from pathlib import Path
 import streamlit as st
 
 from components import page_data, state
-from components.review import (VERDICT_BUTTONS, VERDICT_SHORTCUTS, decision_log, decision_record,
-                               disagreements_frame, empty_queue_text, export_frame, pending_queue,
-                               progress_counts, reviewer_identity, row_view)
+from components.review import (VERDICT_BUTTONS, VERDICT_SHORTCUTS, cascade_stage_for,
+                               decision_log, decision_record, disagreements_frame,
+                               empty_queue_text, export_frame, pending_queue, progress_counts,
+                               reviewer_identity, row_view)
 from components.safe_text import md
 from puaudit.data.io import table_to_bytes
 from puaudit.errors import PUAuditError
 from puaudit.review.feedback import latest_votes, merge_decisions
-from puaudit.review.queue import review_queue
+from puaudit.review.queue import CASCADE_TIER, review_queue
 from puaudit.review.store import default_url, get_store
 
 state.through_navigation()
 st.title("Review")
-st.caption("Check the rows where a human verdict is worth most: the audit's uncertain rows, "
+st.caption("Check the rows where a human verdict is worth most: the rows a cascade of judges "
+           "left for people (after one ran on the Audit page), the audit's uncertain rows, "
            "then its reversal candidates, then the rows closest to a coin flip. "
            "Decisions are saved in a database and survive restarts; "
            "they can be fed back into the audit as human labels.")
@@ -73,12 +75,22 @@ with st.expander("Queue order and filters", expanded=False):
 if result.certification is not None and order == "value":
     st.caption(f"Certified at target {result.params['target_agreement']:g} (Audit page): the "
                "escalated rows come first, those farthest below the trust threshold first.")
+cascade = ss.get("review_cascade")  # run on the Audit page, on these data and this mapping
+if cascade and cascade.get("data_version") != ss.get("data_version"):
+    cascade = None
 try:
     queue = review_queue(table, result, order=order, random_state=int(params["random_state"]),
-                         question_types=pick_types or None, models=pick_models or None)
+                         question_types=pick_types or None, models=pick_models or None,
+                         cascade_stage=cascade_stage_for(cascade, table))
 except PUAuditError as exc:
     state.show_error(exc)
     st.stop()
+n_cascade = int((queue["tier"] == CASCADE_TIER).sum())
+if n_cascade and order == "value":
+    by = (f"The cascade {' → '.join(md(j) for j in cascade['judges'])} (Audit page)" if cascade
+          else "The table's cascade (`puaudit_cascade_stage`)")
+    st.caption(f"{by} left {n_cascade:,} row(s) without a human verdict for people: no judge "
+               f"is trusted on them, so they come first (tier “{CASCADE_TIER}”).")
 todo = pending_queue(queue, seen, name)
 counts = progress_counts(seen, len(todo), name)
 c = st.columns(5)

@@ -13,6 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.safe_text import WORD_JOINER
+from puaudit.review.keys import row_keys
 from puaudit.review.store import ReviewStore
 from tests.conftest import ROOT
 
@@ -214,3 +215,69 @@ def test_reviewer_identity_rules():
     assert reviewer_identity({"is_logged_in": True, "email": "d@x"}, "evil") == \
         ("d@x", "d@x", "login")
     assert reviewer_identity({"is_logged_in": False}, "evil") == ("", "", "sign-in")
+
+
+def test_after_a_cascade_the_rows_left_for_people_lead_the_queue(db):
+    """Issue 42 item 4: a cascade run in the Audit page's Certify section; the Review page then
+    queues the rows it left for people (without a human verdict) first, labelled as such."""
+    import numpy as np
+
+    from puaudit.review.queue import CASCADE_TIER
+    from tests.test_page_other_judges import _frame, _page
+
+    at = _page("pages/audit.py", _frame(), target_agreement=0.8, risk=0.1)
+    pick = next(m for m in at.multiselect if m.label == "Judges, cheapest first")
+    pick.set_value(["judge_winner_gpt35", "judge_winner"]).run()
+    assert not at.exception, at.exception
+    saved = at.session_state["review_cascade"]
+    assert saved["judges"] == ["judge_winner_gpt35", "judge_winner"]
+    table = at.session_state["table"]
+    stage = saved["stage"].reindex(row_keys(table)).to_numpy()
+    people = {int(i) for i in np.flatnonzero((stage == "people")
+                                             & np.array([h is None for h in table.human]))}
+    assert people  # the cascade leaves rows for people on this table
+
+    at.switch_page("pages/review.py").run()
+    assert not at.exception, at.exception
+    labels = at.selectbox(key="w_review_row").options  # "#1 · row 12 · tier · ..."
+    n = min(len(people), len(labels))
+    first = [int(lab.split(" · ")[1].removeprefix("row ")) for lab in labels[:n]]
+    assert set(first) <= people and len(set(first)) == n
+    assert all(f" · {CASCADE_TIER} · " in lab for lab in labels[:n])
+    assert not any(CASCADE_TIER in lab for lab in labels[n:])
+    assert any(f"left {len(people):,} row(s)" in c.value and "judge_winner_gpt35" in c.value
+               for c in at.caption)
+    # the row shown first is a row left for people
+    assert _current_row(at) in people
+
+    # choosing no judge clears the cascade: the queue is the audit's again
+    at.switch_page("pages/audit.py").run()
+    next(m for m in at.multiselect if m.label == "Judges, cheapest first").set_value([]).run()
+    assert "review_cascade" not in at.session_state
+    at.switch_page("pages/review.py").run()
+    assert not any("row(s) without a human verdict for people" in c.value for c in at.caption)
+    labels = at.selectbox(key="w_review_row").options
+    assert not any(CASCADE_TIER in lab for lab in labels)
+
+
+def test_a_loaded_cascade_export_queues_its_rows_for_people_first(db):
+    """A table carrying ``puaudit_cascade_stage`` (a cascade export loaded on the Data page):
+    its rows for people without a human verdict lead the queue, with no cascade run here."""
+    import numpy as np
+
+    from puaudit.review.queue import CASCADE_TIER
+    from tests.test_page_other_judges import _frame, _page
+
+    frame = _frame()
+    unlabelled = np.flatnonzero(frame["human_winner"].isna().to_numpy()
+                                | frame["human_winner"].astype(str).eq("").to_numpy())
+    people = unlabelled[::7][:6]
+    frame["puaudit_cascade_stage"] = np.where(np.isin(np.arange(len(frame)), people), "people",
+                                              "judge_winner")
+    at = _page("pages/review.py", frame)
+    labels = at.selectbox(key="w_review_row").options
+    first = [int(lab.split(" · ")[1].removeprefix("row ")) for lab in labels[:len(people)]]
+    assert sorted(first) == sorted(int(r) for r in people)
+    assert all(CASCADE_TIER in lab for lab in labels[:len(people)])
+    assert any(f"left {len(people)} row(s)" in c.value and "puaudit_cascade_stage" in c.value
+               for c in at.caption)

@@ -3,8 +3,9 @@
 ``export -o FILE`` writes every decision (one line each, the audit settings as JSON); with
 ``--table INPUT`` it writes that table instead, every row and column, plus the
 ``puaudit_review_*`` columns (consensus, votes, disagreement, notes); with ``--table
-AUDIT_EXPORT --to label-studio|argilla`` it writes the rows that need a person as Label Studio
-tasks (and their labelling config) or an Argilla ``to_disk`` folder (:mod:`.tools`).
+AUDIT_EXPORT --to label-studio|argilla`` (or a ``puaudit cascade`` export: the rows it left for
+people) it writes the rows that need a person as Label Studio tasks (and their labelling
+config) or an Argilla ``to_disk`` folder (:mod:`.tools`).
 ``import FILE`` adds the decisions of an export (CSV, TSV, Parquet or JSONL), or the votes of a
 Label Studio JSON export or Argilla records (a file or a ``to_disk`` folder); decisions already
 stored (same ``uid``) are left out, so importing twice adds nothing.
@@ -44,8 +45,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                            help="write this comparison table with the puaudit_review_* columns "
                                 "instead of the decisions")
             q.add_argument("--to", choices=TOOLS, default=None,
-                           help="with --table AUDIT_EXPORT: write the rows that need a person "
-                                "for this annotation tool")
+                           help="with --table AUDIT_EXPORT (or a cascade export): write the "
+                                "rows that need a person for this annotation tool")
             q.add_argument("--reviewer", default=None, help="only this reviewer's decisions")
         else:
             q.add_argument("input", metavar="FILE",

@@ -1,8 +1,9 @@
 """Rows for people, out to Label Studio or Argilla and back as review decisions.
 
-:func:`write_label_studio` and :func:`write_argilla` take an audit export and write the rows
-that need a person (unlabelled rows the audit left ``uncertain`` or escalated) in a form the
-tool imports: Label Studio tasks (``[{"data": {...}}, ...]``) with a pairwise labelling config
+:func:`write_label_studio` and :func:`write_argilla` take an audit export (or a cascade export)
+and write the rows that need a person (unlabelled rows the audit left ``uncertain`` or
+escalated, or that a cascade of judges left for people) in a form the tool imports: Label
+Studio tasks (``[{"data": {...}}, ...]``) with a pairwise labelling config
 beside them, or an Argilla ``Dataset.to_disk`` folder with a LabelQuestion A / B / tie. Every
 column of the row travels with it (Label Studio's ``data``, Argilla's ``metadata``), and so does
 its content key, ``puaudit_row_key`` (:mod:`puaudit.review.keys`).
@@ -38,20 +39,36 @@ _LABELS = {"A": "A is better", "B": "B is better", "tie": "Tie"}
 _NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def needs_people(frame: pd.DataFrame, *, name: str = "table") -> np.ndarray:
+def needs_people(frame: pd.DataFrame, *, name: str = "table", human=None) -> np.ndarray:
     """Rows of an audit export that need a person: unlabelled rows in the ``uncertain`` group,
-    or escalated (``puaudit_trusted`` false) when the audit certified."""
-    for col in ("puaudit_group", "puaudit_split"):
-        if col not in frame.columns:
-            raise PUAuditError(f"{name}: no '{col}' column, so it does not say which rows need a "
-                               "person. Pass an audit export (puaudit audit FILE -o EXPORT).",
-                               column=col)
-    group = frame["puaudit_group"].astype(str).str.strip().str.lower()
-    todo = group.eq("uncertain")
-    if "puaudit_trusted" in frame.columns:
-        todo |= frame["puaudit_trusted"].astype(str).str.strip().str.lower().isin(
-            ["false", "0", "0.0"])
-    return (todo & frame["puaudit_split"].astype(str).eq("unlabelled")).to_numpy()
+    or escalated (``puaudit_trusted`` false) when the audit certified; in a cascade export
+    (``puaudit cascade``), the rows it left for people (``puaudit_cascade_stage`` =
+    ``people``) without a human verdict (``human``: the table's verdicts, read from ``frame``
+    when not given). A cascade export needs no audit columns; a table with both takes both."""
+    from puaudit.review.queue import STAGE_COLUMN, left_for_people
+
+    cascade = STAGE_COLUMN in frame.columns
+    audited = all(c in frame.columns for c in ("puaudit_group", "puaudit_split"))
+    if not audited and not cascade:
+        col = next(c for c in ("puaudit_group", "puaudit_split") if c not in frame.columns)
+        raise PUAuditError(f"{name}: no '{col}' column, so it does not say which rows need a "
+                           "person. Pass an audit export (puaudit audit FILE -o EXPORT) or a "
+                           "cascade export (puaudit cascade FILE ... -o EXPORT).", column=col)
+    todo = np.zeros(len(frame), dtype=bool)
+    if audited:
+        group = frame["puaudit_group"].astype(str).str.strip().str.lower()
+        rows = group.eq("uncertain")
+        if "puaudit_trusted" in frame.columns:
+            rows |= frame["puaudit_trusted"].astype(str).str.strip().str.lower().isin(
+                ["false", "0", "0.0"])
+        todo |= (rows & frame["puaudit_split"].astype(str).eq("unlabelled")).to_numpy()
+    if cascade:
+        if human is None:
+            from puaudit.data.schema import load_comparisons
+
+            human = load_comparisons(frame, name=name).human
+        todo |= left_for_people(frame[STAGE_COLUMN].to_numpy(), human)
+    return todo
 
 
 def _rows(frame: pd.DataFrame, *, name: str) -> tuple[pd.DataFrame, dict]:
@@ -62,10 +79,11 @@ def _rows(frame: pd.DataFrame, *, name: str) -> tuple[pd.DataFrame, dict]:
     from puaudit.review.keys import row_keys
 
     table = load_comparisons(frame, name=name)
-    keep = needs_people(frame, name=name)
+    keep = needs_people(frame, name=name, human=table.human)
     if not keep.any():
         raise PUAuditError(f"{name}: no row needs a person (no unlabelled row is uncertain or "
-                           "escalated); nothing to send for review.")
+                           "escalated, and no cascade left one for people); nothing to send "
+                           "for review.")
     out = frame.astype(object).where(frame.notna(), None)
     out[KEY_FIELD] = row_keys(table)
     shown = {}
