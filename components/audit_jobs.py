@@ -15,7 +15,7 @@ __all__ = ["compare_job", "compare_scorers", "m_curve_job", "m_curve", "precompu
 
 
 def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,
-             _emb, _progress=None):
+             _emb, _progress=None, _stages=None):
     from puaudit.audit.evaluate import evaluate
 
     n = len(state.SCORER_CHOICES)
@@ -27,7 +27,7 @@ def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: 
 
     step(0, seeds * n)
     res = evaluate(_table, _emb, seeds=seeds, scorers=state.SCORER_CHOICES,
-                   rules=state.RULE_CHOICES, config=config, progress=step)
+                   rules=state.RULE_CHOICES, config=config, progress=step, stages=_stages)
     return res["leaderboard"]
 
 
@@ -39,8 +39,10 @@ def compare_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
                                        random_state=AuditConfig.random_state,
                                        target_agreement=None)
     key = ("compare", state.table_hash(table), params["encoder"], cfg, int(seeds))
+    # every seed x scorer through the stage cache: stopped for a slider answer, it resumes
+    cache = state.stage_cache(table, emb)
     return state.runner().submit(key, lambda job: _compare(key[1], key[2], cfg, int(seeds),
-                                                           table, emb, job.report),
+                                                           table, emb, job.report, cache),
                                  group="compare", text="Comparing scorers", priority=3)
 
 

@@ -121,3 +121,16 @@ def test_puaudit_refit_after_set_params_reuses_its_stages(small):
     # a fitted estimator still pickles (the cache leaves its locks and stages behind)
     back = pickle.loads(pickle.dumps(est))
     assert_same_audit(back.result_, est.result_)
+
+
+def test_evaluate_through_the_stage_cache_equals_evaluate(small):
+    from puaudit.audit.evaluate import evaluate
+
+    table, emb = small
+    kw = dict(seeds=2, scorers=("probe", "centroid"), rules=("guarded", "paper"),
+              config=AuditConfig(m=0.7))
+    cache = StageCache(table, emb)
+    cached = evaluate(table, emb, stages=cache, **kw)
+    assert json.dumps(cached["leaderboard"], sort_keys=True) == json.dumps(
+        evaluate(table, emb, **kw)["leaderboard"], sort_keys=True)
+    assert cache.calls["split"] == 2 and cache.calls["fit"] == 4

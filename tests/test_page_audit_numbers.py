@@ -43,11 +43,13 @@ def _audit_page(frame: pd.DataFrame | None = None, **audit) -> AppTest:
     at.session_state["audit"] = {**AuditConfig.defaults(), "encoder": None, **audit}
     at.switch_page("pages/audit.py").run()
     assert not at.exception, at.exception
-    # the m curve and the spread are background jobs: once they are done, the page shows them
-    deadline = time.monotonic() + 120
+    # the m curve and the spread are background jobs: once they are done, the page shows them.
+    # Each page run pauses them while it answers and draws (components.state.DRAW_S), so poll
+    # slower than that, as the page's own fragments do
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline and any(
             "in the background" in c.value for c in at.caption):
-        time.sleep(0.3)
+        time.sleep(2.0)
         at.run()
     assert not at.exception, at.exception
     return at

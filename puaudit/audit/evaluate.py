@@ -43,14 +43,19 @@ def auroc_judge_right(prep, scored) -> float:
 
 def _runs(table: ComparisonTable, emb: PairEmbeddings, *, seeds: Sequence[int],
           scorers: Sequence[str], rules: Sequence[str], config: AuditConfig,
-          human: np.ndarray | None = None, extra: dict | None = None, progress=None) -> list[dict]:
+          human: np.ndarray | None = None, extra: dict | None = None, progress=None,
+          stages=None) -> list[dict]:
     rows = []
     total = len(seeds) * len(scorers)
     done = 0
     for seed in seeds:
-        prep = prepare_split(table, emb, config.replace(random_state=int(seed)), human=human)
+        if stages is None:
+            prep = prepare_split(table, emb, config.replace(random_state=int(seed)), human=human)
+        else:
+            prep = stages.split(config.replace(random_state=int(seed)))
         for scorer in scorers:
-            scored = score_split(prep, config.replace(scorer=scorer, random_state=int(seed)))
+            cfg = config.replace(scorer=scorer, random_state=int(seed))
+            scored = score_split(prep, cfg) if stages is None else stages.scored(cfg)
             auroc = auroc_judge_right(prep, scored)
             for rule in rules:
                 rel = relabel_split(prep, scored, config.replace(rule=rule), n_boot=0)
@@ -107,11 +112,14 @@ def leaderboard_from_runs(runs: pd.DataFrame) -> list[dict]:
 def evaluate(table: ComparisonTable, embeddings: PairEmbeddings, *, seeds: int | Iterable[int] = 10,
              scorers: Sequence[str] | None = None, rules: Sequence[str] | None = None,
              config: AuditConfig | None = None, human: np.ndarray | None = None,
-             progress=None, **params) -> dict:
+             progress=None, stages=None, **params) -> dict:
     """Audit over repeated seeded splits and aggregate.
 
     ``config`` (default :class:`AuditConfig`) with ``params`` applied gives every parameter;
     ``scorers`` and ``rules`` (default: the config's one scorer and rule) span the leaderboard.
+    ``stages``: a :class:`~puaudit.audit.stages.StageCache` of ``table`` that splits and scores
+    (each seed's human labels from its own configuration; the dashboard's comparison keeps its
+    fits there, so a comparison stopped for a slider answer resumes where it was).
 
     Returns
     -------
@@ -135,10 +143,10 @@ def evaluate(table: ComparisonTable, embeddings: PairEmbeddings, *, seeds: int |
         raise PUAuditError(f"Unknown rule(s) {bad}: choose from {list(RULES)} or 'all'.")
     if config.p_ratio >= 1:
         raise PUAuditError("evaluate measures on validation rows: p_ratio must be below 1.")
-    if human is None:
+    if human is None and stages is None:
         human = human_labels(table, config, embeddings)
     rows = _runs(table, embeddings, seeds=seeds, scorers=scorers, rules=rules, config=config,
-                 human=human, progress=progress)
+                 human=human, progress=progress, stages=stages)
     runs = pd.DataFrame(rows)
     return {"runs": runs, "leaderboard": leaderboard_from_runs(runs)}
 
