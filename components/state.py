@@ -52,7 +52,7 @@ from puaudit.audit.estimator import PairEmbeddings, embed_table
 from puaudit.audit.stages import StageCache
 from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
-from puaudit.embed.choices import encoder_choices
+from puaudit.embed.encoder_menu import encoder_choices
 from puaudit.errors import PUAuditError
 from puaudit.data.folder_tables import SPLIT
 from puaudit.data.schema import ComparisonTable, load_comparisons

@@ -13,7 +13,7 @@ from puaudit.report.figures.rankings import (HEATMAP_MODELS, SHORT_LABELS, STAT_
 from puaudit.errors import PUAuditError
 from puaudit.data.io import table_to_bytes
 from puaudit.rankings.estimate import SOURCE_LABELS, table_models
-from puaudit.rankings.limits import TOP_MODELS
+from puaudit.rankings.leaderboard_limits import TOP_MODELS
 from puaudit.data.safety import spreadsheet_safe
 
 state.through_navigation()

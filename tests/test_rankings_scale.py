@@ -17,7 +17,7 @@ import puaudit.rankings.bradley_terry as bradley_terry_module
 from puaudit.cli.commands import main
 from puaudit.errors import PUAuditError
 from puaudit.rankings.estimate import bradley_terry, model_rankings, simulate_comparisons
-from puaudit.rankings.limits import MIN_DRAWS, TOP_MODELS
+from puaudit.rankings.leaderboard_limits import MIN_DRAWS, TOP_MODELS
 from tests.conftest import ROOT
 
 

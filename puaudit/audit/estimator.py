@@ -32,7 +32,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from puaudit.audit.calibration import prior_shift
-from puaudit.audit.choice import AUTO_CANDIDATES, score_split
+from puaudit.audit.scoring import AUTO_CANDIDATES, score_split
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit
 from puaudit.audit.relabel import (GROUP_EXCLUDED, GROUP_NEG, GROUP_VERIFIED, beats_base_rate,

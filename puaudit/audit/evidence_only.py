@@ -31,7 +31,7 @@ import numpy as np
 from scipy.stats import norm
 
 from puaudit.audit.calibration import log_loss
-from puaudit.audit.choice import _gain_over_base_rate, cross_fitted_probabilities
+from puaudit.audit.scoring import _gain_over_base_rate, cross_fitted_probabilities
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import (ScoredSplit, default_cv_repeats, fit_pooled, fold_sets_of,
                                     snap)

@@ -42,7 +42,7 @@ from typing import Callable
 
 import numpy as np
 
-from puaudit.audit.choice import score_split
+from puaudit.audit.scoring import score_split
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer
 from puaudit.audit.relabel import GROUP_NEG, relabel_split

@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 from puaudit.audit.config import config_from_args
-from puaudit.cli.limits import add_max_rows_argument, add_split_argument, read_input
+from puaudit.cli.input_limits import add_max_rows_argument, add_split_argument, read_input
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import dumps
 from puaudit.progress import stderr_progress
@@ -158,7 +158,7 @@ def _load(args):
     _check_split(args)
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
     if _streams(args):
-        from puaudit.cli.limits import limits_from
+        from puaudit.cli.input_limits import limits_from
         from puaudit.data.parquet_stream import read_comparisons_parquet
 
         table = read_comparisons_parquet(args.input, columns=cols, **limits_from(args),

@@ -36,12 +36,12 @@ import pandas as pd
 from puaudit.data.csv_read import _CHUNK_ROWS, _lines, _pack_strings, _read_csv, _string_column
 from puaudit.data.decoding import _text_stream, decode_text
 from puaudit.data.embeddings_npz import read_embeddings_npz
-from puaudit.data.limits import (_DEFAULT_HINT, _INT64_MAX, _INT64_MIN, MAX_COLUMNS,
+from puaudit.data.read_limits import (_DEFAULT_HINT, _INT64_MAX, _INT64_MIN, MAX_COLUMNS,
                                  MAX_EMBEDDING_DIM, MAX_UNCOMPRESSED_BYTES, SUPPORTED_SUFFIXES,
                                  _check_columns, _check_rows, DecodedBudget, _is_int, _mb,
                                  _too_big, open_regular)
-from puaudit.data.limits import _check_header  # noqa: F401 - re-exported
-from puaudit.data.limits import ROW_LIMIT
+from puaudit.data.read_limits import _check_header  # noqa: F401 - re-exported
+from puaudit.data.read_limits import ROW_LIMIT
 from puaudit.data.parquet_read import (_read_parquet, decoded_nbytes, parquet_batches,
                                        parquet_check_budget, parquet_decoded_sizes,
                                        parquet_text_leaves)

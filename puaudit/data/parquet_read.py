@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _check_header,
+from puaudit.data.read_limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _check_header,
                                  _check_rows, DecodedBudget, _mb)
 from puaudit.errors import PUAuditError
 

@@ -8,7 +8,7 @@
     decompressed bytes (counted before any is kept), a Parquet file's values as Arrow holds them
     (refused from the footer before any page is read when it says so), JSON values once parsed.
     Larger files go through the command line, which has higher limits of its own
-    (:mod:`puaudit.cli.limits`).
+    (:mod:`puaudit.cli.input_limits`).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from puaudit.cli.limits import add_input_arguments, read_input
+from puaudit.cli.input_limits import add_input_arguments, read_input
 from puaudit.errors import PUAuditError
-from puaudit.rankings.limits import BOOTSTRAP_WORK, TOP_MODELS
+from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, TOP_MODELS
 
 __all__ = ["add_parser", "run", "main"]
 

@@ -41,7 +41,7 @@ from puaudit.data.cells import id_text
 from puaudit.errors import PUAuditError
 from puaudit.rankings.bootstrap import _classical_sources, _draw_notes, _plan
 from puaudit.rankings.bradley_terry import DIRECT_MAX, bradley_terry
-from puaudit.rankings.limits import BOOTSTRAP_WORK, MIN_DRAWS, TOP_MODELS
+from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, MIN_DRAWS, TOP_MODELS
 from puaudit.rankings.ppi import _ppi_source
 from puaudit.rankings.result import SOURCE_LABELS, SOURCES, ModelRankings, _leaderboard_frame
 from puaudit.rankings.simulate import simulate_comparisons

@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     from puaudit.cli.commands import _load
     from puaudit.data.jsonsafe import dumps
     from puaudit.report.card import build_card, gate
-    from puaudit.report.parts import assemble, file_sha256
+    from puaudit.report.parts import assemble_report, file_sha256
 
     try:
         cfg = _check(args)
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
                   if Path(args.input).is_file() else None,
                   # the split read: the one asked for, else the one a folder opened at
                   "split": args.split or table.frame.attrs.get("split")}
-        parts = assemble(table, cfg, result, m_curve=curve, spread=spread, no_audit=no_audit,
+        parts = assemble_report(table, cfg, result, m_curve=curve, spread=spread, no_audit=no_audit,
                          source=source, encoder=encoder, command=command_line(args))
         card = build_card(parts)
         size = _write(args, parts, card)

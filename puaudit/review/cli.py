@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.cli.limits import add_max_rows_argument, limits_from
+from puaudit.cli.input_limits import add_max_rows_argument, limits_from
 from puaudit.errors import PUAuditError
-from puaudit.review.tools import TOOLS
+from puaudit.review.labeling_tools import TOOLS
 
 __all__ = ["add_parser", "run", "main"]
 
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 def _to_tool(args) -> int:
     """``export --table AUDIT_EXPORT --to TOOL``: the rows that need a person, for the tool."""
     from puaudit.data.io import check_output_path, read_table
-    from puaudit.review.tools import write_argilla, write_label_studio
+    from puaudit.review.labeling_tools import write_argilla, write_label_studio
 
     if not args.table:
         raise PUAuditError(f"--to {args.to} writes the rows of an audit export that need a "
@@ -137,7 +137,7 @@ def _export(args) -> int:
 
 def _import(args) -> int:
     from puaudit.data.io import read_table
-    from puaudit.review.tools import tool_decisions, tool_table
+    from puaudit.review.labeling_tools import tool_decisions, tool_table
 
     name = Path(args.input).name
     df = None if Path(args.input).is_dir() else read_table(args.input, **limits_from(args))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.cli.limits import add_max_rows_argument, read_input
+from puaudit.cli.input_limits import add_max_rows_argument, read_input
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.judge_tables import WINNER_RULES
@@ -190,7 +190,7 @@ class _Redacting:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from puaudit.trustjudge.judge_tables import assemble
+    from puaudit.trustjudge.judge_tables import assemble_judge_tables
     from puaudit.trustjudge.runner import JudgeClient
 
     scores = args.scores or args.scores_only
@@ -220,7 +220,7 @@ def _run(args: argparse.Namespace) -> int:
               "command to retry the failed ones, or add --allow-partial to write the tables "
               "without them.", file=sys.stderr)
         return 1
-    tables = assemble(plan, responses, judge_name=args.judge_name or args.model,
+    tables = assemble_judge_tables(plan, responses, judge_name=args.judge_name or args.model,
                       failures=stats.failures, notes=echoed, winner_column=args.winner_column,
                       winner_rule=args.winner_rule)
     secret = _secret(args)

@@ -5,7 +5,7 @@ No Streamlit here: every function returns a DataFrame, a pandas Styler or a plot
 names come from the data: in figures they are HTML-escaped (Plotly renders a subset of HTML in
 labels, legends and hover text), so a name such as ``<a href=...>`` shows as typed. Every view
 covers the first ``top`` models of the leaderboard (default
-:data:`~puaudit.rankings.limits.TOP_MODELS`): a table or figure of 10,000 models shows nothing a
+:data:`~puaudit.rankings.leaderboard_limits.TOP_MODELS`): a table or figure of 10,000 models shows nothing a
 reader can use, and the heatmap grows with the square of the number.
 """
 
@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from puaudit.rankings.estimate import SOURCE_LABELS, SOURCES, ModelRankings
-from puaudit.rankings.limits import TOP_MODELS
+from puaudit.rankings.leaderboard_limits import TOP_MODELS
 
 __all__ = ["STAT_LABELS", "SOURCE_COLORS", "SHORT_LABELS", "rank_table", "style_rank_table",
            "interval_figure", "rank_figure", "win_probability_figure", "win_probability_caption",
