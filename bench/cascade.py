@@ -46,12 +46,12 @@ def main() -> None:
 
     from puaudit.audit.cascade import PEOPLE, run_cascade
     from puaudit.audit.config import AuditConfig
-    from puaudit.audit.estimator import embed_table
+    from puaudit.embed.pairs import embed_table
     from puaudit.data.io import read_table
     from puaudit.data.schema import load_comparisons
 
     if args.encoder == "hashing":
-        from tests.doubles import HashingEncoder
+        from puaudit.embed.hashing import HashingEncoder
 
         encoder = HashingEncoder()
     else:

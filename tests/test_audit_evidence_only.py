@@ -8,13 +8,16 @@ import pandas as pd
 import pytest
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PUAudit, audit_table, embed_table, prepare_split
+from puaudit.audit.estimator import PUAudit
+from puaudit.audit.stages import audit_table
+from puaudit.embed.pairs import embed_table
+from puaudit.audit.splits import prepare_split
 from puaudit.audit.evaluate import evaluate
 from puaudit.audit.evidence_only import EVIDENCE_ONLY, identical_responses
 from puaudit.cli.commands import main
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 
 def _length_planted(n_items: int = 700, seed: int = 0, *, wrong_long: float = 0.85,

@@ -2,7 +2,7 @@
 
 A 34 KB Parquet file whose 64 rows each carry a list of 10 million zeros decodes to 5 GB, and a
 5 MB gzip of a CSV or JSONL holding the same lists as text expands to 5 GB. Every reader counts
-decoded bytes against one budget (:class:`puaudit.data.io.DecodedBudget`): the CLI's
+decoded bytes against one budget (:class:`puaudit.data.read_limits.DecodedBudget`): the CLI's
 ``--max-decoded-mb`` (default 2,048 MB) and the dashboard's ``PUAUDIT_MAX_UPLOAD_MB``. Each file
 is generated here; peak memory is the child's VmHWM, as in tests/test_cli_input_limits.py.
 """

@@ -12,13 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit.estimator import PUAudit, embed_table
+from puaudit.audit.estimator import PUAudit
+from puaudit.embed.pairs import embed_table
 from puaudit.data.demo import generate_demo
 from puaudit.data.formats.alpaca_eval_export import JUDGE_PREFERENCE
 from puaudit.data.schema import load_comparisons
 from puaudit.review.feedback import REVIEW_COLUMNS, review_columns
 from tests.conftest import ROOT
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 DATA = ROOT.parent / "shared" / "data"
 DOC = ROOT / "docs" / "audit.md"

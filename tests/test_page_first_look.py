@@ -10,12 +10,13 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.first_look import PRELIMINARY, preliminary_label
+from puaudit.audit.evidence_only import PRELIMINARY
+from components.first_look import preliminary_label
 from puaudit.audit.config import AuditConfig
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
 from tests.conftest import ROOT
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 pytestmark = pytest.mark.usefixtures("app_env")
 

@@ -239,7 +239,7 @@ def m_parts(demo_inputs):
 
 
 def test_card_carries_the_audit_pages_m_curve(m_card):
-    from components.m_curve import M_RANGE, m_grid  # what the Audit page draws with
+    from puaudit.audit.m_curve import M_RANGE, m_grid  # what the Audit page draws with
 
     curve, audit = m_card["m_curve"], m_card["audit"]
     assert curve["current_m"] == audit["m"] == 0.5

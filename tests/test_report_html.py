@@ -25,7 +25,7 @@ from puaudit.report.figures.m_curve import m_curve_figure
 from puaudit.report.figures.metrics import PER_TYPE_HEADERS, per_type_display
 from puaudit.report.html import render_report
 from puaudit.report.parts import FIRST_SHOWN, REFERENCE, assemble_report, judge_tendencies
-from tests.doubles import HashingEncoder
+from puaudit.embed.hashing import HashingEncoder
 
 _FIGURE = re.compile(r'<div id="(fig-\d+)".*?<script>\(function\(\)\{var f=(.*?);Plotly\.newPlot',
                      re.DOTALL)

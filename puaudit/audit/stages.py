@@ -98,7 +98,7 @@ def human_labels(table: ComparisonTable, config: AuditConfig,
     model's consensus (``ds``; ``crowdlab`` needs ``embeddings``: it audits the single votes
     first for its probabilities)."""
     if config.human_source == "consensus":
-        from puaudit.annotators.agreement import consensus_labels
+        from puaudit.annotators.consensus import consensus_labels
 
         return consensus_labels(table)
     if config.human_source in ("ds", "crowdlab"):

@@ -60,7 +60,7 @@ def _format(args) -> str:
 def _check(args):
     """Every option checked before any work; returns the :class:`AuditConfig`."""
     from puaudit.audit.config import config_from_args
-    from puaudit.data.io import check_output_path
+    from puaudit.data.writers import check_output_path
 
     cfg = config_from_args(args)
     if args.spread_seeds is not None and args.spread_seeds < 1:
@@ -130,7 +130,7 @@ def _audit(args, table, cfg):
 
 def _write(args, parts, card) -> int:
     """Write the report; returns its size in bytes."""
-    from puaudit.data.io import write_bytes_atomic
+    from puaudit.data.writers import write_bytes_atomic
     from puaudit.data.jsonsafe import dumps
 
     if _format(args) == "json":

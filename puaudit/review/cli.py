@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _to_tool(args) -> int:
     """``export --table AUDIT_EXPORT --to TOOL``: the rows that need a person, for the tool."""
-    from puaudit.data.io import check_output_path, read_table
+    from puaudit.data.writers import check_output_path
+    from puaudit.data.io import read_table
     from puaudit.review.labeling_tools import write_argilla, write_label_studio
 
     if not args.table:
@@ -103,7 +104,8 @@ def _to_tool(args) -> int:
 
 
 def _export(args) -> int:
-    from puaudit.data.io import check_output_path, read_table, write_table
+    from puaudit.data.writers import check_output_path, write_table
+    from puaudit.data.io import read_table
 
     if getattr(args, "to", None):
         return _to_tool(args)

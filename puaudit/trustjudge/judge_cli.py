@@ -243,7 +243,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _checked_paths(args: argparse.Namespace, *, scores: bool) -> dict:
     """The output paths, each checked before anything is read or asked."""
-    from puaudit.data.io import check_output_path
+    from puaudit.data.writers import check_output_path
 
     paths = default_paths(args.output, scores_only=args.scores_only, scores_out=args.scores_out,
                           cache=args.cache)
@@ -340,7 +340,7 @@ def _collect(plan, args: argparse.Namespace, client, paths: dict):
 
 def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
     """Write the pairs, scores and problems tables; what was written where."""
-    from puaudit.data.io import write_table
+    from puaudit.data.writers import write_table
 
     written = {}
     if tables.pairs is not None:
