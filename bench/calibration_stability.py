@@ -39,7 +39,10 @@ def main() -> None:
     import numpy as np
 
     from puaudit.audit.config import AuditConfig
-    from puaudit.audit.estimator import embed_table, prepare_split, relabel_split, score_split
+    from puaudit.embed.pairs import embed_table
+    from puaudit.audit.splits import prepare_split
+    from puaudit.audit.relabel import relabel_split
+    from puaudit.audit.scoring import score_split
 
     encoder = bench_encoder(args.encoder)
     ratios = []

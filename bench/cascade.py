@@ -46,7 +46,7 @@ def main() -> None:
 
     from puaudit.audit.cascade import PEOPLE, run_cascade
     from puaudit.audit.config import AuditConfig
-    from puaudit.audit.estimator import embed_table
+    from puaudit.embed.pairs import embed_table
     from puaudit.data.io import read_table
     from puaudit.data.schema import load_comparisons
 

@@ -45,7 +45,8 @@ def main() -> None:
 
     from puaudit.audit.certify import with_target
     from puaudit.audit.config import AuditConfig
-    from puaudit.audit.estimator import audit_table, embed_table
+    from puaudit.audit.stages import audit_table
+    from puaudit.embed.pairs import embed_table
 
     encoder = None if args.no_texts else bench_encoder(args.encoder)
     shares = []

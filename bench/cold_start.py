@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         env.update(ISA_CAP_ENV)
         os.environ.update(ISA_CAP_ENV)  # so the mode printed below is the children's
     from bench.embed import hardware_class
-    from puaudit.embed.encoders import HFEncoder
+    from puaudit.embed.hf_encoder import HFEncoder
 
     auto = HFEncoder(None, mode="auto", cache_dir=None)
     auto._resolve()

@@ -106,7 +106,8 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> None:
     """Default audits on fast and on full vectors of the whole MT-Bench file, seed by seed."""
-    from puaudit.audit.estimator import PUAudit, embed_table
+    from puaudit.audit.estimator import PUAudit
+    from puaudit.embed.pairs import embed_table
     from puaudit.data.io import read_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
 
@@ -126,7 +127,7 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
     # Control: the float32 vectors moved by random noise as large as fast mode's change, row by
     # row. If the audit's reversals move as much under it, they are that sensitive to any change
     # of this size, not to bfloat16 in particular.
-    from puaudit.audit.estimator import PairEmbeddings
+    from puaudit.embed.pairs import PairEmbeddings
 
     rng = np.random.default_rng(0)
 

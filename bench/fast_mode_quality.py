@@ -162,7 +162,8 @@ def candidate_embeddings(table, arm: str, cache: Path):
 def audits(table, emb, seeds: int) -> list[dict]:
     """Default audit per seed: reversed rows, gain and AUROC of P(judge right)."""
     from puaudit.audit.config import AuditConfig
-    from puaudit.audit.estimator import audit_table, human_labels, prepare_split
+    from puaudit.audit.stages import audit_table, human_labels
+    from puaudit.audit.splits import prepare_split
     from puaudit.audit.evaluate import auroc_judge_right
     from puaudit.audit.relabel import GROUP_NEG
 

@@ -40,7 +40,8 @@ def main() -> None:
     import numpy as np
 
     from puaudit.audit.config import AuditConfig
-    from puaudit.audit.estimator import audit_table, embed_table
+    from puaudit.audit.stages import audit_table
+    from puaudit.embed.pairs import embed_table
     from puaudit.data.io import read_table
     from puaudit.data.schema import load_comparisons
     from puaudit.embed.encoders import get_encoder

@@ -1,7 +1,7 @@
 """Coverage of the model-ranking intervals on simulated data with known truth (docs/models.md).
 
 8 models with planted strengths, a judge with a length bias, human labels on a uniform random
-10% of 5,000 comparisons (:func:`puaudit.rankings.estimate.simulate_comparisons`). Over R replicates,
+10% of 5,000 comparisons (:func:`puaudit.rankings.simulate.simulate_comparisons`). Over R replicates,
 for each source (judge, human, ppi): the share of 95% intervals that cover the true human win
 rate and the true Bradley–Terry strength, and the mean interval width.
 
@@ -27,7 +27,8 @@ SOURCES = ("judge", "human", "ppi")
 
 def replicate(args) -> dict:
     seed, n, share, bias, resamples = args
-    from puaudit.rankings.estimate import model_rankings, simulate_comparisons
+    from puaudit.rankings.estimate import model_rankings
+    from puaudit.rankings.simulate import simulate_comparisons
 
     df, truth = simulate_comparisons(n, label_share=share, length_bias=bias, random_state=seed)
     res = model_rankings(df.model_a, df.model_b, df.judge_winner, df.human_winner,

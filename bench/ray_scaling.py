@@ -130,7 +130,7 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
     if streaming:
         write_export_parquet(est.result_, parquet, out)
     else:
-        from puaudit.data.io import write_table
+        from puaudit.data.writers import write_table
 
         write_table(est.result_.to_frame(table), out)
     done("write export")
@@ -139,7 +139,7 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
     audit_stages = est.result_.diagnostics.get("stages", [])
     same = None
     if compare_local:  # the same audit on the local path, in this process, after the Ray run
-        from puaudit.audit.estimator import audit_table
+        from puaudit.audit.stages import audit_table
 
         t1 = time.perf_counter()
         local = audit_table(table, emb, est.config_)

@@ -47,7 +47,8 @@ def warm_up() -> None:
     import numpy as np
 
     from puaudit.audit.config import AuditConfig
-    from puaudit.audit.estimator import PairEmbeddings, audit_table
+    from puaudit.embed.pairs import PairEmbeddings
+    from puaudit.audit.stages import audit_table
     from puaudit.data.demo import generate_demo
     from puaudit.data.schema import load_comparisons
 

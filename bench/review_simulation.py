@@ -45,7 +45,7 @@ def main() -> None:
 
     import pandas as pd
 
-    from puaudit.audit.estimator import embed_table
+    from puaudit.embed.pairs import embed_table
     from puaudit.review.simulate import simulate_review, summarise_simulation
 
     encoder = bench_encoder(args.encoder)

@@ -23,12 +23,12 @@ from puaudit.report.figures.metrics import (expected_text, headline_metrics, per
                                             verdict_text)
 from components.safe_text import md
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import audit_table
+from puaudit.audit.stages import audit_table
 from puaudit.audit.evidence_only import PRELIMINARY
 from puaudit.errors import PUAuditError
 
-__all__ = ["embeddings_or_first_look", "embedding_job", "preliminary_config",
-           "preliminary_label", "ready_text", "PRELIMINARY", "WAIT_S", "POLL_S"]
+__all__ = ["embeddings_or_first_look", "embedding_job", "preliminary_config", "preliminary_label",
+           "ready_text", "WAIT_S", "POLL_S"]
 
 #: embeddings ready within this many seconds (cached, or a small table): no first look, which
 #: would only flash before the full audit

@@ -5,10 +5,10 @@ background job is ready (the job: :func:`components.audit_jobs.m_curve_job`). Th
 from __future__ import annotations
 
 # the m values live with the curve's numbers, which the audit report reads too
-from puaudit.audit.m_curve import M_RANGE, m_grid
+from puaudit.audit.m_curve import m_grid
 from puaudit.report.figures.m_curve import m_curve_figure
 
-__all__ = ["M_RANGE", "M_STEP", "m_grid", "curve_ready", "show_m_curve"]
+__all__ = ["M_STEP", "curve_ready", "show_m_curve"]
 
 #: the Audit page's m slider's step (its range is :data:`M_RANGE`)
 M_STEP = 0.01

@@ -48,11 +48,11 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from components.jobs import Cancelled, Job, JobRunner, Preempted
-from puaudit.audit.estimator import PairEmbeddings, embed_table
+from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.audit.stages import StageCache
 from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
-from puaudit.embed.choices import encoder_choices
+from puaudit.embed.encoder_menu import encoder_choices
 from puaudit.errors import PUAuditError
 from puaudit.data.folder_tables import SPLIT
 from puaudit.data.schema import ComparisonTable, load_comparisons
@@ -492,7 +492,7 @@ def audit_view():
 def _export_bytes(content_hash: str, params_key: str, fmt: str, safe: bool, _result,
                   _table) -> bytes:
     from puaudit.report.figures.metrics import spreadsheet_safe_copy
-    from puaudit.data.io import table_to_bytes
+    from puaudit.data.writers import table_to_bytes
 
     frame = _result.to_frame(_table)
     return table_to_bytes(spreadsheet_safe_copy(frame) if safe else frame, fmt)

@@ -18,7 +18,7 @@ from puaudit.report.figures.annotator_models import (STAT_LABELS, confusion_figu
                                                      model_table, skill_figure)
 from puaudit.annotators import MODEL_NAMES, MODELS
 from puaudit.errors import PUAuditError
-from puaudit.data.io import table_to_bytes
+from puaudit.data.writers import table_to_bytes
 from puaudit.data.schema import COLUMN_ALIASES, load_comparisons
 
 JUDGE_NAME = "LLM judge"
@@ -223,7 +223,7 @@ st.caption("How often the audit's adjusted verdict contradicts each person's vot
 if hasattr(source, "frame") and st.checkbox("Compare with the audit", value=False,
                                             help="Runs (or reuses) the audit of the loaded table."):
     from components import state
-    from puaudit.annotators.agreement import annotator_score_disagreement
+    from puaudit.annotators.audit_link import annotator_score_disagreement
 
     _, _, result = state.current_audit()
     audited = np.isin(result.split, ["validation", "unlabelled"])

@@ -8,13 +8,15 @@ import streamlit as st
 
 from components import audit_jobs, first_look, state
 from components.jobs import job_status
-from components.m_curve import M_RANGE, M_STEP, curve_ready, show_m_curve
+from puaudit.audit.m_curve import M_RANGE
+from components.m_curve import M_STEP, curve_ready, show_m_curve
 from components.safe_text import md
 from puaudit.report.figures.certify import (CURVE_TARGETS, RISK_CHOICES, certification_text,
                                             coverage_curve_figure)
 from puaudit.report.figures.evidence import (evidence_info, evidence_note, evidence_weights_figure,
                                              evidence_weights_frame)
-from puaudit.report.figures.metrics import (TYPE_RULE, as_percent, audit_note, auto_choice_text,
+from puaudit.audit.metrics import TYPE_RULE
+from puaudit.report.figures.metrics import (as_percent, audit_note, auto_choice_text,
                                             auto_comparison_table, expected_text, headline_metrics,
                                             leaderboard_table, per_type_table, spread_text,
                                             type_text, verdict_text)

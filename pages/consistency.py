@@ -11,13 +11,12 @@ from puaudit.report.figures.consistency import (candidate_scores, cycle_graph, d
                                                 method_options, metrics_bar_chart, metrics_table,
                                                 question_violations, score_options,
                                                 unavailable_metrics, weakest_edges)
-from puaudit.report.figures.metrics import points_delta
 from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from components.state import DEMO_NAME
 from puaudit.errors import PUAuditError
 from puaudit.percents import percent, points_between
-from puaudit.data.io import table_to_bytes
+from puaudit.data.writers import table_to_bytes
 from puaudit.trustjudge import KIND_LABELS
 
 FILE_TYPES = ["csv", "tsv", "parquet", "jsonl", "json", "gz"]

@@ -8,14 +8,14 @@ import streamlit as st
 
 
 from components import audit_jobs, state
-from components.m_curve import m_grid
+from puaudit.audit.m_curve import m_grid
 from puaudit.report.figures.metrics import formula_cells, spreadsheet_safe_copy
 from puaudit.report.html import report_html
 from components.review import review_export
 from components.safe_text import md
 from puaudit.audit.evaluate import default_spread_seeds
 from puaudit.audit.manifest import run_manifest
-from puaudit.data.io import table_to_bytes
+from puaudit.data.writers import table_to_bytes
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 

@@ -11,9 +11,10 @@ from puaudit.report.figures.rankings import (HEATMAP_MODELS, SHORT_LABELS, STAT_
                                              style_rank_table, win_probability_caption,
                                              win_probability_figure)
 from puaudit.errors import PUAuditError
-from puaudit.data.io import table_to_bytes
-from puaudit.rankings.estimate import SOURCE_LABELS, table_models
-from puaudit.rankings.limits import TOP_MODELS
+from puaudit.data.writers import table_to_bytes
+from puaudit.rankings.result import SOURCE_LABELS
+from puaudit.rankings.estimate import table_models
+from puaudit.rankings.leaderboard_limits import TOP_MODELS
 from puaudit.data.safety import spreadsheet_safe
 
 state.through_navigation()

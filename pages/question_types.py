@@ -9,8 +9,8 @@ import streamlit as st
 
 from components import state
 from components.data_summary import judge_candidates
-from puaudit.report.figures.metrics import (TOP_TYPES, TYPE_RULE, measured_types, type_table,
-                                            type_text)
+from puaudit.audit.metrics import TOP_TYPES, TYPE_RULE, measured_types
+from puaudit.report.figures.metrics import type_table, type_text
 from puaudit.report.figures.radar import consistency_radar
 from components.messages import for_dashboard
 from components.safe_text import md

@@ -14,7 +14,7 @@ from components.review import (VERDICT_BUTTONS, VERDICT_SHORTCUTS, cascade_stage
                                empty_queue_text, export_frame, pending_queue, progress_counts,
                                reviewer_identity, row_view)
 from components.safe_text import md
-from puaudit.data.io import table_to_bytes
+from puaudit.data.writers import table_to_bytes
 from puaudit.errors import PUAuditError
 from puaudit.review.feedback import latest_votes, merge_decisions
 from puaudit.review.queue import CASCADE_TIER, review_queue

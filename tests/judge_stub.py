@@ -453,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write a small generated answers table and exit")
     args = parser.parse_args(argv)
     if args.write_answers:
-        from puaudit.data.io import check_output_path, write_table
+        from puaudit.data.writers import check_output_path, write_table
 
         check_output_path(args.write_answers, what="answers table")
         df = stub_answers()

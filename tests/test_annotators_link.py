@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from puaudit.annotators.consensus import consensus_labels
-from puaudit.audit.estimator import PairEmbeddings, PUAudit
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.estimator import PUAudit
 from puaudit.cli.commands import main
 from puaudit.data.schema import load_comparisons
 from tests.conftest import planted_set

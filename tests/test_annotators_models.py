@@ -408,7 +408,8 @@ def test_model_consensus_labels_in_each_rows_order(planted_shuffled):
 
 def test_audit_with_model_based_human_sources():
     from puaudit.audit.config import AuditConfig
-    from puaudit.audit.estimator import PairEmbeddings, PUAudit
+    from puaudit.embed.pairs import PairEmbeddings
+    from puaudit.audit.estimator import PUAudit
     from tests.conftest import planted_set
 
     df, e_a, e_b, _ = planted_set(n=600, annotated=0.6, seed=0)

@@ -1,6 +1,6 @@
 """The annotator and TrustJudge packages keep their names: no stand-in judge, no module name
-that means two things, and the public names still import from the modules that held them
-before the split (module and function sizes: tests/test_package_shape.py)."""
+that means two things, and the public names import from the packages (one import path per name:
+tests/test_package_imports.py; module and function sizes: tests/test_package_shape.py)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,8 @@ def test_no_module_name_means_two_things():
     assert "utils" not in names and "settings" not in names and "models" not in names
 
 
-@pytest.mark.parametrize("module", ["puaudit.annotators", "puaudit.annotators.agreement",
-                                    "puaudit.trustjudge"])
-def test_public_names_still_import_from_their_old_module(module):
+@pytest.mark.parametrize("module", ["puaudit.annotators", "puaudit.trustjudge"])
+def test_public_names_import_from_the_package(module):
     mod = importlib.import_module(module)
     missing = [name for name in mod.__all__ if not hasattr(mod, name)]
     assert missing == []

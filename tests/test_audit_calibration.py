@@ -9,12 +9,10 @@ import pytest
 from puaudit.audit.calibration import MonotoneCalibrator
 from puaudit.audit.config import AuditConfig, add_config_arguments, config_from_args
 from puaudit.audit.crossfit import default_cv_repeats
-from puaudit.audit.estimator import (
-    PairEmbeddings,
-    prepare_split,
-    relabel_split,
-    score_split,
-)
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.splits import prepare_split
+from puaudit.audit.relabel import relabel_split
+from puaudit.audit.scoring import score_split
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 from tests.conftest import SHARED, planted_set
@@ -189,7 +187,7 @@ def _llmfao():
 
 @pytest.mark.slow
 def test_llmfao_audit_depends_much_less_on_the_draw_of_the_folds():
-    from puaudit.audit.estimator import embed_table
+    from puaudit.embed.pairs import embed_table
 
     table = _llmfao()
     prep = prepare_split(table, embed_table(table), AuditConfig(p_ratio=0.3, random_state=0))
@@ -212,7 +210,8 @@ def test_llmfao_reversals_survive_float_rounding_of_the_vectors():
     # 7e-7): with rank bins 77 of this seed's 777 reversed rows (10%) changed; with the smooth
     # windows 10 of 569. What is left comes from the chain of fits after the calibrators (the
     # evidence model, its own calibration, the bags' upper quantile)
-    from puaudit.audit.estimator import audit_table, embed_table, human_labels
+    from puaudit.audit.stages import audit_table, human_labels
+    from puaudit.embed.pairs import embed_table
     from puaudit.audit.relabel import GROUP_NEG
     from puaudit.embed.hf_encoder import HFEncoder
 

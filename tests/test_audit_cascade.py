@@ -11,7 +11,8 @@ import pytest
 
 from puaudit.audit.cascade import PEOPLE, judge_columns_of, run_cascade
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PairEmbeddings, audit_table
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.stages import audit_table
 from puaudit.audit.evidence import verdict_evidence
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
@@ -266,7 +267,7 @@ def test_a_judge_not_asked_yet_certifies_nothing_and_says_what_to_run(panel):
 
 # -- the command line ----------------------------------------------------------------------------
 def _write_panel(tmp_path, df, emb):
-    from puaudit.data.io import write_table
+    from puaudit.data.writers import write_table
 
     path = tmp_path / "panel.csv"
     write_table(df, path)

@@ -14,7 +14,8 @@ from puaudit.audit.certify import (choose_threshold, lower_bound,
                                    out_of_fold_probabilities, realised_agreement, rows_needed,
                                    with_target)
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PairEmbeddings, audit_table
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.stages import audit_table
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 from puaudit.review.queue import review_order, review_queue
@@ -299,7 +300,8 @@ def test_only_escalated_rows_go_to_the_second_judge_and_the_rerun_certifies(
     import json
 
     from puaudit.cli.commands import main
-    from puaudit.data.io import read_table, write_table
+    from puaudit.data.io import read_table
+    from puaudit.data.writers import write_table
     from tests.judge_stub import StubJudgeServer
     from tests.conftest import planted_set
 

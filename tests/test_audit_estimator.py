@@ -7,16 +7,15 @@ from sklearn.metrics import roc_auc_score
 
 from puaudit.audit.calibration import MonotoneCalibrator
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import (
-    EXPORT_COLUMNS,
-    PairEmbeddings,
-    PUAudit,
-    prepare_split,
-    score_split,
-)
+from puaudit.audit.result import EXPORT_COLUMNS
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.estimator import PUAudit
+from puaudit.audit.splits import prepare_split
+from puaudit.audit.scoring import score_split
 from puaudit.audit.metrics import consistency
 from puaudit.audit.relabel import adjust_verdicts, relabel_guarded, relabel_paper
-from puaudit.data.io import read_table, write_table
+from puaudit.data.io import read_table
+from puaudit.data.writers import write_table
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 from tests.conftest import planted_set

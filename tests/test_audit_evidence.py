@@ -7,7 +7,10 @@ import pytest
 from scipy.special import expit
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PairEmbeddings, audit_table, prepare_split, score_split
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.stages import audit_table
+from puaudit.audit.splits import prepare_split
+from puaudit.audit.scoring import score_split
 from puaudit.audit.evaluate import auroc_judge_right
 from puaudit.audit.evidence import verdict_evidence
 from puaudit.data.schema import apply_judge_rule, load_comparisons

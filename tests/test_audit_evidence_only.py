@@ -8,7 +8,10 @@ import pandas as pd
 import pytest
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PUAudit, audit_table, embed_table, prepare_split
+from puaudit.audit.estimator import PUAudit
+from puaudit.audit.stages import audit_table
+from puaudit.embed.pairs import embed_table
+from puaudit.audit.splits import prepare_split
 from puaudit.audit.evaluate import evaluate
 from puaudit.audit.evidence_only import EVIDENCE_ONLY
 from puaudit.audit.splits import identical_responses

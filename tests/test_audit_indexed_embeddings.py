@@ -4,9 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit.estimator import DiffRows, PairEmbeddings, PUAudit, prepare_split
+from puaudit.audit.splits import DiffRows, prepare_split
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.estimator import PUAudit
 from puaudit.cli.commands import main
-from puaudit.data.io import read_embeddings_npz
+from puaudit.data.embeddings_npz import read_embeddings_npz
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PairEmbeddings, PUAudit, audit_table
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.estimator import PUAudit
+from puaudit.audit.stages import audit_table
 from puaudit.audit.stages import StageCache, scoring_uses_m, stage_key
 from puaudit.data.schema import load_comparisons
 

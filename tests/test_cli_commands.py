@@ -7,12 +7,10 @@ import pandas as pd
 import pytest
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import (
-    PairEmbeddings,
-    prepare_split,
-    relabel_split,
-    score_split,
-)
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.splits import prepare_split
+from puaudit.audit.relabel import relabel_split
+from puaudit.audit.scoring import score_split
 from puaudit.cli.commands import main
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons

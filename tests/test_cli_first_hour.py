@@ -13,7 +13,7 @@ from puaudit.audit.config import AuditConfig
 from puaudit.audit.evaluate import evaluate
 from puaudit.cli.commands import build_parser, main
 from puaudit.data.schema import load_comparisons
-from puaudit.audit.estimator import PairEmbeddings
+from puaudit.embed.pairs import PairEmbeddings
 from tests.conftest import ROOT, planted_set
 
 

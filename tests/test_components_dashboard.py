@@ -26,7 +26,8 @@ from puaudit.report.figures.scores import (
     sorted_scores_figure,
     threshold_lines,
 )
-from puaudit.audit.estimator import PUAudit, embed_table
+from puaudit.audit.estimator import PUAudit
+from puaudit.embed.pairs import embed_table
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
 from puaudit.embed.projection import oriented_differences, project_2d

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from puaudit.report.figures.consistency import cycle_graph
-from puaudit.report.figures.metrics import as_percent, points_delta
+from puaudit.report.figures.metrics import as_percent
+from puaudit.percents import points
 from puaudit.report.figures.radar import consistency_radar, radar_frame
 
 PER_TYPE = {"coding": {"n": 40, "cons_orig": 0.5304, "cons_adj": 0.6304, "delta": 0.1},
@@ -30,9 +31,9 @@ def test_radar_table_in_points_with_no_none():
 
 
 def test_no_arrow_on_an_unchanged_number():
-    assert points_delta(0.0) is None and points_delta(0.0004) is None
-    assert points_delta(None) is None and points_delta(float("nan")) is None
-    assert points_delta(0.1) == "+10.0 pts" and points_delta(-0.0234) == "-2.3 pts"
+    assert points(0.0) is None and points(0.0004) is None
+    assert points(None) is None and points(float("nan")) is None
+    assert points(0.1) == "+10.0 pts" and points(-0.0234) == "-2.3 pts"
 
 
 def test_radar_panels_leave_room_for_their_labels():

@@ -9,9 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from puaudit.audit.estimator import PairEmbeddings, PUAudit
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.estimator import PUAudit
 from puaudit.cli.commands import main
-from puaudit.data.io import read_table, table_to_bytes
+from puaudit.data.io import read_table
+from puaudit.data.writers import table_to_bytes
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 from tests.make_hostile_files import HEADER, LARGE_ROWS, N_ROWS, make_hostile_files

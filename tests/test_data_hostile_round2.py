@@ -22,16 +22,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from puaudit.audit.estimator import PairEmbeddings, PUAudit, prepare_split
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.estimator import PUAudit
+from puaudit.audit.splits import prepare_split
 from puaudit.cli.commands import main
-from puaudit.data.io import (
-    check_output_path,
-    read_embeddings_npz,
-    read_table,
-    table_to_bytes,
-    write_bytes_atomic,
-    write_table,
-)
+from puaudit.data.writers import check_output_path, table_to_bytes, write_bytes_atomic, write_table
+from puaudit.data.embeddings_npz import read_embeddings_npz
+from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 from tests.make_hostile_files import HEADER, comparison_rows

@@ -2,9 +2,9 @@
 
 A 34 KB Parquet file whose 64 rows each carry a list of 10 million zeros decodes to 5 GB, and a
 5 MB gzip of a CSV or JSONL holding the same lists as text expands to 5 GB. Every reader counts
-decoded bytes against one budget (:class:`puaudit.data.io.DecodedBudget`): the CLI's
+decoded bytes against one budget (:class:`puaudit.data.read_limits.DecodedBudget`): the CLI's
 ``--max-decoded-mb`` (default 2,048 MB) and the dashboard's ``PUAUDIT_MAX_UPLOAD_MB``. Each file
-is generated here; peak memory is the child's VmHWM, as in tests/test_cli_limits.py.
+is generated here; peak memory is the child's VmHWM, as in tests/test_cli_input_limits.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from puaudit.cli.limits import DEFAULT_MAX_DECODED_MB, max_decoded_bytes_from
+from puaudit.cli.input_limits import DEFAULT_MAX_DECODED_MB, max_decoded_bytes_from
 from puaudit.data.io import read_table
 from puaudit.data.parquet_stream import read_comparisons_parquet
 from puaudit.errors import PUAuditError

@@ -24,7 +24,8 @@ import pytest
 
 from puaudit.cli.commands import main
 from puaudit.data.formats import read_comparison_input
-from puaudit.data.io import read_table, table_to_bytes
+from puaudit.data.io import read_table
+from puaudit.data.writers import table_to_bytes
 from puaudit.data.parquet_read import decoded_nbytes
 from puaudit.errors import PUAuditError
 from tests.conftest import ROOT

@@ -5,7 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.data.io import decode_text, read_table, table_to_bytes, write_table
+from puaudit.data.decoding import decode_text
+from puaudit.data.io import read_table
+from puaudit.data.writers import table_to_bytes, write_table
 from puaudit.errors import PUAuditError
 
 CSV = 'prompt,response_a,response_b,judge\n"Hi, there","a\nb",B-side,A\nq2,x,y,tie\n'

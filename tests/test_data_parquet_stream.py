@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from puaudit.audit.estimator import PairEmbeddings, PUAudit
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.estimator import PUAudit
 from puaudit.cli.commands import main
 from puaudit.data.io import read_table
 from puaudit.data.parquet_stream import read_comparisons_parquet, write_export_parquet

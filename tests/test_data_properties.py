@@ -10,8 +10,10 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from puaudit.audit.estimator import PairEmbeddings, PUAudit
-from puaudit.data.io import read_table, table_to_bytes
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.estimator import PUAudit
+from puaudit.data.io import read_table
+from puaudit.data.writers import table_to_bytes
 from puaudit.errors import PUAuditError
 
 SETTINGS = settings(max_examples=60, deadline=None, database=None,

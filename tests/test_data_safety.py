@@ -1,7 +1,8 @@
 import pandas as pd
 import pytest
 
-from puaudit.data.io import read_table, table_to_bytes
+from puaudit.data.io import read_table
+from puaudit.data.writers import table_to_bytes
 from puaudit.data.safety import formula_cells, is_formula, spreadsheet_safe
 
 

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit.estimator import PUAudit, embed_table
+from puaudit.audit.estimator import PUAudit
+from puaudit.embed.pairs import embed_table
 from puaudit.data.demo import generate_demo
 from puaudit.data.formats.alpaca_eval_export import JUDGE_PREFERENCE
 from puaudit.data.schema import load_comparisons

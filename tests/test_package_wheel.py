@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from puaudit.data.demo import generate_demo
-from tests.conftest import ROOT
 from puaudit.embed.hashing import HashingEncoder
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
 

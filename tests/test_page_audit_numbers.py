@@ -15,12 +15,13 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.m_curve import M_RANGE, m_grid
+from puaudit.audit.m_curve import M_RANGE, m_grid
 from puaudit.report.figures.m_curve import m_curve_figure
 from puaudit.audit.m_curve import with_current_point
 from puaudit.report.figures.metrics import expected_text, per_type_table
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PUAudit, embed_table
+from puaudit.audit.estimator import PUAudit
+from puaudit.embed.pairs import embed_table
 from puaudit.audit.evaluate import delta_over_seeds
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons

@@ -48,7 +48,7 @@ def test_audit_page_compares_every_scorer_and_rule():
 
     table = at.session_state["table"]
     emb = HashingEncoder()
-    from puaudit.audit.estimator import embed_table
+    from puaudit.embed.pairs import embed_table
 
     direct = evaluate(table, embed_table(table, emb), seeds=3, scorers=("centroid",),
                       rules=("paper",), p_ratio=0.3)["leaderboard"][0]

@@ -85,7 +85,8 @@ def test_messages_point_to_dashboard_controls():
 
 def test_library_errors_read_as_dashboard_advice():
     """Real messages of the library, reworded: no flag and no Python is left in them."""
-    from puaudit.audit.estimator import embed_table, prepare_split
+    from puaudit.embed.pairs import embed_table
+    from puaudit.audit.splits import prepare_split
     from puaudit.errors import PUAuditError
     from puaudit.embed.hashing import HashingEncoder
 

@@ -10,7 +10,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.first_look import PRELIMINARY, preliminary_label
+from puaudit.audit.evidence_only import PRELIMINARY
+from components.first_look import preliminary_label
 from puaudit.audit.config import AuditConfig
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons

@@ -75,7 +75,7 @@ def test_missing_model_columns_message():
 
 
 def test_judge_only_table_ranks_without_audit():
-    from puaudit.rankings.estimate import simulate_comparisons
+    from puaudit.rankings.simulate import simulate_comparisons
 
     df, _ = simulate_comparisons(300, n_models=4, label_share=0.0, random_state=0)
     frame = pd.DataFrame({"prompt": [f"q{i}" for i in range(len(df))],
@@ -144,7 +144,7 @@ def test_reachable_from_the_app():
 def test_sixty_models_heatmap_selector_and_captions():
     import json
 
-    from puaudit.rankings.estimate import simulate_comparisons
+    from puaudit.rankings.simulate import simulate_comparisons
 
     df, _ = simulate_comparisons(3000, n_models=60, label_share=0.3, random_state=2)
     frame = pd.DataFrame({"prompt": [f"q{i}" for i in range(len(df))],

@@ -13,8 +13,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from puaudit.report.figures.certify import certification_text
-from puaudit.report.figures.metrics import (MIN_TYPE_ROWS, TOP_TYPES, TYPE_RULE, headline_metrics,
-                                type_table, type_text)
+from puaudit.audit.metrics import MIN_TYPE_ROWS, TOP_TYPES, TYPE_RULE
+from puaudit.report.figures.metrics import headline_metrics, type_table, type_text
 from puaudit.audit.config import AuditConfig
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
@@ -159,7 +159,8 @@ def test_certify_text_says_where_escalated_rows_go():
 
 
 def test_certify_summary_counts_escalated_rows_without_a_human_verdict():
-    from puaudit.audit.estimator import PUAudit, embed_table
+    from puaudit.audit.estimator import PUAudit
+    from puaudit.embed.pairs import embed_table
     from puaudit.embed.hashing import HashingEncoder
 
     full = generate_demo(n_rows=300, random_state=0)

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from puaudit.cli.commands import main
 from puaudit.embed.hf_encoder import HFEncoder
-from puaudit.embed.choices import encoder_choices
+from puaudit.embed.encoder_menu import encoder_choices
 from tests.conftest import ROOT, planted_set
 
 pytestmark = pytest.mark.usefixtures("app_env")

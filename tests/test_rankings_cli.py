@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from puaudit.cli.commands import main
-from puaudit.rankings.estimate import SOURCES, simulate_comparisons
+from puaudit.rankings.result import SOURCES
+from puaudit.rankings.simulate import simulate_comparisons
 from tests.conftest import SHARED
 
 LLMFAO = SHARED / "data" / "llmfao" / "llmfao_crowd_vs_gpt4.csv"

@@ -12,16 +12,11 @@ import pytest
 
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
-from puaudit.rankings.estimate import (
-    SOURCES,
-    bradley_terry,
-    length_covariate,
-    model_rankings,
-    simulate_comparisons,
-    table_rankings,
-    verdict_scores,
-    win_rates,
-)
+from puaudit.rankings.result import SOURCES
+from puaudit.rankings.bradley_terry import bradley_terry
+from puaudit.rankings.winrates import length_covariate, verdict_scores, win_rates
+from puaudit.rankings.estimate import model_rankings, table_rankings
+from puaudit.rankings.simulate import simulate_comparisons
 from tests.conftest import SHARED
 
 LLMFAO = SHARED / "data" / "llmfao" / "llmfao_crowd_vs_gpt4.csv"

@@ -16,8 +16,10 @@ from scipy.special import expit
 import puaudit.rankings.bradley_terry as bradley_terry_module
 from puaudit.cli.commands import main
 from puaudit.errors import PUAuditError
-from puaudit.rankings.estimate import bradley_terry, model_rankings, simulate_comparisons
-from puaudit.rankings.limits import MIN_DRAWS, TOP_MODELS
+from puaudit.rankings.bradley_terry import bradley_terry
+from puaudit.rankings.estimate import model_rankings
+from puaudit.rankings.simulate import simulate_comparisons
+from puaudit.rankings.leaderboard_limits import MIN_DRAWS, TOP_MODELS
 from tests.conftest import ROOT
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from puaudit.audit.estimator import embed_table
+from puaudit.embed.pairs import embed_table
 from puaudit.audit.evaluate import evaluate
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons

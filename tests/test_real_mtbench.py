@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import embed_table
+from puaudit.embed.pairs import embed_table
 from puaudit.audit.evaluate import evaluate
 from puaudit.data.io import read_table
 from puaudit.data.schema import apply_judge_rule, load_comparisons
@@ -69,7 +69,8 @@ def test_default_ranks_verdicts_with_the_judges_own_evidence(boards):
 
 
 def test_prior_ot_scores_are_graded_on_real_data(mt):
-    from puaudit.audit.estimator import prepare_split, score_split
+    from puaudit.audit.splits import prepare_split
+    from puaudit.audit.scoring import score_split
 
     table, emb = mt
     prep = prepare_split(table, emb, AuditConfig(p_ratio=0.3, random_state=0))
@@ -80,7 +81,9 @@ def test_prior_ot_scores_are_graded_on_real_data(mt):
 
 
 def test_reversals_fall_monotonically_as_m_rises(mt):
-    from puaudit.audit.estimator import AuditConfig, prepare_split, reversals_vs_m
+    from puaudit.audit.config import AuditConfig
+    from puaudit.audit.splits import prepare_split
+    from puaudit.audit.estimator import reversals_vs_m
 
     table, emb = mt
     table = apply_judge_rule(table, "longer")
@@ -109,7 +112,7 @@ def test_coin_flip_verdicts_on_real_texts(mt, flip):
     """MT-Bench texts with the judge's (and people's) verdicts replaced by independent coin
     flips: with both random the default reverses nothing and says no scorer beats the base
     rate; with only the judge random it learns people's preferences from the texts."""
-    from puaudit.audit.estimator import audit_table
+    from puaudit.audit.stages import audit_table
     from puaudit.data.schema import ComparisonTable
 
     table, emb = mt

@@ -230,16 +230,16 @@ def m_parts(demo_inputs):
     """The report's parts of the same audit as :func:`m_card`."""
     from puaudit.audit.config import AuditConfig
     from puaudit.audit.m_curve import audit_with_m_curve
-    from puaudit.report.parts import assemble
+    from puaudit.report.parts import assemble_report
 
     table, emb = demo_inputs
     cfg = AuditConfig(scorer="probe", m=0.5, random_state=1)
     result, curve = audit_with_m_curve(table, emb, cfg)
-    return assemble(table, cfg, result, m_curve=curve, source={"name": "demo.csv"})
+    return assemble_report(table, cfg, result, m_curve=curve, source={"name": "demo.csv"})
 
 
 def test_card_carries_the_audit_pages_m_curve(m_card):
-    from components.m_curve import M_RANGE, m_grid  # what the Audit page draws with
+    from puaudit.audit.m_curve import M_RANGE, m_grid  # what the Audit page draws with
 
     curve, audit = m_card["m_curve"], m_card["audit"]
     assert curve["current_m"] == audit["m"] == 0.5
@@ -260,12 +260,12 @@ def test_card_carries_the_audit_pages_m_curve(m_card):
 def test_html_draws_the_m_curve_under_the_reversals(m_parts):
     from puaudit.report.html import render_report
     from puaudit.report.card import build_card
-    from puaudit.report.parts import assemble
+    from puaudit.report.parts import assemble_report
 
     card = build_card(m_parts)
     page = render_report(m_parts, card)
     # the same audit reported without its curve (as before the curve joined the report)
-    without = assemble(m_parts.table, m_parts.config, m_parts.result, source=m_parts.source,
+    without = assemble_report(m_parts.table, m_parts.config, m_parts.result, source=m_parts.source,
                        ranking_resamples=50)
     before = render_report(without, build_card(without))
     assert page.count("Plotly.newPlot(") == before.count("Plotly.newPlot(") + 1

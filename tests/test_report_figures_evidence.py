@@ -9,7 +9,7 @@ from puaudit.report.figures.evidence import (evidence_note, evidence_weights_fig
                                              evidence_weights_frame)
 from puaudit.report.figures.scores import nearest_threshold_rows
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import audit_table
+from puaudit.audit.stages import audit_table
 from tests.conftest import ROOT
 from tests.test_audit_evidence import _position_planted
 

@@ -16,7 +16,8 @@ from puaudit.report.figures.rankings import (
     win_probability_caption,
     win_probability_figure,
 )
-from puaudit.rankings.estimate import model_rankings, simulate_comparisons
+from puaudit.rankings.estimate import model_rankings
+from puaudit.rankings.simulate import simulate_comparisons
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from puaudit.report.card import build_card
 from puaudit.report.figures.m_curve import m_curve_figure
 from puaudit.report.figures.metrics import PER_TYPE_HEADERS, per_type_display
 from puaudit.report.html import render_report
-from puaudit.report.parts import FIRST_SHOWN, REFERENCE, assemble, judge_tendencies
+from puaudit.report.parts import FIRST_SHOWN, REFERENCE, assemble_report, judge_tendencies
 from puaudit.embed.hashing import HashingEncoder
 
 _FIGURE = re.compile(r'<div id="(fig-\d+)".*?<script>\(function\(\)\{var f=(.*?);Plotly\.newPlot',
@@ -42,7 +42,7 @@ def parts():
     table = load_comparisons(df)
     cfg = AuditConfig(scorer="probe", m=0.5, random_state=1)
     result, curve = audit_with_m_curve(table, emb, cfg)
-    return assemble(table, cfg, result, m_curve=curve, source={"name": "demo.csv"},
+    return assemble_report(table, cfg, result, m_curve=curve, source={"name": "demo.csv"},
                     ranking_resamples=50)
 
 

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PairEmbeddings, audit_table
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.stages import audit_table
 from puaudit.data.schema import load_comparisons
 from puaudit.review.feedback import (latest_votes, merge_decisions, review_columns,
                                      review_summary, with_review_columns)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from puaudit.audit.estimator import embed_table
+from puaudit.embed.pairs import embed_table
 from puaudit.data.io import read_table
 from puaudit.data.schema import apply_judge_rule, load_comparisons
 from puaudit.review.simulate import simulate_review, summarise_simulation

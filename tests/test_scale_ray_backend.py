@@ -159,7 +159,7 @@ def test_cli_audit_with_ray_writes_the_same_export_as_without(ray_local, tmp_pat
     from puaudit.cli.commands import main
     from puaudit.data.demo import generate_demo
     from puaudit.data.schema import load_comparisons
-    from puaudit.audit.estimator import embed_table
+    from puaudit.embed.pairs import embed_table
 
     src = tmp_path / "demo.csv"
     generate_demo(n_rows=300, random_state=1).to_csv(src, index=False)
@@ -178,7 +178,7 @@ def test_cli_audit_with_ray_writes_the_same_export_as_without(ray_local, tmp_pat
 
 
 def test_without_ray_the_backend_says_how_to_install_it(monkeypatch, planted, tmp_path, capsys):
-    from puaudit.audit.estimator import PairEmbeddings
+    from puaudit.embed.pairs import PairEmbeddings
     from puaudit.cli.commands import main
 
     df, e_a, e_b, _ = planted
@@ -193,7 +193,7 @@ def test_without_ray_the_backend_says_how_to_install_it(monkeypatch, planted, tm
 
 
 def test_an_unknown_backend_is_refused(planted):
-    from puaudit.audit.estimator import PairEmbeddings
+    from puaudit.embed.pairs import PairEmbeddings
 
     df, e_a, e_b, _ = planted
     with pytest.raises(PUAuditError, match="Unknown backend 'spark'"):

@@ -357,7 +357,7 @@ def test_key_in_the_input_is_not_copied_out(tmp_path, capsys, monkeypatch):
 def test_raw_bodies_that_json_alone_would_choke_on():
     """Parsing the body: a 5000-digit number (over Python's int-string limit), a lone surrogate
     (not writable as UTF-8), nesting deeper than the interpreter's recursion limit."""
-    from puaudit.trustjudge.runner import _Malformed, _parse_body
+    from puaudit.trustjudge.completion import _Malformed, _parse_body
 
     head = b'{"choices": [{"message": {"content": "Verdict: [A] \\ud800"}, "logprobs": {"content": ['
     tok = b'{"token": "A", "logprob": -0.1, "top_logprobs": [{"token": "B", "logprob": -' + b"9" * 5000

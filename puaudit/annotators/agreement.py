@@ -28,21 +28,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from puaudit.annotators.audit_link import annotator_score_disagreement
-from puaudit.annotators.consensus import (TIE_KEY, _item_majority, _to_keys,
-                                          _to_letters, consensus_labels,
+from puaudit.annotators.consensus import (TIE_KEY, _item_majority, _to_keys, _to_letters,
                                           require_annotator_column, winner_keys)
 from puaudit.annotators.intervals import CI_METHODS, share_columns, share_interval
 from puaudit.data.jsonsafe import to_jsonable
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
 
-__all__ = [
-    "AnnotatorReport",
-    "annotator_report",
-    "consensus_labels",
-    "annotator_score_disagreement",
-]
+__all__ = ["AnnotatorReport", "annotator_report"]
 
 @dataclass
 class AnnotatorReport:

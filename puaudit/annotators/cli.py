@@ -16,8 +16,8 @@ import sys
 
 from puaudit.annotators.agreement import annotator_report
 from puaudit.annotators import MODEL_NAMES, MODELS, annotator_model_report
-from puaudit.cli.limits import add_input_arguments, read_input
-from puaudit.data.io import check_output_path, write_table
+from puaudit.cli.input_limits import add_input_arguments, read_input
+from puaudit.data.writers import check_output_path, write_table
 from puaudit.data.jsonsafe import dumps
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError

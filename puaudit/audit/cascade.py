@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from puaudit.audit.certify import check_risk, check_target, item_outcomes, two_sided_interval
+from puaudit.audit.config import check_risk, check_target
+from puaudit.audit.certify import item_outcomes, two_sided_interval
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL,
                                   split_rows)
@@ -297,7 +298,9 @@ def _stage_table(table: ComparisonTable, rows: np.ndarray, judges: list, verdict
 
 def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human, config,
                target, risk_k) -> CascadeStage:
-    from puaudit.audit.estimator import PairEmbeddings, audit_table, prepare_split
+    from puaudit.embed.pairs import PairEmbeddings
+    from puaudit.audit.stages import audit_table
+    from puaudit.audit.splits import prepare_split
 
     n = len(table)
     judge = judges[k]
@@ -375,7 +378,7 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     -------
     CascadeResult
     """
-    from puaudit.audit.estimator import human_labels
+    from puaudit.audit.stages import human_labels
 
     target, risk = check_target(target), check_risk(risk)
     config = AuditConfig() if config is None else config

@@ -62,7 +62,7 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["START_SHARE", "lower_bound", "two_sided_interval", "rows_needed", "item_outcomes",
            "choose_threshold", "out_of_fold_probabilities", "realised_agreement",
-           "Certification", "certify_split", "with_target", "check_target", "check_risk",
+           "Certification", "certify_split", "with_target",
            "escalated_rows", "cascade_escalated_rows", "merge_asked_verdicts"]
 
 

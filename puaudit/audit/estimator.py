@@ -6,7 +6,7 @@ stage                   function                               module
 pair embeddings         :func:`embed_table` (slow; cached)     :mod:`puaudit.embed.pairs`
 split + evidence        :func:`prepare_split`                  :mod:`puaudit.audit.splits`
                                                                :mod:`puaudit.audit.evidence`
-denoise, score,         :func:`score_split`                    :mod:`puaudit.audit.choice`
+denoise, score,         :func:`score_split`                    :mod:`puaudit.audit.scoring`
 cross-fit, calibrate,                                          :mod:`puaudit.audit.crossfit`
 automatic choice                                               :mod:`puaudit.audit.scorers`
 relabel + measure       :func:`relabel_split`                  :mod:`puaudit.audit.relabel`
@@ -32,23 +32,18 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from puaudit.audit.calibration import prior_shift
-from puaudit.audit.choice import AUTO_CANDIDATES, score_split
+from puaudit.audit.scoring import score_split
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit
-from puaudit.audit.relabel import (GROUP_EXCLUDED, GROUP_NEG, GROUP_VERIFIED, beats_base_rate,
-                                   relabel_split)
-from puaudit.audit.result import EXPORT_COLUMNS, AuditResult, InputInfo
+from puaudit.audit.relabel import GROUP_NEG, beats_base_rate, relabel_split
 from puaudit.audit.scorers import SCORER_SPECS
-from puaudit.audit.splits import DiffRows, PreparedSplit, prepare_split
-from puaudit.audit.stages import StageCache, audit_table, human_labels
+from puaudit.audit.splits import PreparedSplit
+from puaudit.audit.stages import StageCache
 from puaudit.data.schema import ComparisonTable, load_comparisons
 from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.errors import PUAuditError
 
-__all__ = ["PairEmbeddings", "embed_table", "PreparedSplit", "prepare_split", "ScoredSplit",
-           "score_split", "relabel_split", "AuditResult", "InputInfo", "PUAudit", "EXPORT_COLUMNS",
-           "AuditConfig", "audit_table", "reversals_vs_m", "human_labels", "AUTO_CANDIDATES",
-           "GROUP_VERIFIED", "GROUP_EXCLUDED", "DiffRows"]
+__all__ = ["PUAudit", "reversals_vs_m"]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(AuditConfig))
 

@@ -7,12 +7,15 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from puaudit.audit.estimator import (PairEmbeddings, human_labels, prepare_split, relabel_split,
-                                     score_split)
+from puaudit.embed.pairs import PairEmbeddings
+from puaudit.audit.stages import human_labels
+from puaudit.audit.splits import prepare_split
+from puaudit.audit.relabel import relabel_split
+from puaudit.audit.scoring import score_split
 from puaudit.audit.config import SCORER_CHOICES, AuditConfig
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import to_jsonable
-from puaudit.audit.relabel import RULES
+from puaudit.audit.config import RULES
 from puaudit.data.schema import ComparisonTable
 
 __all__ = ["evaluate", "sweep", "delta_over_seeds", "default_spread_seeds", "spread_sentence",

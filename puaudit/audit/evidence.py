@@ -156,7 +156,7 @@ def _judge_strengths(judge: np.ndarray, ia: np.ndarray, ib: np.ndarray, k: int
                      ) -> tuple[np.ndarray, np.ndarray] | None:
     """Bradley–Terry strengths of model_a and model_b of every row, from the judge's verdicts
     (a tie is half a win each; prior 0.1 keeps a model that always wins finite)."""
-    from puaudit.rankings.estimate import bradley_terry
+    from puaudit.rankings.bradley_terry import bradley_terry
 
     j = np.asarray(judge, dtype=object)
     win = np.where(j == "A", 1.0, np.where(j == "B", 0.0, np.where(j == "tie", 0.5, np.nan)))

@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import (audit_table, human_labels, prepare_split, reversals_vs_m,
-                                     score_split)
+from puaudit.audit.stages import audit_table, human_labels
+from puaudit.audit.splits import prepare_split
+from puaudit.audit.estimator import reversals_vs_m
+from puaudit.audit.scoring import score_split
 from puaudit.audit.relabel import GROUP_NEG
 from puaudit.audit.result import AuditResult
 from puaudit.data.schema import ComparisonTable
@@ -74,7 +76,7 @@ def with_current_point(curve: list[dict], m: float, n_reversed: int) -> list[dic
 
 def audit_with_m_curve(table: ComparisonTable, embeddings: PairEmbeddings,
                        config: AuditConfig) -> tuple[AuditResult, list[dict]]:
-    """One audit (as :func:`~puaudit.audit.estimator.audit_table` runs it) and its reversals vs
+    """One audit (as :func:`~puaudit.audit.stages.audit_table` runs it) and its reversals vs
     m, drawn from the audit's own split and scores.
 
     Parameters

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from puaudit.audit.crossfit import ScoredSplit
     from puaudit.audit.splits import PreparedSplit
 
-__all__ = ["RULES", "GROUP_POS", "GROUP_NEG", "GROUP_UNCERTAIN", "GROUP_VERIFIED",
-           "GROUP_EXCLUDED", "relabel_paper", "relabel_guarded", "adjust_verdicts", "reverse",
-           "relabel_split", "beats_base_rate"]
+__all__ = ["GROUP_POS", "GROUP_NEG", "GROUP_UNCERTAIN", "GROUP_VERIFIED", "GROUP_EXCLUDED",
+           "relabel_paper", "relabel_guarded", "adjust_verdicts", "reverse", "relabel_split",
+           "beats_base_rate"]
 
 GROUP_POS = "positive"
 GROUP_NEG = "negative"

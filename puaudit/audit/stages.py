@@ -43,7 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-from puaudit.audit.choice import score_split
+from puaudit.audit.scoring import score_split
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer
 from puaudit.audit.relabel import GROUP_NEG, relabel_split
@@ -99,7 +99,7 @@ def human_labels(table: ComparisonTable, config: AuditConfig,
     model's consensus (``ds``; ``crowdlab`` needs ``embeddings``: it audits the single votes
     first for its probabilities)."""
     if config.human_source == "consensus":
-        from puaudit.annotators.agreement import consensus_labels
+        from puaudit.annotators.consensus import consensus_labels
 
         return consensus_labels(table)
     if config.human_source in ("ds", "crowdlab"):
@@ -204,7 +204,7 @@ class StageCache:
         Stage results kept (least recently used dropped first); a stage result holds a few
         arrays aligned with the rows.
     map_fn : callable, optional
-        Runs the scoring jobs (:func:`~puaudit.audit.choice.score_split`; the Ray backend).
+        Runs the scoring jobs (:func:`~puaudit.audit.scoring.score_split`; the Ray backend).
 
     Attributes
     ----------
@@ -325,7 +325,7 @@ class StageCache:
 
     def scored(self, config: AuditConfig, *, checkpoint: Callable | None = None
                ) -> ScoredSplit:
-        """:func:`~puaudit.audit.choice.score_split` of ``config``: the fits (and the
+        """:func:`~puaudit.audit.scoring.score_split` of ``config``: the fits (and the
         automatic choice) before the prior shift are cached; the shift to ``m`` is applied to
         a copy (a few vector operations)."""
         prep = self.split(config, checkpoint=checkpoint)

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from puaudit.audit.cascade import CASCADE_COLUMNS, run_cascade
     from puaudit.audit.config import check_risk, check_target, config_from_args
     from puaudit.cli.commands import _embeddings, _load
-    from puaudit.data.io import write_table
+    from puaudit.data.writers import write_table
     from puaudit.data.jsonsafe import dumps
     from puaudit.data.writers import check_output_path
 

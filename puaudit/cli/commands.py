@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 from puaudit.audit.config import config_from_args
-from puaudit.cli.limits import add_max_rows_argument, add_split_argument, read_input
+from puaudit.cli.input_limits import add_max_rows_argument, add_split_argument, read_input
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import dumps
 from puaudit.progress import stderr_progress
@@ -158,7 +158,7 @@ def _load(args):
     _check_split(args)
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
     if _streams(args):
-        from puaudit.cli.limits import limits_from
+        from puaudit.cli.input_limits import limits_from
         from puaudit.data.parquet_stream import read_comparisons_parquet
 
         table = read_comparisons_parquet(args.input, columns=cols, **limits_from(args),
@@ -185,10 +185,10 @@ def _load_labelled(args):
 
 
 def _embeddings(args, table):
-    from puaudit.audit.estimator import PairEmbeddings, embed_table
+    from puaudit.embed.pairs import PairEmbeddings, embed_table
 
     if args.embeddings:
-        from puaudit.data.io import read_embeddings_npz
+        from puaudit.data.embeddings_npz import read_embeddings_npz
 
         # member headers are checked (shape, dtype, size) before anything is loaded
         arrays = read_embeddings_npz(args.embeddings, n_rows=len(table))
@@ -245,7 +245,7 @@ def _check_audit_args(args):
     an input (or a folder, or in a folder that does not exist, or unwritable) is refused now,
     not after a long audit. Returns the audit's configuration.
     """
-    from puaudit.data.io import check_output_path
+    from puaudit.data.writers import check_output_path
 
     cfg = config_from_args(args)
     if args.spread_seeds is not None and args.spread_seeds < 1:
@@ -299,7 +299,7 @@ def _write_export(args, res, table) -> tuple[int, int]:
         write_export_parquet(res, args.input, args.output,
                              progress=stderr_progress("wrote", min_total=500_000))
         return (res.input.n_rows, len(pq.read_schema(args.output).names))
-    from puaudit.data.io import write_table
+    from puaudit.data.writers import write_table
 
     out = res.to_frame(table)
     if args.export_format == "alpaca-eval":
@@ -398,7 +398,7 @@ def cmd_audit(args) -> int:
     """``puaudit audit``: check, load, embed, audit, write, spread, report (in that order)."""
     from puaudit.audit.evaluate import verdict_with_spread
     from puaudit.audit.manifest import run_manifest
-    from puaudit.data.io import write_bytes_atomic
+    from puaudit.data.writers import write_bytes_atomic
 
     cfg = _check_audit_args(args)
     table = _load_labelled(args)
@@ -443,7 +443,7 @@ def _split_list(s: str | None, allowed) -> list[str] | None:
 def cmd_evaluate(args) -> int:
     from puaudit.audit.config import SCORER_CHOICES
     from puaudit.audit.evaluate import evaluate
-    from puaudit.audit.relabel import RULES
+    from puaudit.audit.config import RULES
 
     table = _load_labelled(args)
     cfg = config_from_args(args)
@@ -493,7 +493,7 @@ def cmd_sweep(args) -> int:
 
 def cmd_demo(args) -> int:
     from puaudit.data.demo import generate_demo
-    from puaudit.data.io import check_output_path, write_table
+    from puaudit.data.writers import check_output_path, write_table
 
     if args.rows < 20:
         raise PUAuditError("--rows must be at least 20 for a useful demo.")

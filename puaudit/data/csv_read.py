@@ -12,8 +12,8 @@ from typing import IO
 import pandas as pd
 
 from puaudit.data.decoding import _text_stream
-from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _check_header,
-                                 _check_rows)
+from puaudit.data.read_limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _check_header,
+                                      _check_rows)
 from puaudit.errors import PUAuditError
 
 

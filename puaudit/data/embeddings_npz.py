@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from puaudit.data.limits import MAX_EMBEDDING_DIM, MAX_UNCOMPRESSED_BYTES, _mb
+from puaudit.data.read_limits import MAX_EMBEDDING_DIM, MAX_UNCOMPRESSED_BYTES, _mb
 from puaudit.errors import PUAuditError
 
 __all__ = ["read_embeddings_npz"]

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES,
-                                 DecodedBudget, _check_columns, _check_header, _check_rows, _mb)
+from puaudit.data.read_limits import (_DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES,
+                                      DecodedBudget, _check_columns, _check_header, _check_rows,
+                                      _mb)
 from puaudit.data.parquet_read import arrow_frame_fixups
 from puaudit.errors import PUAuditError
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import pandas as pd
 
 from puaudit.data import hf_disk, parquet_shards
-from puaudit.data.folder_tables import READ_NOTE, SPLIT, SPLITS, FolderRead
+from puaudit.data.folder_tables import FolderRead
 from puaudit.errors import PUAuditError
 
-__all__ = ["FolderKind", "FOLDER_KINDS", "read_folder", "READ_NOTE", "SPLITS", "SPLIT"]
+__all__ = ["FolderKind", "FOLDER_KINDS", "read_folder"]
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from puaudit.data.folder_tables import (READ_NOTE, SPLIT, SPLITS, FolderRead, check_same_columns,
                                         choose_split, frame_of_tables, inside, unreadable)
-from puaudit.data.limits import _mb, not_regular
+from puaudit.data.read_limits import _mb, not_regular
 from puaudit.data.parquet_read import spend_batch
 from puaudit.errors import PUAuditError
 

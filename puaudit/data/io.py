@@ -34,28 +34,18 @@ import numpy as np
 import pandas as pd
 
 from puaudit.data.csv_read import _CHUNK_ROWS, _lines, _pack_strings, _read_csv, _string_column
-from puaudit.data.decoding import _text_stream, decode_text
-from puaudit.data.embeddings_npz import read_embeddings_npz
-from puaudit.data.limits import (_DEFAULT_HINT, _INT64_MAX, _INT64_MIN, MAX_COLUMNS,
-                                 MAX_EMBEDDING_DIM, MAX_UNCOMPRESSED_BYTES, SUPPORTED_SUFFIXES,
-                                 _check_columns, _check_rows, DecodedBudget, _is_int, _mb,
-                                 _too_big, open_regular)
-from puaudit.data.limits import _check_header  # noqa: F401 - re-exported
-from puaudit.data.limits import ROW_LIMIT
-from puaudit.data.parquet_read import (_read_parquet, decoded_nbytes, parquet_batches,
-                                       parquet_check_budget, parquet_decoded_sizes,
-                                       parquet_text_leaves)
-from puaudit.data.parquet_read import arrow_frame_fixups  # noqa: F401 - re-exported
-from puaudit.data.writers import check_output_path, table_to_bytes, write_bytes_atomic, write_table
+from puaudit.data.decoding import _text_stream
+from puaudit.data.read_limits import (_DEFAULT_HINT, _INT64_MAX, _INT64_MIN, MAX_COLUMNS,
+                                      MAX_UNCOMPRESSED_BYTES, SUPPORTED_SUFFIXES, _check_columns,
+                                      _check_rows, DecodedBudget, _is_int, _mb, _too_big,
+                                      open_regular)
+from puaudit.data.read_limits import ROW_LIMIT
+from puaudit.data.parquet_read import _read_parquet
 from puaudit.errors import PUAuditError
 
 # The readers, writers and limits live in modules named for what they hold; every name
 # importable from here before stays importable from here.
-__all__ = ["read_table", "write_table", "table_to_bytes", "decode_text", "detect_format",
-           "check_output_path", "write_bytes_atomic", "read_embeddings_npz", "DecodedBudget",
-           "parquet_decoded_sizes", "parquet_check_budget", "parquet_text_leaves",
-           "parquet_batches", "decoded_nbytes",
-           "SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM"]
+__all__ = ["read_table", "detect_format"]
 
 Source = Union[str, os.PathLike, bytes, IO[bytes]]
 

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _check_header,
-                                 _check_rows, DecodedBudget, _mb)
+from puaudit.data.read_limits import (_DEFAULT_HINT, MAX_COLUMNS, _check_columns, _check_header,
+                                      _check_rows, DecodedBudget, _mb)
 from puaudit.errors import PUAuditError
 
 __all__ = ["parquet_decoded_sizes", "parquet_check_budget", "parquet_text_leaves", "decoded_nbytes",

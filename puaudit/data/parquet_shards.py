@@ -24,7 +24,7 @@ import pandas as pd
 
 from puaudit.data.folder_tables import (FolderRead, check_same_columns, choose_split,
                                         frame_of_tables, unreadable)
-from puaudit.data.limits import _check_columns, _check_header, not_regular
+from puaudit.data.read_limits import _check_columns, _check_header, not_regular
 from puaudit.data.parquet_read import parquet_decoded_sizes, parquet_table
 from puaudit.errors import PUAuditError
 

@@ -24,8 +24,8 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
-from puaudit.data.limits import (_DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES, DecodedBudget,
-                                 _check_columns, _check_header, _check_rows)
+from puaudit.data.read_limits import (_DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES,
+                                      DecodedBudget, _check_columns, _check_header, _check_rows)
 from puaudit.data.parquet_read import (arrow_frame_fixups, parquet_batches, parquet_check_budget,
                                        parquet_decoded_sizes, parquet_text_leaves)
 from puaudit.data.writers import write_bytes_atomic

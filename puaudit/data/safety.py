@@ -5,7 +5,7 @@ return, which some spreadsheets skip) is run as a formula when a CSV is opened i
 LibreOffice or Google Sheets ("CSV injection", OWASP). Judge verdicts and model answers are
 untrusted text, so an export may carry such cells.
 
-The default export (:func:`puaudit.data.io.table_to_bytes`) stays **byte-faithful**: every value is
+The default export (:func:`puaudit.data.writers.table_to_bytes`) stays **byte-faithful**: every value is
 written exactly as read, because the export is data, and changing it would break re-auditing and
 any comparison with the input. :func:`formula_cells` lets the caller warn, and
 :func:`spreadsheet_safe` makes a separate copy meant only for opening in a spreadsheet, where each

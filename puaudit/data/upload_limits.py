@@ -4,11 +4,11 @@
     Limits on one dashboard upload, checked while it is decompressed and parsed (see
     :func:`upload_limits`). The browser's ``server.maxUploadSize`` only caps the *compressed*
     size; these cap what the server actually has to hold and audit. ``PUAUDIT_MAX_UPLOAD_MB``
-    is the upload's decoded budget (:class:`puaudit.data.io.DecodedBudget`): a gzip's
+    is the upload's decoded budget (:class:`puaudit.data.read_limits.DecodedBudget`): a gzip's
     decompressed bytes (counted before any is kept), a Parquet file's values as Arrow holds them
     (refused from the footer before any page is read when it says so), JSON values once parsed.
     Larger files go through the command line, which has higher limits of its own
-    (:mod:`puaudit.cli.limits`).
+    (:mod:`puaudit.cli.input_limits`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.data.jsonsafe import encode, to_jsonable
-from puaudit.data.limits import _INT64_MIN, SUPPORTED_SUFFIXES, _is_int
+from puaudit.data.read_limits import _INT64_MIN, SUPPORTED_SUFFIXES, _is_int
 from puaudit.errors import PUAuditError
 
 __all__ = ["write_bytes_atomic", "check_output_path", "write_table", "table_to_bytes"]

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
-from puaudit.data.limits import _mb
+from puaudit.data.read_limits import _mb
 from puaudit.errors import PUAuditError
 
 __all__ = ["read_zip_folder", "UnpackedZip", "MAX_MEMBERS"]

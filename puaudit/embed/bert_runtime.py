@@ -86,7 +86,7 @@ def unsupported_reason(model_dir: Path, config: dict) -> str | None:
 
 class LeanTokenizer:
     """``tokenizers.Tokenizer`` from ``tokenizer.json`` behind the part of transformers' tokenizer
-    call that :class:`puaudit.embed.encoders.HFEncoder` uses: ``tok(texts, padding=False,
+    call that :class:`puaudit.embed.hf_encoder.HFEncoder` uses: ``tok(texts, padding=False,
     add_special_tokens=..., truncation=True, max_length=N)["input_ids"]``."""
 
     def __init__(self, model_dir: Path):

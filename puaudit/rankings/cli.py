@@ -17,9 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from puaudit.cli.limits import add_input_arguments, read_input
+from puaudit.cli.input_limits import add_input_arguments, read_input
 from puaudit.errors import PUAuditError
-from puaudit.rankings.limits import BOOTSTRAP_WORK, TOP_MODELS
+from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, TOP_MODELS
 
 __all__ = ["add_parser", "run", "main"]
 
@@ -144,9 +144,9 @@ def _summary(res, top: int | None = None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
-    from puaudit.cli.commands import dumps
+    from puaudit.data.jsonsafe import dumps
     from puaudit.data.formats import read_comparison_input
-    from puaudit.data.io import check_output_path, write_table
+    from puaudit.data.writers import check_output_path, write_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
     from puaudit.rankings.estimate import table_rankings
 

@@ -40,19 +40,16 @@ import pandas as pd
 from puaudit.data.cells import id_text
 from puaudit.errors import PUAuditError
 from puaudit.rankings.bootstrap import _classical_sources, _draw_notes, _plan
-from puaudit.rankings.bradley_terry import DIRECT_MAX, bradley_terry
-from puaudit.rankings.limits import BOOTSTRAP_WORK, MIN_DRAWS, TOP_MODELS
+from puaudit.rankings.bradley_terry import bradley_terry
+from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, MIN_DRAWS
 from puaudit.rankings.ppi import _ppi_source
-from puaudit.rankings.result import SOURCE_LABELS, SOURCES, ModelRankings, _leaderboard_frame
-from puaudit.rankings.simulate import simulate_comparisons
+from puaudit.rankings.result import ModelRankings, _leaderboard_frame
 from puaudit.rankings.units import _I, _J, _N, _W, _X, _stats, _Units
-from puaudit.rankings.winrates import TIES, length_covariate, verdict_scores, win_rates
+from puaudit.rankings.winrates import TIES, length_covariate, verdict_scores
 
 # The building blocks live in modules named for what they hold (winrates, bradley_terry, units,
 # bootstrap, ppi, result, simulate); every public name stays importable from here.
-__all__ = ["SOURCES", "SOURCE_LABELS", "TIES", "TOP_MODELS", "BOOTSTRAP_WORK", "ModelRankings",
-           "verdict_scores", "win_rates", "bradley_terry", "model_rankings", "table_models",
-           "table_rankings", "length_covariate", "simulate_comparisons", "DIRECT_MAX"]
+__all__ = ["model_rankings", "table_models", "table_rankings"]
 
 MODEL_COLUMNS_HINT = ("Model rankings need the names of the two models compared in each row: "
                       "columns model_a and model_b (or model_1 / model_2). Map them on the Data "

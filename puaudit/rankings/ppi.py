@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from puaudit.rankings.bootstrap import _global_seed, _Plan, _ppi_py
-from puaudit.rankings.limits import MIN_DRAWS
+from puaudit.rankings.leaderboard_limits import MIN_DRAWS
 from puaudit.rankings.units import _N
 from puaudit.stats.bootstrap import cluster_bootstrap_indices
 

@@ -9,7 +9,7 @@ import pandas as pd
 from scipy.special import expit
 
 from puaudit.errors import PUAuditError
-from puaudit.rankings.limits import TOP_MODELS
+from puaudit.rankings.leaderboard_limits import TOP_MODELS
 
 __all__ = ["SOURCES", "SOURCE_LABELS", "ModelRankings"]
 

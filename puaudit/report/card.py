@@ -51,7 +51,7 @@ def _audit_summary(parts: ReportParts) -> dict | None:
 
 
 def _rankings(parts: ReportParts) -> dict | None:
-    from puaudit.rankings.limits import TOP_MODELS
+    from puaudit.rankings.leaderboard_limits import TOP_MODELS
 
     r = parts.rankings
     if r is None:

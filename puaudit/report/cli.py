@@ -60,7 +60,7 @@ def _format(args) -> str:
 def _check(args):
     """Every option checked before any work; returns the :class:`AuditConfig`."""
     from puaudit.audit.config import config_from_args
-    from puaudit.data.io import check_output_path
+    from puaudit.data.writers import check_output_path
 
     cfg = config_from_args(args)
     if args.spread_seeds is not None and args.spread_seeds < 1:
@@ -130,7 +130,7 @@ def _audit(args, table, cfg):
 
 def _write(args, parts, card) -> int:
     """Write the report; returns its size in bytes."""
-    from puaudit.data.io import write_bytes_atomic
+    from puaudit.data.writers import write_bytes_atomic
     from puaudit.data.jsonsafe import dumps
 
     if _format(args) == "json":
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     from puaudit.cli.commands import _load
     from puaudit.data.jsonsafe import dumps
     from puaudit.report.card import build_card, gate
-    from puaudit.report.parts import assemble, file_sha256
+    from puaudit.report.parts import assemble_report, file_sha256
 
     try:
         cfg = _check(args)
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
                   if Path(args.input).is_file() else None,
                   # the split read: the one asked for, else the one a folder opened at
                   "split": args.split or table.frame.attrs.get("split")}
-        parts = assemble(table, cfg, result, m_curve=curve, spread=spread, no_audit=no_audit,
+        parts = assemble_report(table, cfg, result, m_curve=curve, spread=spread, no_audit=no_audit,
                          source=source, encoder=encoder, command=command_line(args))
         card = build_card(parts)
         size = _write(args, parts, card)

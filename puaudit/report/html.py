@@ -26,7 +26,7 @@ import pandas as pd
 
 from puaudit.audit.evaluate import spread_sentence
 from puaudit.percents import percent
-from puaudit.rankings.limits import TOP_MODELS
+from puaudit.rankings.leaderboard_limits import TOP_MODELS
 from puaudit.report.figures.annotators import agreement_figure, annotator_table, bias_scatter
 from puaudit.report.figures.certify import (CURVE_TARGETS, certification_text,
                                             coverage_curve_figure)
@@ -329,12 +329,12 @@ def report_html(table, result, config, *, m_curve: list[dict] | None = None,
     from puaudit.audit.m_curve import with_current_point
     from puaudit.audit.relabel import GROUP_NEG
     from puaudit.report.card import build_card, report_command
-    from puaudit.report.parts import assemble
+    from puaudit.report.parts import assemble_report
 
     source = dict(source or {})
     if m_curve is not None:  # pinned to the audit at its m, as the Audit page draws it
         m_curve = with_current_point(m_curve, result.m, int((result.group == GROUP_NEG).sum()))
-    parts = assemble(table, config, result, m_curve=m_curve, spread=spread, source=source,
+    parts = assemble_report(table, config, result, m_curve=m_curve, spread=spread, source=source,
                      encoder=encoder, command=report_command(source.get("name") or "INPUT",
                                                              config, split=source.get("split")))
     return render_report(parts, build_card(parts)).encode("utf-8")

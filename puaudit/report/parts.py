@@ -1,6 +1,6 @@
 """What one audit report is made of: the audit and everything computed beside it.
 
-:func:`assemble` runs the label-free analyses (the judge's position and length tendencies, its
+:func:`assemble_report` runs the label-free analyses (the judge's position and length tendencies, its
 TrustJudge consistency, its model ranking) and, when the table allows, the labelled ones (the
 ranking four ways, the annotator audit). Each part the table cannot give is left out with the
 reason in :attr:`ReportParts.notes`, so a report on a table without human labels still shows what
@@ -20,7 +20,7 @@ from puaudit.audit.config import AuditConfig
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
 
-__all__ = ["ReportParts", "assemble", "judge_tendencies", "file_sha256", "JUDGE_NAME",
+__all__ = ["ReportParts", "assemble_report", "judge_tendencies", "file_sha256", "JUDGE_NAME",
            "FIRST_SHOWN", "REFERENCE"]
 
 #: the judge's name as one more annotator (as on the Annotators page)
@@ -161,7 +161,7 @@ def _trustjudge(table: ComparisonTable, notes: dict, name: str):
     return before, _try(notes, "trustjudge", lambda: analyse(pairs, None, method=method))
 
 
-def assemble(table: ComparisonTable, config: AuditConfig, result=None, *,
+def assemble_report(table: ComparisonTable, config: AuditConfig, result=None, *,
              m_curve: list[dict] | None = None, spread: dict | None = None,
              no_audit: str | None = None,
              source: dict | None = None, encoder: str = "", command: str = "",

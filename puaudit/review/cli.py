@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.cli.limits import add_max_rows_argument, limits_from
+from puaudit.cli.input_limits import add_max_rows_argument, limits_from
 from puaudit.errors import PUAuditError
-from puaudit.review.tools import TOOLS
+from puaudit.review.labeling_tools import TOOLS
 
 __all__ = ["add_parser", "run", "main"]
 
@@ -85,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _to_tool(args) -> int:
     """``export --table AUDIT_EXPORT --to TOOL``: the rows that need a person, for the tool."""
-    from puaudit.data.io import check_output_path, read_table
-    from puaudit.review.tools import write_argilla, write_label_studio
+    from puaudit.data.writers import check_output_path
+    from puaudit.data.io import read_table
+    from puaudit.review.labeling_tools import write_argilla, write_label_studio
 
     if not args.table:
         raise PUAuditError(f"--to {args.to} writes the rows of an audit export that need a "
@@ -105,7 +106,8 @@ def _to_tool(args) -> int:
 
 
 def _export(args) -> int:
-    from puaudit.data.io import check_output_path, read_table, write_table
+    from puaudit.data.writers import check_output_path, write_table
+    from puaudit.data.io import read_table
 
     if getattr(args, "to", None):
         return _to_tool(args)
@@ -139,7 +141,7 @@ def _export(args) -> int:
 
 def _import(args) -> int:
     from puaudit.data.io import read_table
-    from puaudit.review.tools import tool_decisions, tool_table
+    from puaudit.review.labeling_tools import tool_decisions, tool_table
 
     name = Path(args.input).name
     limits = limits_from(args)  # a file, or an Argilla folder's records as their votes expand

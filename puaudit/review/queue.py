@@ -58,7 +58,7 @@ def review_order(p_judge_right, group, candidates, *, order: str = "value",
 
     Parameters
     ----------
-    p_judge_right, group : arrays over all rows (an :class:`~puaudit.audit.estimator.AuditResult`'s)
+    p_judge_right, group : arrays over all rows (an :class:`~puaudit.audit.result.AuditResult`'s)
     candidates : int array of row indices (or a boolean mask)
     order : {"value", "random"}
     below : array over all rows, optional

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import audit_table, human_labels, prepare_split
+from puaudit.audit.stages import audit_table, human_labels
+from puaudit.audit.splits import prepare_split
 from puaudit.audit.splits import SPLIT_EXCLUDED, SPLIT_P, SPLIT_VAL
 from puaudit.review.queue import ORDERS, review_order
 

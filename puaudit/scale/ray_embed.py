@@ -1,6 +1,6 @@
 """Embedding distinct texts with Ray Data: an actor pool, one encoder per actor.
 
-The local path (:func:`puaudit.audit.estimator.embed_table`) embeds each distinct
+The local path (:func:`puaudit.embed.pairs.embed_table`) embeds each distinct
 ``format_text(prompt, response)`` once, in one process. Here the same distinct texts, minus
 those already in the content-keyed embedding cache, become a Ray dataset of blocks of
 ``batch_size`` texts; ``map_batches`` hands each block to one actor of a pool
@@ -315,7 +315,7 @@ def embed_table_ray(table, encoder=None, *, cache_dir: Any = DEFAULT,
                     batch_size: int = BATCH_SIZE, max_restarts: int = -1,
                     progress: Callable[[int, int], Any] | None = None,
                     show_progress: bool = False):
-    """:func:`puaudit.audit.estimator.embed_table` on Ray: same texts, same layout, same vectors.
+    """:func:`puaudit.embed.pairs.embed_table` on Ray: same texts, same layout, same vectors.
 
     ``encoder``: a :class:`TextEncoder`, a model name / local folder, or None for the default.
     The other options are :func:`embed_texts_ray`'s. ``show_progress`` prints a line per 10%

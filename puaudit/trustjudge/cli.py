@@ -11,7 +11,7 @@ import sys
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 from puaudit.percents import percent
-from puaudit.data.io import check_output_path, write_table
+from puaudit.data.writers import check_output_path, write_table
 from puaudit.trustjudge.relations import METHODS
 from puaudit.trustjudge.report import TrustJudgeReport, analyse
 from puaudit.trustjudge.scores import SCORE_METHODS

@@ -64,7 +64,7 @@ def response_usage(response: Mapping) -> tuple[int, int]:
 
 def _check_response(data: Any) -> dict:
     """A response must hold ``choices[0].message.content`` text; its log-probabilities may be
-    anything: :func:`puaudit.trustjudge.judge_tables.assemble` checks them and lists the bad ones,
+    anything: :func:`puaudit.trustjudge.judge_tables.assemble_judge_tables` checks them and lists the bad ones,
     keeping the verdict (asking again would not change a deterministic server's answer)."""
     try:
         choice = data["choices"][0]
@@ -117,7 +117,7 @@ def redact_secret(value: Any, secret: str) -> tuple[Any, int]:
 
 def _parse_int(digits: str) -> int | float:
     # a 5000-digit number would make json.loads raise (int max str digits): as a float it is
-    # inf, which assemble lists as a malformed log-probability
+    # inf, which assemble_judge_tables lists as a malformed log-probability
     return int(digits) if len(digits) <= 64 else float(digits)
 
 

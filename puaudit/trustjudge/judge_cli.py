@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.cli.limits import add_max_rows_argument, read_input
+from puaudit.cli.input_limits import add_max_rows_argument, read_input
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.judge_tables import WINNER_RULES
@@ -190,7 +190,7 @@ class _Redacting:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from puaudit.trustjudge.judge_tables import assemble
+    from puaudit.trustjudge.judge_tables import assemble_judge_tables
     from puaudit.trustjudge.runner import JudgeClient
 
     scores = args.scores or args.scores_only
@@ -220,7 +220,7 @@ def _run(args: argparse.Namespace) -> int:
               "command to retry the failed ones, or add --allow-partial to write the tables "
               "without them.", file=sys.stderr)
         return 1
-    tables = assemble(plan, responses, judge_name=args.judge_name or args.model,
+    tables = assemble_judge_tables(plan, responses, judge_name=args.judge_name or args.model,
                       failures=stats.failures, notes=echoed, winner_column=args.winner_column,
                       winner_rule=args.winner_rule)
     secret = _secret(args)
@@ -243,7 +243,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _checked_paths(args: argparse.Namespace, *, scores: bool) -> dict:
     """The output paths, each checked before anything is read or asked."""
-    from puaudit.data.io import check_output_path
+    from puaudit.data.writers import check_output_path
 
     paths = default_paths(args.output, scores_only=args.scores_only, scores_out=args.scores_out,
                           cache=args.cache)
@@ -340,7 +340,7 @@ def _collect(plan, args: argparse.Namespace, client, paths: dict):
 
 def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
     """Write the pairs, scores and problems tables; what was written where."""
-    from puaudit.data.io import write_table
+    from puaudit.data.writers import write_table
 
     written = {}
     if tables.pairs is not None:

@@ -1,4 +1,4 @@
-"""From the judge's responses to TrustJudge tables (:func:`assemble`)."""
+"""From the judge's responses to TrustJudge tables (:func:`assemble_judge_tables`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from puaudit.trustjudge.judge_plan import JudgePlan
 from puaudit.trustjudge.judge_responses import parse_pair, parse_score
 from puaudit.trustjudge.relations import relation_baseline, relation_bidirectional
 
-__all__ = ["JudgeTables", "assemble", "WINNER_RULES"]
+__all__ = ["JudgeTables", "assemble_judge_tables", "WINNER_RULES"]
 
 WINNER_RULES = ("baseline", "bidirectional", "first")
 _PAIR_OUT = ("verdict", "p{o}_A", "p{o}_B", "p{o}_tie", "ppl", "n_tokens", "rationale",
@@ -24,7 +24,7 @@ _WINNER = {">": "model_a", "<": "model_b", "=": "tie"}
 
 @dataclass
 class JudgeTables:
-    """What :func:`assemble` returns.
+    """What :func:`assemble_judge_tables` returns.
 
     Attributes
     ----------
@@ -166,7 +166,7 @@ def _scores_table(plan: JudgePlan, got: _Responses, judge_name: str) -> tuple[pd
     return frame[keep].reset_index(drop=True), len(frame), int(keep.sum())
 
 
-def assemble(plan: JudgePlan, responses: Mapping[str, Mapping], *, judge_name: str,
+def assemble_judge_tables(plan: JudgePlan, responses: Mapping[str, Mapping], *, judge_name: str,
              failures: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None,
              winner_column: str = "judge_winner", winner_rule: str = "baseline") -> JudgeTables:
     """Tables from the judge's responses.

@@ -79,8 +79,8 @@ def to_annotations(audited: pd.DataFrame) -> pd.DataFrame:
 
 def _json_array(annotations: pd.DataFrame) -> bytes:
     """The annotations as AlpacaEval writes them: a JSON array of records, numbers to the last
-    digit (:func:`puaudit.data.io.table_to_bytes`)."""
-    from puaudit.data.io import table_to_bytes
+    digit (:func:`puaudit.data.writers.table_to_bytes`)."""
+    from puaudit.data.writers import table_to_bytes
 
     # JSON Lines escape every newline inside a value: one record per line, joined as an array
     lines = table_to_bytes(annotations, "jsonl").rstrip(b"\n").split(b"\n")
@@ -91,7 +91,7 @@ def write_annotations(audited: pd.DataFrame, path: str | os.PathLike) -> tuple[i
     """Write the annotations (:func:`to_annotations`) to ``path`` atomically as AlpacaEval
     writes them: a JSON array of records, numbers to the last digit; returns (records,
     fields)."""
-    from puaudit.data.io import write_bytes_atomic
+    from puaudit.data.writers import write_bytes_atomic
 
     annotations = to_annotations(audited)
     write_bytes_atomic(path, _json_array(annotations))

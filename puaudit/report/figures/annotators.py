@@ -10,7 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from puaudit.report.figures.text import plotly_texts
-from puaudit.annotators.agreement import AnnotatorReport, consensus_labels
+from puaudit.annotators.agreement import AnnotatorReport
+from puaudit.annotators.consensus import consensus_labels
 from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
 
 __all__ = ["annotator_table", "agreement_figure", "bias_scatter", "disagreements_table",

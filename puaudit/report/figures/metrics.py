@@ -8,14 +8,12 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
-           "auto_comparison_table", "verdict_text", "spread_text",
-           "MIN_TYPE_ROWS", "TOP_TYPES", "TYPE_RULE", "type_table", "type_text", "measured_types",
-           "HURT_NOTE", "points_delta", "as_percent", "FORMULA_PREFIXES", "formula_cells",
-           "spreadsheet_safe_copy", "leaderboard_table", "PER_TYPE_HEADERS", "per_type_display"]
+           "auto_comparison_table", "verdict_text", "spread_text", "type_table", "type_text",
+           "HURT_NOTE", "as_percent", "formula_cells", "spreadsheet_safe_copy",
+           "leaderboard_table", "PER_TYPE_HEADERS", "per_type_display"]
 
-from puaudit.data.safety import FORMULA_PREFIXES  # noqa: E402  (re-exported)
 # one home for percents and points (the CLI and the report use the same)
-from puaudit.percents import percent, points as points_delta, points_between  # noqa: E402
+from puaudit.percents import percent, points_between  # noqa: E402
 
 
 def _pct(x: float | None) -> str:
@@ -56,7 +54,7 @@ def headline_metrics(result) -> list[dict]:
 
 #: a question type with fewer validation rows shows its n and no percentage (one rule, in the
 #: library: the Audit page, the Question types page and the report use it)
-from puaudit.audit.metrics import MIN_TYPE_ROWS, TOP_TYPES, TYPE_RULE, measured_types  # noqa: E402,E501
+from puaudit.audit.metrics import MIN_TYPE_ROWS  # noqa: E402
 #: the note on a type whose reversals lowered agreement on validation, and why its rows are
 #: still reversed: validation rows only measure the audit; letting them switch reversals off
 #: per type would tune the audit on the rows that grade it, and its numbers would flatter it.

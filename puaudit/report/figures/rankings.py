@@ -1,11 +1,11 @@
 """Tables and figures for the Models page: pure functions of a
-:class:`~puaudit.rankings.estimate.ModelRankings`.
+:class:`~puaudit.rankings.result.ModelRankings`.
 
 No Streamlit here: every function returns a DataFrame, a pandas Styler or a plotly figure. Model
 names come from the data: in figures they are HTML-escaped (Plotly renders a subset of HTML in
 labels, legends and hover text), so a name such as ``<a href=...>`` shows as typed. Every view
 covers the first ``top`` models of the leaderboard (default
-:data:`~puaudit.rankings.limits.TOP_MODELS`): a table or figure of 10,000 models shows nothing a
+:data:`~puaudit.rankings.leaderboard_limits.TOP_MODELS`): a table or figure of 10,000 models shows nothing a
 reader can use, and the heatmap grows with the square of the number.
 """
 
@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from puaudit.rankings.estimate import SOURCE_LABELS, SOURCES, ModelRankings
-from puaudit.rankings.limits import TOP_MODELS
+from puaudit.rankings.result import SOURCE_LABELS, SOURCES, ModelRankings
+from puaudit.rankings.leaderboard_limits import TOP_MODELS
 
 __all__ = ["STAT_LABELS", "SOURCE_COLORS", "SHORT_LABELS", "rank_table", "style_rank_table",
            "interval_figure", "rank_figure", "win_probability_figure", "win_probability_caption",
@@ -239,7 +239,7 @@ def win_probability_caption(rankings: ModelRankings, *, source: str = "ppi",
     ----------
     rankings : ModelRankings
     source : str
-        One of :data:`~puaudit.rankings.estimate.SOURCES`.
+        One of :data:`~puaudit.rankings.result.SOURCES`.
     max_models : int
         The heatmap's size (the first ``max_models`` of the leaderboard).
 

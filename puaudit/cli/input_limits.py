@@ -8,7 +8,7 @@ memory. The reader stops at the first row over the limit, so a refused file cost
 
 A few rows can also hold gigabytes: a 34 KB Parquet file of 64 rows whose list column holds
 20 million zeros a row decodes to 10 GB, a 5 MB gzip to 5 GB. ``DEFAULT_MAX_DECODED_MB`` caps
-what the input decodes to (:class:`puaudit.data.io.DecodedBudget`; 2 GB, about 2 KB a row at
+what the input decodes to (:class:`puaudit.data.read_limits.DecodedBudget`; 2 GB, about 2 KB a row at
 the row limit, which a table of prompts and two responses rarely passes); ``--max-decoded-mb N``
 or ``$PUAUDIT_MAX_DECODED_MB`` raise it (``0``: no limit). A Parquet file is refused from its
 footer and a gzip from a count of its decompressed bytes, before anything is kept.

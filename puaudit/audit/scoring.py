@@ -27,7 +27,7 @@ from puaudit.audit.scorers import AUTO_CANDIDATES, MAX_FIT_ROWS, SCORER_SPECS, S
 from puaudit.audit.splits import PreparedSplit
 from puaudit.errors import PUAuditError
 
-__all__ = ["score_split", "AUTO_CANDIDATES", "STACKED", "EVIDENCE", "KNN_AUTO_MAX_PAIRS"]
+__all__ = ["score_split", "STACKED", "KNN_AUTO_MAX_PAIRS"]
 
 STACKED = "stacked"
 #: ``knn`` compares every audited row with every reference row; above this many pairs the

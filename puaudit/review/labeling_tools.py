@@ -122,7 +122,7 @@ def write_label_studio(frame: pd.DataFrame, output: str | os.PathLike, *, name: 
                        ) -> tuple[int, Path]:
     """Write Label Studio tasks of the rows that need a person to ``output`` and the labelling
     config to ``<output stem>.label_config.xml``; returns (tasks, config path)."""
-    from puaudit.data.io import write_bytes_atomic
+    from puaudit.data.writers import write_bytes_atomic
 
     rows, shown = _rows(frame, name=name)
     tasks = [{"data": rec} for rec in rows.to_dict(orient="records")]
@@ -159,7 +159,7 @@ def write_argilla(frame: pd.DataFrame, folder: str | os.PathLike, *, name: str =
     """Write the rows that need a person as an Argilla ``to_disk`` folder (``settings.json``,
     ``dataset.json``, ``records.json``; load it with ``rg.Dataset.from_disk``); returns the
     number of records. Each record's ``id`` is the row's content key."""
-    from puaudit.data.io import write_bytes_atomic
+    from puaudit.data.writers import write_bytes_atomic
 
     folder = Path(folder)
     _check_folder(folder)
