@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.estimator import PairEmbeddings, audit_table
+from puaudit.audit.stages import audit_table
+from puaudit.embed.pairs import PairEmbeddings
 from puaudit.cli.commands import main
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
