@@ -7,16 +7,16 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import state
+from components import encoder_state, page_icon, state
 from components.shutdown import exit_cleanly_at_shutdown
 
 ROOT = Path(__file__).resolve().parent
 
-st.set_page_config(page_title="PUAudit", page_icon=state.favicon(), layout="wide")
+st.set_page_config(page_title="PUAudit", page_icon=page_icon.favicon(), layout="wide")
 exit_cleanly_at_shutdown()  # SIGTERM mid-audit: exit 0, not a C++ abort (components/shutdown.py)
 
-state.start_umap_warmup()
-state.start_encoder_warmup()
+encoder_state.start_umap_warmup()
+encoder_state.start_encoder_warmup()
 state.ensure_data()
 
 audit_pages = [

@@ -120,11 +120,11 @@ def app_m_steps(path: Path) -> tuple[float, float]:
         return time.perf_counter() - t0
 
     cold = step()
-    from components import state
+    from components import audit_runs
 
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # the page is idle: its precompute runs
-        jobs = [j for k, j in list(state.runner()._jobs.items())
+        jobs = [j for k, j in list(audit_runs.runner()._jobs.items())
                 if isinstance(k, tuple) and k[0] == "precompute"]
         if jobs and all(j.done() for j in jobs):
             break

@@ -1,11 +1,12 @@
-"""The Audit page's background audit work, on the one job runner (:func:`components.state.
-runner`): the m curve, the idle-time precompute of neighbouring slider values, and the scorer
-comparison. Each is a background job keyed by what it depends on; a newer setting cancels an
-older job of its kind, and every slider answer goes first (docs/dashboard.md)."""
+"""The Audit page's background audit work, on the one job runner
+(:func:`components.audit_runs.runner`): the m curve, the idle-time precompute of neighbouring
+slider values, and the scorer comparison. Each is a background job keyed by what it depends
+on; a newer setting cancels an older job of its kind, and every slider answer goes first
+(docs/dashboard.md)."""
 
 from __future__ import annotations
 
-from components import state
+from components import audit_runs, state
 from components.jobs import Job
 from puaudit.audit.config import AuditConfig
 from puaudit.data.schema import ComparisonTable
@@ -40,17 +41,17 @@ def compare_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
                                        target_agreement=None)
     key = ("compare", state.table_hash(table), params["encoder"], cfg, int(seeds))
     # every seed x scorer through the stage cache: stopped for a slider answer, it resumes
-    cache = state.stage_cache(table, emb)
-    return state.runner().submit(key, lambda job: _compare(key[1], key[2], cfg, int(seeds),
-                                                           table, emb, job.report, cache),
-                                 group="compare", text="Comparing scorers", priority=3)
+    cache = audit_runs.stage_cache(table, emb)
+    return audit_runs.runner().submit(key, lambda job: _compare(key[1], key[2], cfg, int(seeds),
+                                                                table, emb, job.report, cache),
+                                      group="compare", text="Comparing scorers", priority=3)
 
 
 def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
                     seeds: int = 3) -> list[dict]:
     """:func:`compare_job`'s leaderboard, waited for (a progress bar meanwhile)."""
-    return state.wait_for(lambda: compare_job(table, emb, params, seeds=seeds),
-                          "Comparing scorers")
+    return audit_runs.wait_for(lambda: compare_job(table, emb, params, seeds=seeds),
+                               "Comparing scorers")
 
 
 def _curve_config(params: dict) -> AuditConfig:
@@ -66,12 +67,12 @@ def m_curve_job(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> Jo
     from puaudit.audit.m_curve import stage_curve
 
     cfg = _curve_config(params)
-    cache = state.stage_cache(table, emb)
+    cache = audit_runs.stage_cache(table, emb)
     key = ("m_curve", state.table_hash(table), params["encoder"], cfg)
-    return state.runner().submit(key, lambda job: stage_curve(cache, cfg,
-                                                              checkpoint=job.checkpoint,
-                                                              progress=job.report),
-                                 group="m_curve", text="Reversals vs m", priority=0)
+    return audit_runs.runner().submit(key, lambda job: stage_curve(cache, cfg,
+                                                                   checkpoint=job.checkpoint,
+                                                                   progress=job.report),
+                                      group="m_curve", text="Reversals vs m", priority=0)
 
 
 def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
@@ -79,7 +80,7 @@ def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
     """:func:`m_curve_job`'s points, waited for (the export page's report needs them).
     ``m_values`` is accepted for older callers; the curve is drawn at
     :func:`~puaudit.audit.m_curve.m_grid`, and the report adds the audit's own point."""
-    return state.wait_for(lambda: m_curve_job(table, emb, params), "Reversals vs m")
+    return audit_runs.wait_for(lambda: m_curve_job(table, emb, params), "Reversals vs m")
 
 
 def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
@@ -89,7 +90,7 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
     ± one step), nearest first, so the next step is usually instant. Cancelled when the
     visitor acts (:func:`run_audit`) and preempted by any slider answer."""
     cfg = state.audit_config(params)
-    cache = state.stage_cache(table, emb)
+    cache = audit_runs.stage_cache(table, emb)
     m0 = cfg.m if cfg.m is not None else cache.split(cfg).m_estimate
     m0 = round(float(m0) / m_step) * m_step  # the slider's grid (it shows the estimate rounded)
     # m first (an m step refits at most the transport scorer), then p_ratio (a new split)
@@ -105,4 +106,5 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
         return len(todo)
 
     key = ("precompute", state.table_hash(table), params["encoder"], cfg)
-    return state.runner().submit(key, work, group="precompute", text="Precomputing", priority=1)
+    return audit_runs.runner().submit(key, work, group="precompute", text="Precomputing",
+                                      priority=1)

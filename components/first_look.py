@@ -2,7 +2,7 @@
 
 The Audit page asks :func:`embeddings_or_first_look` for the embeddings. They are computed in a
 background thread, once per table and encoder per server process, through the same cached
-function as :func:`components.state.get_embeddings` (so every page finds them afterwards). When
+function as :func:`components.audit_runs.get_embeddings` (so every page finds them afterwards). When
 they are not ready within :data:`WAIT_S`, the page shows the evidence-only audit
 (:mod:`puaudit.audit.evidence_only`, ``texts=False``: the judge's own evidence, no encoder) with
 the label ":data:`PRELIMINARY` (N s left)", and a timed fragment reruns the page when the
@@ -18,7 +18,7 @@ from concurrent.futures import Future, TimeoutError as FutureTimeout
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from components import state
+from components import audit_runs, encoder_state, state
 from puaudit.report.figures.metrics import (expected_text, headline_metrics, per_type_table,
                                             verdict_text)
 from components.safe_text import md
@@ -52,7 +52,7 @@ def embedding_job(table, encoder_label: str) -> tuple[Future, dict]:
         job = jobs.get(key)
         if job is not None and not (job[0].done() and job[0].exception() is not None):
             return job
-        encoder = state.load_encoder(encoder_label)
+        encoder = encoder_state.load_encoder(encoder_label)
         fut: Future = Future()
         prog: dict = {"done": 0, "total": 0, "start": None}
 
@@ -63,8 +63,8 @@ def embedding_job(table, encoder_label: str) -> tuple[Future, dict]:
 
         def run() -> None:
             try:
-                fut.set_result(state._embeddings(state.table_hash(table), encoder_label, table,
-                                                 encoder, report))
+                fut.set_result(audit_runs._embeddings(state.table_hash(table), encoder_label, table,
+                                                      encoder, report))
             except BaseException as exc:  # noqa: BLE001 - handed to the page that asks
                 fut.set_exception(exc)
 
@@ -108,7 +108,7 @@ def preliminary_label(prog: dict, *, now: float | None = None) -> str:
 def _ready(content_hash: str, encoder_label: str, _table) -> str:
     from puaudit.embed.ready_time import estimate_ready
 
-    return estimate_ready(_table, state.load_encoder(encoder_label)).text()
+    return estimate_ready(_table, encoder_state.load_encoder(encoder_label)).text()
 
 
 def ready_text(table, encoder_label: str) -> str:

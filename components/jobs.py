@@ -17,7 +17,7 @@ finished are in the stage cache (:class:`puaudit.audit.stages.StageCache`), so i
 where it stopped. A slider's answer therefore never shares the CPU with background work for
 longer than one scoring job.
 
-No Streamlit here: :mod:`components.state` holds the runner of the server process and draws
+No Streamlit here: :mod:`components.audit_runs` holds the runner of the server process and draws
 the bars.
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import state
+from components import audit_runs, state
 from components.safe_text import md
 
 __all__ = ["heuristic_other_judges", "other_judge_picker", "other_judges_table"]
@@ -124,7 +124,7 @@ def cascade_section(table, emb, params: dict) -> None:
             summary, export = _cascade(state.table_hash(table), params["encoder"],
                                        tuple(judges), target, risk, cfg, table, emb)
     except PUAuditError as exc:
-        state.show_error(exc)
+        audit_runs.show_error(exc)
         return
     from components.review import cascade_for_review
 

@@ -2,7 +2,7 @@
 computed and cached here, so that page files hold only widgets and layout.
 
 Every cache is a ``st.cache_data`` keyed by content (as the audit's cache in
-:mod:`components.state` is): a table by :func:`table_key`, an upload by its bytes, an array by
+:mod:`components.audit_runs` is): a table by :func:`table_key`, an upload by its bytes, an array by
 a digest of its values. Objects that Streamlit should not hash travel as ``_underscore``
 arguments next to the key that names them. Nothing is keyed by ``id()``: an address is reused
 once its object is freed, so a new table could be served an old table's report.
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from components import state
+from components import audit_runs, state
 from components.split_picker import unpacked_zip
 from components.uploads import read_upload
 from puaudit.data.schema import ComparisonTable
@@ -128,8 +128,8 @@ def audited_verdicts(table: ComparisonTable) -> np.ndarray:
     """The audit's adjusted verdicts of ``table`` with this session's settings (runs or reuses
     the cached audit); raises :class:`PUAuditError` when the audit cannot run."""
     params = state.audit_params()
-    emb = state.get_embeddings(table, params["encoder"])
-    return state.run_audit(table, emb, params).adjusted
+    emb = audit_runs.get_embeddings(table, params["encoder"])
+    return audit_runs.run_audit(table, emb, params).adjusted
 
 
 @st.cache_data(show_spinner="Fitting the four leaderboards…", max_entries=16)
@@ -261,7 +261,7 @@ def review_decisions(keys, pending: list) -> tuple:
     try:
         store = get_store() if store_exists() else None
     except PUAuditError as exc:
-        state.show_error(exc)
+        audit_runs.show_error(exc)
         st.stop()
     if pending:
         try:
@@ -275,7 +275,7 @@ def review_decisions(keys, pending: list) -> tuple:
     try:
         decisions = store.decisions(keys) if store is not None else empty_decisions()
     except PUAuditError as exc:
-        state.show_error(exc)
+        audit_runs.show_error(exc)
         st.stop()
     seen = decisions
     if pending:

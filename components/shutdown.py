@@ -1,7 +1,7 @@
 """The dashboard process ends cleanly when it is stopped mid-computation (SIGTERM, Ctrl-C).
 
 Streamlit stops its server on SIGTERM and the interpreter then finalises while worker threads
-(the audit's daemon thread of :func:`components.state.with_progress`, a warm-up) may still be
+(the audit's daemon thread of :func:`components.audit_runs.with_progress`, a warm-up) may still be
 inside a C++ library such as torch. Python 3.11 ends such a daemon thread with ``pthread_exit``
 when it next asks for the GIL; unwinding its C++ frames calls ``std::terminate`` and the
 process aborts ("terminate called without an active exception", exit status -6, a core dump on

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["TimeLeft"]
+__all__ = ["TimeLeft", "time_left_text"]
 
 
 class TimeLeft:
@@ -48,3 +48,18 @@ class TimeLeft:
         self.shown_ = expected + (1.0 - math.exp(-dt / self.tau)) * (raw - expected)
         self.at_ = seconds
         return self.shown_
+
+
+def time_left_text(embedded: int, left: int, seconds: float, *, damp=None) -> str:
+    """``", about 1 min 20 s left"`` after ``embedded`` texts took ``seconds`` (the rate so far,
+    ``left * seconds / embedded``, rounded up to 5 s); ``", estimating time left"`` before the
+    first batch is done; ``""`` when nothing is left. The encoder runs the longest texts first,
+    so the estimate errs long and shrinks as it goes. ``damp``
+    (:class:`components.time_left.TimeLeft`) damps the estimate across calls."""
+    if left <= 0:
+        return ""
+    if embedded <= 0 or seconds <= 0:
+        return ", estimating time left"
+    raw = left * seconds / embedded if damp is None else damp.update(embedded, left, seconds)
+    eta = int(-(-raw // 5) * 5)
+    return f", about {eta // 60} min {eta % 60} s left" if eta >= 60 else f", about {eta} s left"

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 
-from components import page_data, state
+from components import audit_runs, page_data, state
 from puaudit.report.figures.annotators import (METRIC_LABELS, agreement_figure, annotator_table,
                                                bias_scatter, disagreements_table,
                                                no_annotator_note)
@@ -137,9 +137,7 @@ with st.sidebar.expander("Latent-truth model flags"):
     model_len_margin = st.number_input("Length bias margin above 0.5", 0.0, 0.5, 0.1, 0.01)
 p_right = None
 if model_name == "crowdlab":
-    from components import state
-
-    audited_table, _, audit_result = state.current_audit()
+    audited_table, _, audit_result = audit_runs.current_audit()
     p_right = audit_result.p_judge_right
     if len(p_right) != len(table) or audited_table is not source:
         p_right = np.full(0, np.nan)  # a different table: reported below, the page goes on
@@ -222,10 +220,9 @@ st.caption("How often the audit's adjusted verdict contradicts each person's vot
            "audited (validation and unlabelled rows), with the Audit page's settings.")
 if hasattr(source, "frame") and st.checkbox("Compare with the audit", value=False,
                                             help="Runs (or reuses) the audit of the loaded table."):
-    from components import state
     from puaudit.annotators.audit_link import annotator_score_disagreement
 
-    _, _, result = state.current_audit()
+    _, _, result = audit_runs.current_audit()
     audited = np.isin(result.split, ["validation", "unlabelled"])
     score = np.where(audited, result.score, np.nan)
     adjusted = np.array([v if v in ("A", "B") else None for v in result.adjusted], dtype=object)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import audit_jobs, first_look, state
+from components import audit_jobs, audit_runs, encoder_state, first_look, state
 from components.jobs import job_status
 from puaudit.audit.m_curve import M_RANGE
 from components.m_curve import M_STEP, curve_ready, show_m_curve
@@ -39,8 +39,9 @@ state.ensure_data()
 ss = st.session_state
 table = ss.get("table")
 if table is None:
-    state.show_error(ss.get("table_error", "No table loaded.") +
-                     " Fix the column mapping on the Data page.")  # shown as text, not Markdown
+    # shown as text, not Markdown
+    audit_runs.show_error(ss.get("table_error", "No table loaded.") +
+                          " Fix the column mapping on the Data page.")
     st.stop()
 params = state.audit_params()
 
@@ -53,7 +54,7 @@ with st.expander("Advanced"):
                   **state.bind("alpha2"))
         st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, **state.bind("random_state"))
     with b:
-        st.selectbox("Encoder", state.encoder_options(), **state.bind("encoder"),
+        st.selectbox("Encoder", encoder_state.encoder_options(), **state.bind("encoder"),
                      help="Frozen text encoders this server offers (set by its operator).")
         st.selectbox("Scorer", state.SCORER_CHOICES, **state.bind("scorer"),
                      help="auto: the scorer with the lowest cross-fitted log loss on P "
@@ -80,9 +81,9 @@ try:
     emb = first_look.embeddings_or_first_look(table, params)
     if emb is None:
         st.stop()
-    est = state.m_estimate(table, emb, params)
+    est = audit_runs.m_estimate(table, emb, params)
 except PUAuditError as exc:
-    state.show_error(exc)
+    audit_runs.show_error(exc)
     st.stop()
 
 left, right = st.columns(2)
@@ -102,9 +103,9 @@ with right:
     st.caption("The rest of the annotated items validate the audit.")
 
 try:
-    result = state.run_audit(table, emb, state.audit_params())
+    result = audit_runs.run_audit(table, emb, state.audit_params())
 except PUAuditError as exc:
-    state.show_error(exc)
+    audit_runs.show_error(exc)
     st.stop()
 n_reversed = int((result.group == "negative").sum())
 
@@ -128,7 +129,7 @@ def _spread():
     n_seeds = default_spread_seeds(len(table))
     if n_seeds < 2 or not result.metrics["n"]:
         return
-    fut, prog = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
+    fut, prog = audit_runs.spread_job(table, emb, params, result, n_seeds=n_seeds)
     status = job_status(fut)
     if status == "pending":
         st.caption(f"Measuring the change over {n_seeds} seeded splits in the background: "
@@ -145,8 +146,8 @@ def _spread():
 
 
 pending = (default_spread_seeds(len(table)) > 1 and bool(result.metrics["n"])
-           and job_status(state.spread_job(table, emb, params, result,
-                                           n_seeds=default_spread_seeds(len(table)))[0])
+           and job_status(audit_runs.spread_job(table, emb, params, result,
+                                                n_seeds=default_spread_seeds(len(table)))[0])
            == "pending")
 st.fragment(_spread, run_every=2.0 if pending else None)()
 st.info(expected_text(result))
@@ -219,7 +220,7 @@ def _compare():
                    + (f" (step {min(d + 1, t)} of {t})" if t else "") + "…")
         return
     if status == "failed":
-        state.show_error(job.exception())
+        audit_runs.show_error(job.exception())
         return
     board = job.result()
     st.dataframe(as_percent(leaderboard_table(board), BOARD_SHARES), hide_index=True,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import page_data, state
+from components import audit_runs, encoder_state, page_data, state
 from puaudit.report.figures.embedding_map import embedding_scatter
 from components.safe_text import md
 from puaudit.embed.projection import oriented_differences, umap_ready
@@ -17,8 +17,8 @@ st.caption("Each point is one comparison: the difference between the embeddings 
            "responses, turned so the judge's choice points the same way. Stars are verified "
            "positives (P), diamonds validation rows, dots unlabelled rows.")
 
-state.start_umap_warmup()
-table, emb, result, params = state.audit_view()
+encoder_state.start_umap_warmup()
+table, emb, result, params = audit_runs.audit_view()
 key = f"{state.table_hash(table)}|{params['encoder']}|{params['random_state']}"
 
 
@@ -35,7 +35,7 @@ def _draw():
             st.info("UMAP is still compiling in the background (once per server start); showing "
                     "PCA meanwhile. This view updates by itself.")
         else:
-            fut = state.umap_job(key, z, int(params["random_state"]))
+            fut = audit_runs.umap_job(key, z, int(params["random_state"]))
             if fut.done() and fut.exception() is None:
                 xy, shown = fut.result(), "umap"
             elif fut.done():
@@ -49,5 +49,6 @@ def _draw():
         st.rerun()  # the layout arrived during a timed fragment run: redraw once, stop polling
 
 
-pending = method == "UMAP" and not (umap_ready() and state.umap_job(key, z, int(params["random_state"])).done())
+pending = method == "UMAP" and not (
+    umap_ready() and audit_runs.umap_job(key, z, int(params["random_state"])).done())
 st.fragment(_draw, run_every=2.0 if pending else None)()

@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 
-from components import audit_jobs, state
+from components import audit_jobs, audit_runs, exports, state
 from puaudit.audit.m_curve import m_grid
 from puaudit.report.figures.metrics import formula_cells, spreadsheet_safe_copy
 from puaudit.report.html import report_html
@@ -26,7 +26,7 @@ st.caption("Every input row and column, unchanged and in order, plus the puaudit
            "certified; one puaudit_evidence_* per verdict-evidence signal; puaudit_review_* "
            "when rows were reviewed), each described in docs/audit.md, \"Export columns\".")
 
-table, emb, result, params = state.audit_view()
+table, emb, result, params = audit_runs.audit_view()
 ss = st.session_state
 name = ss.get("source_name") or "table"
 stem = "demo" if name == state.DEMO_NAME else (Path(name).name.split(".")[0] or "table")
@@ -58,7 +58,7 @@ st.caption("Added here: " + ", ".join(md(c) for c in added) + ".")
 cols = st.columns(4)
 for col, (fmt, mime) in zip(cols, (("csv", "text/csv"), ("parquet", "application/octet-stream"),
                                    ("jsonl", "application/x-ndjson"))):
-    data = (state.export_bytes(result, table, params, fmt) if reviewed is None
+    data = (exports.export_bytes(result, table, params, fmt) if reviewed is None
             else table_to_bytes(frame, fmt))
     col.download_button(f"Download {fmt.upper()}", data,
                         file_name=f"{stem}_puaudit.{fmt}", mime=mime, key=f"dl_{fmt}", on_click="ignore")
@@ -78,7 +78,7 @@ st.caption("One HTML file to share: the verdict, agreement with people before an
 # the change over seeds joins the report once the Audit page's background spread has finished
 spread, n_seeds = None, default_spread_seeds(len(table))
 if n_seeds > 1 and result.metrics["n"]:
-    fut, _ = state.spread_job(table, emb, params, result, n_seeds=n_seeds)
+    fut, _ = audit_runs.spread_job(table, emb, params, result, n_seeds=n_seeds)
     if fut.done() and not fut.cancelled() and fut.exception() is None:
         spread = fut.result()
 report_key = (state.table_hash(table), repr(sorted(params.items())))
@@ -117,7 +117,7 @@ if risky:
     st.warning(f"Some cells start with =, +, - or @ and a spreadsheet would run them as formulas: "
                f"{where}. The downloads above are byte-faithful; for opening in Excel or Sheets "
                "use the spreadsheet-safe copy (a leading apostrophe marks those cells as text).")
-    safe = (state.export_bytes(result, table, params, "csv", safe=True) if reviewed is None
+    safe = (exports.export_bytes(result, table, params, "csv", safe=True) if reviewed is None
             else table_to_bytes(spreadsheet_safe_copy(frame), "csv"))
     st.download_button("Download spreadsheet-safe CSV", safe,
                        file_name=f"{stem}_puaudit_spreadsheet_safe.csv", mime="text/csv",

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 
-from components import state
+from components import audit_runs, state
 from components.data_summary import judge_candidates
 from puaudit.audit.metrics import TOP_TYPES, TYPE_RULE, measured_types
 from puaudit.report.figures.metrics import type_table, type_text
@@ -24,7 +24,7 @@ st.caption("Consistency with people per question type, before (Cons_orig) and af
            "after a presentation attack such as padded answers — compare them side by side. "
            + TYPE_RULE)
 
-table, emb, result, params = state.audit_view()
+table, emb, result, params = audit_runs.audit_view()
 ss = st.session_state
 frame = ss["raw_frame"]
 candidates = judge_candidates(frame, ss["columns"]) or [table.judge_column]
@@ -50,7 +50,7 @@ for col in picked:
                     memo.pop(old)
                 memo[key] = load_comparisons(frame, columns=cols)
             alt = memo[key]
-            res = state.run_audit(alt, emb, params)
+            res = audit_runs.run_audit(alt, emb, params)
     except PUAuditError as exc:
         st.error(md(f"{col}: {for_dashboard(exc)}"))  # names and cells from the data: text, not Markdown
         continue

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from components import page_data, state
+from components import audit_runs, page_data, state
 from components.review import (VERDICT_BUTTONS, VERDICT_SHORTCUTS, cascade_stage_for,
                                decision_log, decision_record, disagreements_frame,
                                empty_queue_text, export_frame, pending_queue, progress_counts,
@@ -28,7 +28,7 @@ st.caption("Check the rows where a human verdict is worth most: the rows a casca
            "Decisions are saved in a database and survive restarts; "
            "they can be fed back into the audit as human labels.")
 
-table, emb, result, params = state.audit_view()
+table, emb, result, params = audit_runs.audit_view()
 ss = st.session_state
 base, keys = page_data.review_rows(table)
 
@@ -83,7 +83,7 @@ try:
                          question_types=pick_types or None, models=pick_models or None,
                          cascade_stage=cascade_stage_for(cascade, table))
 except PUAuditError as exc:
-    state.show_error(exc)
+    audit_runs.show_error(exc)
     st.stop()
 n_cascade = int((queue["tier"] == CASCADE_TIER).sum())
 if n_cascade and order == "value":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import state
+from components import audit_runs, state
 from components.safe_text import md
 from puaudit.report.figures.scores import (nearest_threshold_rows, score_density,
                                            sorted_scores_figure)
@@ -16,7 +16,7 @@ st.title("Scores")
 st.caption("Each audited row's score says how well its judge-ordered difference embedding is "
            "matched by verified human preferences. Low scores are the reversal candidates.")
 
-table, emb, result, params = state.audit_view()
+table, emb, result, params = audit_runs.audit_view()
 _used = result.params.get("scorer_used", params["scorer"])
 st.caption(f"Scorer **{params['scorer']}**" + (f" (chose **{_used}**)" if _used != params["scorer"]
                                                else "")

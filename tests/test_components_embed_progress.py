@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.state import time_left_text
+from components.time_left import time_left_text
 
 
 def test_time_left_follows_the_rate_so_far_rounded_up_to_5_s():

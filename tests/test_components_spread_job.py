@@ -1,4 +1,4 @@
-"""The Audit page's background spread over seeds (``components.state.spread_job``): one worker
+"""The Audit page's background spread over seeds (``components.audit_runs.spread_job``): one worker
 serves every session, so a spread that nobody polls any more (the visitor left or closed the
 tab) stops at its next split, and one that is still polled runs to the end."""
 
@@ -33,28 +33,28 @@ def _fake_spread(calls):
 @pytest.mark.parametrize("watched", [True, False])
 def test_an_unwatched_spread_stops_and_a_watched_one_finishes(monkeypatch, watched):
     import puaudit.audit.evaluate as evaluate
-    from components import state
+    from components import audit_runs
 
     calls: list[int] = []
     monkeypatch.setattr(evaluate, "delta_over_seeds", _fake_spread(calls))
-    monkeypatch.setattr(state, "SPREAD_UNWATCHED_S", 0.5)
+    monkeypatch.setattr(audit_runs, "SPREAD_UNWATCHED_S", 0.5)
     table = load_comparisons(generate_demo(60, random_state=3 + watched))
     params = {**AuditConfig.defaults(), "encoder": "test", "random_state": 11 + watched}
-    fut, prog = state.spread_job(table, None, params, _Result(), n_seeds=5)
+    fut, prog = audit_runs.spread_job(table, None, params, _Result(), n_seeds=5)
     deadline = time.monotonic() + 10
     while not fut.done() and time.monotonic() < deadline:
         if watched:  # the page's fragment asks for the job every second
-            again, _ = state.spread_job(table, None, params, _Result(), n_seeds=5)
+            again, _ = audit_runs.spread_job(table, None, params, _Result(), n_seeds=5)
             assert again is fut
         time.sleep(0.1)
     assert fut.done()
     if watched:
         assert fut.result()["n"] == 5 and calls == [1, 2, 3, 4]
     else:
-        with pytest.raises(state.SpreadSuperseded, match="nobody has asked"):
+        with pytest.raises(audit_runs.SpreadSuperseded, match="nobody has asked"):
             fut.result()
         assert len(calls) < 4
         # a visitor who comes back gets a fresh spread, not the stopped one
-        again, _ = state.spread_job(table, None, params, _Result(), n_seeds=5)
+        again, _ = audit_runs.spread_job(table, None, params, _Result(), n_seeds=5)
         assert again is not fut
         again.cancel()

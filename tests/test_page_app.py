@@ -1,6 +1,6 @@
 """The dashboard under Streamlit's AppTest: every page, uploads, bad files, sliders, exports and
 session isolation. Embeddings come from the deterministic hashing test encoder
-(``PUAUDIT_TEST_ENCODER=hashing``, see components.state) so no model runs here."""
+(``PUAUDIT_TEST_ENCODER=hashing``, see components.encoder_state) so no model runs here."""
 
 from __future__ import annotations
 

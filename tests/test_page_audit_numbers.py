@@ -45,7 +45,7 @@ def _audit_page(frame: pd.DataFrame | None = None, **audit) -> AppTest:
     at.switch_page("pages/audit.py").run()
     assert not at.exception, at.exception
     # the m curve and the spread are background jobs: once they are done, the page shows them.
-    # Each page run pauses them while it answers and draws (components.state.DRAW_S), so poll
+    # Each page run pauses them while it answers and draws (components.audit_runs.DRAW_S), so poll
     # slower than that, as the page's own fragments do
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and any(
@@ -196,13 +196,13 @@ def test_compare_scorers_reports_each_scorer_and_split():
 
 
 def test_audit_reports_its_stages():
-    from components import state
+    from components import audit_runs
 
     table = load_comparisons(generate_demo(n_rows=200, random_state=2))
     emb = embed_table(table, HashingEncoder())
     seen = []
-    res = state._audit("stage-test", "hashing-test", AuditConfig(scorer="centroid"), table, emb,
-                       lambda d, t, text=None: seen.append((d, t, text)))
+    res = audit_runs._audit("stage-test", "hashing-test", AuditConfig(scorer="centroid"), table,
+                          emb, lambda d, t, text=None: seen.append((d, t, text)))
     assert [(d, t) for d, t, _ in seen] == [(0, 2), (1, 2)]
     assert seen[0][2].startswith("Splitting") and seen[1][2].startswith("Scoring with centroid")
     direct = PUAudit(scorer="centroid").fit(table, emb).result_

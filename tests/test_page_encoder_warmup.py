@@ -1,9 +1,9 @@
 """The dashboard's first page view never waits for the encoder to load.
 
 The app starts loading the default encoder in a background thread at server start
-(``components.state.start_encoder_warmup``); here that load is held back on purpose, and the first
-page view must still complete, with the load still pending, and the encoder the pages use later
-must be the very instance the warm-up loaded.
+(``components.encoder_state.start_encoder_warmup``); here that load is held back on purpose, and
+the first page view must still complete, with the load still pending, and the encoder the pages
+use later must be the very instance the warm-up loaded.
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ def test_first_page_view_does_not_wait_for_the_encoder(held_load):
     import sys
 
     sys.path.insert(0, str(ROOT))
-    import components.state
+    import components.encoder_state
 
-    components.state.start_encoder_warmup.clear()  # once per process: start it afresh here
+    components.encoder_state.start_encoder_warmup.clear()  # once per process: start it afresh here
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     t = time.perf_counter()
     at.run()
@@ -60,14 +60,14 @@ def test_first_page_view_does_not_wait_for_the_encoder(held_load):
     assert not at.exception, at.exception
     assert any(m.label == "Rows" for m in at.metric)  # the Data page rendered
     assert started.wait(30), "the app's run did not start loading the encoder"
-    th = components.state.start_encoder_warmup()  # cached: the thread the app's run started
+    th = components.encoder_state.start_encoder_warmup()  # cached: the thread the app's run started
     assert isinstance(th, threading.Thread) and th.name == "puaudit-encoder-warmup"
     assert th.is_alive(), "the load was held back, so the page cannot have waited for it"
     release.set()
     th.join(120)
     assert not th.is_alive()
     # the pages' encoder is the instance the warm-up loaded: nothing is loaded twice
-    enc = components.state.load_encoder(components.state.encoder_options()[0])
+    enc = components.encoder_state.load_encoder(components.encoder_state.encoder_options()[0])
     assert getattr(enc, "model_", None) is not None
     print(f"first page view: {took:.1f} s while the encoder load was held back")
 
@@ -76,9 +76,9 @@ def test_warm_up_can_be_switched_off(monkeypatch):
     import sys
 
     sys.path.insert(0, str(ROOT))
-    import components.state
+    import components.encoder_state
 
     monkeypatch.setenv("PUAUDIT_ENCODER_WARMUP", "0")
-    components.state.start_encoder_warmup.clear()
-    assert components.state.start_encoder_warmup() is None
-    components.state.start_encoder_warmup.clear()
+    components.encoder_state.start_encoder_warmup.clear()
+    assert components.encoder_state.start_encoder_warmup() is None
+    components.encoder_state.start_encoder_warmup.clear()

@@ -53,13 +53,13 @@ def test_encoders_come_only_from_the_configured_list(tmp_path, monkeypatch):
 
 
 def test_dashboard_refuses_an_encoder_label_not_offered(monkeypatch):
-    import components.state
+    import components.encoder_state
     from puaudit.errors import PUAuditError
 
     monkeypatch.delenv("PUAUDIT_TEST_ENCODER", raising=False)
-    components.state.load_encoder.clear()
+    components.encoder_state.load_encoder.clear()
     with pytest.raises(PUAuditError, match="not offered"):
-        components.state.load_encoder.__wrapped__("/etc")
+        components.encoder_state.load_encoder.__wrapped__("/etc")
     monkeypatch.setenv("PUAUDIT_TEST_ENCODER", "hashing")
 
 

@@ -1,0 +1,290 @@
+"""The audit runs of a session, and the background jobs the pages start.
+
+Work: one :class:`~components.jobs.JobRunner` per server process (:func:`runner`) runs every
+long computation with progress and cancellation: the embeddings and audits as foreground jobs
+(a bar on the page), and as background jobs, most urgent first, the m curve, the idle-time
+precompute of neighbouring slider values (:mod:`components.audit_jobs`), the spread over seeds
+and UMAP (here), then scorer comparisons; they give way to any slider answer
+(docs/dashboard.md).
+
+Caching (shared by sessions, keyed by content, so two sessions only share entries when their
+data are identical): embeddings are ``st.cache_data`` keyed by ``ComparisonTable.content_hash()``
++ encoder label (the table itself is passed as an ``_underscore`` argument, so it is never
+hashed); audits come from one :class:`~puaudit.audit.stages.StageCache` per table + encoder,
+which keys each stage by the fields it reads. A slider move therefore recomputes only the
+stages that read it (an ``m`` step: the prior shift, the relabelling, certification and the
+transport scorer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+
+import numpy as np
+import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+from components.encoder_state import load_encoder
+from components.jobs import Cancelled, Job, JobRunner, Preempted
+from components.state import (CERTIFY_TARGET, audit_config, audit_params, ensure_data,
+                              table_hash)
+from components.time_left import time_left_text
+from puaudit.audit.config import AuditConfig
+from puaudit.audit.stages import StageCache
+from puaudit.data.schema import ComparisonTable
+from puaudit.embed.pairs import PairEmbeddings, embed_table
+from puaudit.errors import PUAuditError
+
+__all__ = ["get_embeddings", "m_estimate", "runner", "stage_cache", "wait_for", "with_progress",
+           "run_audit", "DRAW_S", "show_error", "current_audit", "audit_view", "SpreadSuperseded",
+           "SPREAD_UNWATCHED_S", "spread_job", "umap_job"]
+
+_CFG = AuditConfig()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _embeddings(content_hash: str, encoder_label: str, _table, _encoder, _progress=None) -> PairEmbeddings:
+    return embed_table(_table, _encoder, progress=_progress)
+
+
+def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings:
+    """Embeddings of ``table`` (cached by content hash + encoder), with a progress bar while the
+    encoder runs. The cached function runs in a worker thread so that this script thread can
+    draw the bar: Streamlit replays elements drawn *inside* a cached function, which a progress
+    bar created outside it cannot be."""
+    from components.time_left import TimeLeft
+
+    encoder = load_encoder(encoder_label)
+    key = table_hash(table)
+    start: dict = {}
+    damped = TimeLeft()  # the shown estimate counts down, and follows the rate only gradually
+
+    def work(report):
+        def on_batch(d: int, t: int) -> None:
+            # the first report counts the cached texts: the rate is measured from there
+            start.setdefault("at", (d, time.monotonic()))
+            report(d, t)
+        return _embeddings(key, encoder_label, table, encoder, on_batch)
+
+    def describe(d: int, t: int) -> str:
+        d0, t0 = start.get("at", (d, time.monotonic()))
+        return (f"Embedding with {encoder_label}: {d:,} of {t:,} distinct texts"
+                f"{time_left_text(d - d0, t - d, time.monotonic() - t0, damp=damped)}")
+
+    return with_progress(work, f"Embedding with {encoder_label}…", describe=describe)
+
+
+def m_estimate(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> float:
+    """The default m: judge–human agreement on P for this split (the audit's own split, from
+    the stage cache)."""
+    cfg = audit_config(params)
+    with runner().foreground():
+        return float(stage_cache(table, emb).split(cfg).m_estimate)
+
+
+@st.cache_resource(show_spinner=False)
+def runner() -> JobRunner:
+    """The server process's job runner (:mod:`components.jobs`): every long computation of
+    every session runs on it, background work one job at a time and giving way to any
+    slider answer."""
+    return JobRunner(unwatched_s=SPREAD_UNWATCHED_S)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _stage_cache(content_hash: str, encoder_label: str, _table, _emb) -> StageCache:
+    # stage results hold a few row-aligned arrays: fewer of them for long tables
+    keep = int(np.clip(4e8 / (80 * max(len(_table), 1)), 24, 200))
+    return StageCache(_table, _emb, max_entries=keep)
+
+
+def stage_cache(table: ComparisonTable, emb: PairEmbeddings) -> StageCache:
+    """The stages of every audit of ``table`` with ``emb`` (:mod:`puaudit.audit.stages`),
+    shared by sessions and the background jobs: a slider step recomputes only the stages that
+    read the field it moved."""
+    # by content: the cached embeddings come back as a new copy on every run
+    step = max(1, len(emb.vectors) // 256)
+    sample = hashlib.sha256(np.ascontiguousarray(emb.vectors[::step]).tobytes()).hexdigest()
+    return _stage_cache(table_hash(table), f"{emb.encoder}|{emb.vectors.shape}|{sample}", table,
+                        emb)
+
+
+def wait_for(get_job, label: str):
+    """The result of the background job ``get_job()`` returns, with a progress bar while it
+    runs (asked again when a slider answer preempted it)."""
+    bar, t0 = None, time.monotonic()
+    while True:
+        job = get_job()
+        try:
+            value = job.result(timeout=0.25)
+        except Preempted:
+            continue
+        except FutureTimeout:
+            pass
+        else:
+            if bar is not None:
+                bar.empty()
+            return value
+        d, t, text = job.progress["done"], job.progress["total"], job.progress["text"] or label
+        bar = bar or st.progress(0.0, text=label)
+        bar.progress(min(d / t, 1.0) if t else 0.0,
+                     text=f"{text} (step {min(d + 1, t)} of {t}, "
+                          f"{time.monotonic() - t0:.0f} s)" if t else text)
+
+
+def with_progress(work, label: str, *, describe=None):
+    """``work(report)`` run as a foreground job of :func:`runner` while this script thread
+    draws a progress bar (from 0.3 s on) saying what is being done, how far it is and for how
+    long; ``report(done, total, text=None)`` updates it. Errors are raised here. The bar lives
+    outside the cached function ``work`` calls (Streamlit replays what a cached function
+    draws). ``describe(done, total)``, when given, writes the bar's text instead (the
+    embeddings' bar counts texts and the time left). Background jobs give way until it ends."""
+    ctx = get_script_run_ctx()
+    job = runner().start(lambda j: work(j.report), text=label,
+                         thread_hook=lambda th: add_script_run_ctx(th, ctx))
+    th = job.thread
+    th.join(0.3)
+    if th.is_alive():
+        t0 = time.monotonic()
+        bar = st.progress(0.0, text=label)
+        while th.is_alive():
+            th.join(0.25)
+            d, t, text = job.progress["done"], job.progress["total"], job.progress["text"]
+            text = (describe(d, t) if describe is not None
+                    else f"{text} (step {min(d + 1, t)} of {t}, "
+                         f"{time.monotonic() - t0:.0f} s)" if t else text)
+            bar.progress(min(d / t, 1.0) if t else 0.0, text=text)
+        bar.empty()
+    th.join()
+    return job.result()
+
+
+def _audit(content_hash: str, encoder_label: str, config: AuditConfig, _table, _emb,
+           _progress=None):
+    """The audit of ``config`` from the stage cache (``_progress`` hears of each stage)."""
+    cache = stage_cache(_table, _emb)
+    report = _progress or (lambda *a, **k: None)
+    report(0, 2, "Splitting the rows into P, validation and audited rows")
+    cache.split(config)
+    report(1, 2, "Scoring " + ("every candidate scorer, cross-fitted on P, and choosing one"
+                               if config.scorer == "auto" else f"with {config.scorer}, "
+                               "cross-fitted on P") + "; then relabelling and measuring")
+    return cache.audit(config)
+
+
+def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
+    """The audit of ``table`` with ``params``, from the stage cache: only the stages whose
+    fields changed are computed. An audit whose scores are cached is answered in this thread
+    (no bar); otherwise a bar names each stage. Background jobs give way meanwhile.
+
+    Certified (``target_agreement`` set): certification is its own stage (the scores are
+    reused), so moving the target slider or ticking Certify scores nothing again."""
+    cfg = audit_config(params)
+    target = cfg.target_agreement
+    if target is not None:  # certified at one target, moved to the session's (no refit)
+        cfg = cfg.replace(target_agreement=CERTIFY_TARGET, risk=_CFG.risk)
+    cache = stage_cache(table, emb)
+    runner().cancel_group("precompute")  # the visitor acted: idle-time work stops
+    with runner().foreground():
+        if cache.has_scores(cfg):
+            result = cache.audit(cfg)
+        else:
+            key = table_hash(table)
+            result = with_progress(lambda report: _audit(key, params["encoder"], cfg, table,
+                                                         emb, report), "Auditing")
+    runner().quiet(DRAW_S)  # the page draws the answer before background work resumes
+    if target is None:
+        return result
+    from puaudit.audit.certify import with_target
+
+    return with_target(result, target, audit_config(params).risk)
+
+
+#: background work stays paused this long after an audit is answered: the Audit page draws it
+DRAW_S = 0.5
+
+
+def show_error(exc: BaseException) -> None:
+    """An error box whose text is shown literally: messages quote cells, labels and column
+    names from the data, which must never render as Markdown (images would be fetched)."""
+    from components.messages import for_dashboard
+    from components.safe_text import md
+
+    st.error(md(for_dashboard(exc)))
+
+
+def current_audit():
+    """(table, embeddings, result) for this session, or an error box and a stopped page."""
+    ensure_data()
+    table = st.session_state.get("table")
+    if table is None:
+        show_error(st.session_state.get("table_error", "No table loaded.") +
+                   " Fix the column mapping on the Data page.")
+        st.stop()
+    params = audit_params()
+    try:
+        emb = get_embeddings(table, params["encoder"])
+        result = run_audit(table, emb, params)
+    except PUAuditError as exc:
+        show_error(exc)
+        st.stop()
+    return table, emb, result
+
+
+def audit_view():
+    """(table, embeddings, result, params) of this session's audit, for a page that shows it
+    (an error box and a stopped page when there is none: :func:`current_audit`)."""
+    table, emb, result = current_audit()
+    return table, emb, result, audit_params()
+
+
+#: the name the Audit page and its tests know a stopped spread by
+SpreadSuperseded = Cancelled
+
+
+#: a background job nobody asked for this long (its visitor left or closed the tab) stops at
+#: its next checkpoint: one worker serves every session, and an abandoned MT-Bench spread kept
+#: the next visitor's audits waiting behind minutes of work nobody would read
+SPREAD_UNWATCHED_S = 60.0
+
+
+def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result, *,
+               n_seeds: int) -> tuple[Job, dict]:
+    """The audit's change over ``n_seeds`` seeded splits (:func:`puaudit.audit.evaluate.
+    delta_over_seeds`; the first split is ``result`` itself), a background job once per data +
+    settings per server process; each seed's audit goes through the stage cache.
+
+    Returns the job (Future-like: ``done``, ``result``, ``exception``, ``cancelled``) and its
+    progress, ``{"done", "total"}`` further splits audited.
+    """
+    from puaudit.audit import evaluate
+
+    cfg = audit_config(params).replace(target_agreement=None)  # certifying moves no verdict
+    key = ("spread", table_hash(table), params["encoder"], cfg, int(n_seeds))
+    cache = stage_cache(table, emb) if emb is not None else None
+
+    def work(job: Job):
+        job.progress.update(done=0, total=int(n_seeds) - 1)
+
+        def through_stages(c):  # each seed's audit, its stages kept for the next m step
+            return cache.audit(c, checkpoint=job.checkpoint).metrics["delta"]
+
+        run_seed = None if cache is None else through_stages
+        return evaluate.delta_over_seeds(table, emb, cfg, n_seeds=int(n_seeds),
+                                         first_delta=result.metrics.get("delta"),
+                                         progress=job.report, run_seed=run_seed)
+
+    job = runner().submit(key, work, group="spread", unwatched_s=SPREAD_UNWATCHED_S,
+                          priority=2)
+    job.progress["total"] = job.progress["total"] or int(n_seeds) - 1  # known before it starts
+    return job, job.progress
+
+
+def umap_job(key: str, z: np.ndarray, seed: int) -> Job:
+    """A background UMAP projection of ``z`` (one per content key per server process)."""
+    from puaudit.embed.projection import project_2d
+
+    return runner().submit(("umap", key, int(seed)),
+                           lambda job: project_2d(z, method="umap", random_state=seed),
+                           unwatched_s=0, priority=2)
