@@ -7,7 +7,7 @@ target: the share of seeds whose trusted validation rows (items once) agree at l
 trusting nothing meets it trivially), coverage mean (sd), the share of rows each judge was asked,
 the strong judge alone's coverage, and per-stage coverage.
 
-    python bench/cascade.py [--seeds 20] [--sets mtbench llmfao] [--targets 0.85 0.9]
+    python -m bench.cascade [--seeds 20] [--sets mtbench llmfao] [--targets 0.85 0.9]
 
 Prints ``ratio=<mean cascade coverage / mean strong-judge-alone coverage>`` on MT-Bench at the
 first target last (>= 1: the cascade trusts at least as much as the strong judge alone).
@@ -16,13 +16,9 @@ first target last (>= 1: the cascade trusts at least as much as the strong judge
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
+from bench._support import DATA
 SETS = {
     "mtbench": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", ["rule:longer", "judge_winner"],
                 "votes"),
@@ -50,14 +46,9 @@ def main() -> None:
     from puaudit.data.io import read_table
     from puaudit.data.schema import load_comparisons
 
-    if args.encoder == "hashing":
-        from puaudit.embed.hashing import HashingEncoder
+    from bench._support import bench_encoder
 
-        encoder = HashingEncoder()
-    else:
-        from puaudit.embed.encoders import get_encoder
-
-        encoder = get_encoder(args.encoder)
+    encoder = bench_encoder(args.encoder)
     first_ratio = None
     for name in args.sets:
         path, judges, source = SETS[name]

@@ -5,7 +5,7 @@ with no other judge (``other_judges=()``) and with the other judge's column
 (``other_judges=(COL,)``, the evidence signal ``agrees_<COL>``). Reported: share of seeds whose
 trusted validation rows meet the target, coverage mean (sd) of each, and the mean change.
 
-    python bench/other_judges.py [--seeds 10] [--target 0.75] [--scorer evidence]
+    python -m bench.other_judges [--seeds 10] [--target 0.75] [--scorer evidence]
 
 Prints ``ratio=<mean coverage with / mean coverage without>`` for the first pair last.
 """
@@ -13,12 +13,8 @@ Prints ``ratio=<mean coverage with / mean coverage without>`` for the first pair
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
+from bench._support import DATA
 PAIRS = {  # (file, judge, other judge, human_source)
     "llmfao GPT-4 + GPT-3.5": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", "judge_winner",
                                "judge_winner_gpt35", "consensus"),
