@@ -88,8 +88,10 @@ def m_estimate(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> flo
 def runner() -> JobRunner:
     """The server process's job runner (:mod:`components.jobs`): every long computation of
     every session runs on it, background work one job at a time and giving way to any
-    slider answer."""
-    return JobRunner(unwatched_s=SPREAD_UNWATCHED_S)
+    slider answer. Its own unwatched limit is :class:`JobRunner`'s default; a job that needs
+    another passes it on submission (the spread: :data:`SPREAD_UNWATCHED_S`), so the runner,
+    made once per process, never keeps a value the moment of its creation happened to hold."""
+    return JobRunner()
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
