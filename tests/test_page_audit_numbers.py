@@ -25,35 +25,14 @@ from puaudit.embed.pairs import embed_table
 from puaudit.audit.evaluate import delta_over_seeds
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
-from tests.conftest import ROOT
+from tests.page_support import open_page
 from puaudit.embed.hashing import HashingEncoder
 
 pytestmark = pytest.mark.usefixtures("app_env")
 
 
 def _audit_page(frame: pd.DataFrame | None = None, **audit) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.run()
-    if frame is not None:
-        from components.data_summary import mapping_defaults
-
-        at.session_state["raw_frame"] = frame
-        at.session_state["source_name"] = "upload.csv"
-        at.session_state["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
-        at.session_state["table"] = load_comparisons(frame)
-    at.session_state["audit"] = {**AuditConfig.defaults(), "encoder": None, **audit}
-    at.switch_page("pages/audit.py").run()
-    assert not at.exception, at.exception
-    # the m curve and the spread are background jobs: once they are done, the page shows them.
-    # Each page run pauses them while it answers and draws (components.audit_runs.DRAW_S), so poll
-    # slower than that, as the page's own fragments do
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and any(
-            "in the background" in c.value for c in at.caption):
-        time.sleep(2.0)
-        at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("pages/audit.py", frame, wait_background=True, **audit)
 
 
 def _curve(at: AppTest) -> dict:

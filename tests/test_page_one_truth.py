@@ -15,29 +15,17 @@ from streamlit.testing.v1 import AppTest
 from puaudit.report.figures.certify import certification_text
 from puaudit.audit.metrics import MIN_TYPE_ROWS, TOP_TYPES, TYPE_RULE
 from puaudit.report.figures.metrics import headline_metrics, type_table, type_text
-from puaudit.audit.config import AuditConfig
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
 from puaudit.percents import percent, points_between, shown_change
 from tests.conftest import ROOT
+from tests.page_support import open_page
 
 pytestmark = pytest.mark.usefixtures("app_env")
 
 
 def _page(page: str, frame: pd.DataFrame | None = None, **audit) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.run()
-    if frame is not None:
-        from components.data_summary import mapping_defaults
-
-        at.session_state["raw_frame"] = frame
-        at.session_state["source_name"] = "upload.csv"
-        at.session_state["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
-        at.session_state["table"] = load_comparisons(frame)
-    at.session_state["audit"] = {**AuditConfig.defaults(), "encoder": None, **audit}
-    at.switch_page(page).run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(page, frame, **audit)
 
 
 def _many_types(n_types: int = 50, n_rows: int = 3000) -> pd.DataFrame:
