@@ -106,19 +106,10 @@ def test_library_errors_read_as_dashboard_advice():
 def test_audit_page_without_a_human_column_points_to_the_mapping():
     """The Audit page on a table whose human column was not detected: the error names the
     Data page's Column mapping, not a flag."""
-    from puaudit.audit.config import AuditConfig
+    from tests.page_support import open_page
 
     frame = generate_demo(n_rows=120, random_state=0).rename(columns={"human_winner": "people_pick"})
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.run()
-    from components.data_summary import mapping_defaults
-
-    at.session_state["raw_frame"] = frame
-    at.session_state["source_name"] = "upload.csv"
-    at.session_state["columns"] = {r: c for r, c in mapping_defaults(frame).items() if c}
-    at.session_state["table"] = load_comparisons(frame)
-    at.session_state["audit"] = {**AuditConfig.defaults(), "encoder": None}
-    at.switch_page("pages/audit.py").run()
+    at = open_page("pages/audit.py", frame)
     assert not at.exception, at.exception
     [error] = [e.value for e in at.error]
     assert "This table has no human verdicts (no column of human verdicts was found" in error
