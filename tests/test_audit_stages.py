@@ -35,7 +35,7 @@ def assert_same_audit(a, b):
         np.testing.assert_array_equal(a.certification.trusted, b.certification.trusted)
 
 
-@pytest.mark.parametrize("scorer", ["auto", "probe"])
+@pytest.mark.parametrize("scorer", ["auto", "probe", "pot"])
 def test_m_step_equals_a_fresh_audit_and_refits_only_what_reads_m(small, scorer):
     table, emb = small
     cache = StageCache(table, emb)
@@ -49,15 +49,18 @@ def test_m_step_equals_a_fresh_audit_and_refits_only_what_reads_m(small, scorer)
     assert calls["split"] == before["split"] == 1
     assert calls["evidence"] == before["evidence"] == 1
     assert calls["relabel"] == before["relabel"] + 3
-    if scorer == "auto":
-        # prior-ot transports m as its mass: it (only it) is fitted again at each new m,
-        # and the choice among the candidates is made again; probe, knn, centroid are reused
+    if scorer == "pot":
+        # pot transports m as its mass: it is fitted again at each new m
         assert scoring_uses_m(first)
-        assert before["fit"] == 4 and calls["fit"] == 4 + 3
+        assert before["fit"] == 1 and calls["fit"] == 1 + 3
         assert calls["choice"] == before["choice"] + 3
     else:
+        # auto compares prior-ot, probe, knn and centroid: none reads m (prior-ot transports P's
+        # agreement rate), so an m step only shifts the prior of the chosen scores and relabels
         assert not scoring_uses_m(first)
-        assert calls["fit"] == before["fit"] == 1 and calls["choice"] == before["choice"] == 1
+        n_fits = 4 if scorer == "auto" else 1
+        assert calls["fit"] == before["fit"] == n_fits
+        assert calls["choice"] == before["choice"] == 1
 
 
 def test_p_ratio_step_reuses_the_evidence_and_a_second_visit_reuses_everything(small):
@@ -136,3 +139,23 @@ def test_evaluate_through_the_stage_cache_equals_evaluate(small):
     assert json.dumps(cached["leaderboard"], sort_keys=True) == json.dumps(
         evaluate(table, emb, **kw)["leaderboard"], sort_keys=True)
     assert cache.calls["split"] == 2 and cache.calls["fit"] == 4
+
+
+def test_prior_ot_transports_p_rate_and_m_moves_only_its_prior(small):
+    """prior-ot's mass is P's agreement rate whatever m is: the scores at m = 0.6 are those at
+    the estimate, and the probabilities are those moved by the Bayes prior shift alone."""
+    from puaudit.audit.calibration import prior_shift
+    from puaudit.audit.scorers import TRANSPORT_PRIOR_FLOOR, transport_prior
+
+    table, emb = small
+    est = audit_table(table, emb, AuditConfig(scorer="prior-ot"))
+    moved = audit_table(table, emb, AuditConfig(scorer="prior-ot", m=0.6))
+    np.testing.assert_array_equal(moved.score, est.score)
+    u = np.isfinite(est.p_judge_right) & (est.split != 0) & np.isfinite(moved.p_judge_right)
+    base = est.m
+    np.testing.assert_allclose(moved.p_judge_right[u],
+                               prior_shift(est.p_judge_right[u], base_rate=base, target=0.6),
+                               rtol=1e-12, atol=1e-12)
+    assert transport_prior("prior-ot", m=0.6, base_rate=0.83) == 0.83
+    assert transport_prior("pot", m=0.6, base_rate=0.83) == 0.6
+    assert transport_prior("prior-ot", m=0.6, base_rate=0.0) == TRANSPORT_PRIOR_FLOOR

@@ -19,7 +19,7 @@ import numpy as np
 from puaudit.audit.calibration import MonotoneCalibrator, prior_shift
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.denoise import denoise_by_type
-from puaudit.audit.scorers import score_targets
+from puaudit.audit.scorers import score_targets, transport_prior
 from puaudit.audit.splits import PreparedSplit
 
 __all__ = ["ScoredSplit", "crossfit_scorer", "fit_pooled", "default_cv_repeats", "fold_sets_of",
@@ -196,7 +196,8 @@ def crossfit_scorer(prep: PreparedSplit, config: AuditConfig, scorer: str, *, m_
             if len(pp):
                 calls.append((pp, np.concatenate([u_rows, p_rows[folds == f]]), len(u_rows)))
                 fold_of_call.append((r, f))
-    scores = _score_by_type(prep, calls, scorer=scorer, m=m_used, per_type=config.per_type,
+    mass = transport_prior(scorer, m=m_used, base_rate=prep.m_estimate)
+    scores = _score_by_type(prep, calls, scorer=scorer, m=mass, per_type=config.per_type,
                             opts=opts, map_fn=map_fn)
     score[u_rows] = snap(scores[0])
     t_score = time.perf_counter() - t0  # full fit and folds

@@ -6,8 +6,8 @@ returns one score per audited row; higher means "the judge's decision looks huma
 
 =========== ===================================================================================
 ``pot``     partial optimal transport (docs/method.md): ``s_j = (Γᵀ1)_j / b_j`` with total mass ``m``
-``prior-ot`` prior-aware two-sided unbalanced transport (graded): P' with mass ``m``, reversed P'
-            with ``1 - m``; score = share of row j's received mass that comes from P'
+``prior-ot`` prior-aware two-sided unbalanced transport (graded): P' with mass π (P's agreement
+            rate), reversed P' with ``1 - π``; score = share of row j's received mass from P'
 ``full-ot`` balanced OT: minus the expected cost of the positives matched to row j
 ``centroid`` ``cos(z_j, d)`` with ``d = normalise(mean z_P')``
 ``probe``   logistic Bradley–Terry probe fitted on P' (label 1) and their reversals (label 0)
@@ -25,7 +25,7 @@ import numpy as np
 from puaudit.errors import PUAuditError
 
 __all__ = ["ScorerSpec", "SCORER_SPECS", "SCORERS", "AUTO_CANDIDATES", "MAX_FIT_ROWS",
-           "score_targets"]
+           "score_targets", "transport_prior", "TRANSPORT_PRIOR_FLOOR"]
 
 
 def _prior_ot(zp, zu, *, m, reg, random_state, score_rows, log, **_):
@@ -69,7 +69,7 @@ def _knn(zp, zu, *, n_neighbors, **_):
 
 @dataclass(frozen=True)
 class ScorerSpec:
-    """What the pipeline needs to know about one scorer, so no stage checks scorer names.
+    r"""What the pipeline needs to know about one scorer, so no stage checks scorer names.
 
     Attributes
     ----------
@@ -81,7 +81,10 @@ class ScorerSpec:
     denoise : bool
         Fitted on the denoised P' by default (else all of P, which averages noise out itself).
     uses_m : bool
-        Its scores depend on ``m`` (the transported mass), so a new ``m`` means scoring again.
+        Its scores depend on ``m`` (``pot``: the transported mass), so a new ``m`` means scoring
+        again. The other scorers are fitted once per split; ``m`` reaches their calibrated
+        probabilities by the prior shift alone (``prior-ot`` transports P's agreement rate
+        :math:`\pi`, see :func:`transport_prior`).
     whole_target : bool
         Every audited row is part of its target measure: ``score_rows`` only restricts what is
         returned (else the rows are scored one by one and only those asked for are built).
@@ -109,7 +112,7 @@ class ScorerSpec:
 
 
 SCORER_SPECS: dict[str, ScorerSpec] = {s.name: s for s in (
-    ScorerSpec("prior-ot", "transport", _prior_ot, uses_m=True, whole_target=True,
+    ScorerSpec("prior-ot", "transport", _prior_ot, whole_target=True,
                selects_rows=True, logs_transport=True, max_fit_rows=2_000),
     ScorerSpec("pot", "transport", _pot, denoise=True, uses_m=True, whole_target=True,
                dense_target=True, logs_transport=True),
@@ -124,6 +127,26 @@ SCORERS = tuple(SCORER_SPECS)
 #: give the calibrated map nothing to grade, so it cannot win on log loss and only costs time).
 AUTO_CANDIDATES = ("prior-ot", "probe", "knn", "centroid")
 MAX_FIT_ROWS = {name: s.max_fit_rows for name, s in SCORER_SPECS.items() if s.max_fit_rows}
+
+
+#: the lowest prior ``prior-ot`` transports (P's agreement rate can be 0 when the user sets m)
+TRANSPORT_PRIOR_FLOOR = 0.01
+
+
+def transport_prior(scorer: str, *, m: float, base_rate: float) -> float:
+    r"""The mass a scorer is fitted with: ``m`` for the scorers whose scores read it
+    (:attr:`ScorerSpec.uses_m`, ``pot``), else P's agreement rate :math:`\pi` (``base_rate``).
+
+    ``prior-ot`` splits its sources' mass :math:`\pi : 1 - \pi` between the judge-right and the
+    judge-wrong prototypes. Its scores are calibrated on P, whose agreement rate is
+    :math:`\pi`, so the prior a calibrated probability carries is :math:`\pi` whatever mass was
+    transported; a user's ``m`` then moves every scorer's probabilities by the same Bayes prior
+    shift, once. Transporting ``m`` as well would count it twice, and refit the scorer at every
+    ``m``: with the estimate (``m`` = None) both are the same fit.
+    """
+    if SCORER_SPECS[scorer].uses_m:
+        return float(m)
+    return float(min(1.0, max(TRANSPORT_PRIOR_FLOOR, base_rate)))
 
 
 def _cap(zp: np.ndarray, spec: ScorerSpec, random_state) -> np.ndarray:

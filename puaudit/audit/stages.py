@@ -11,9 +11,9 @@ human          ``human_source`` (``crowdlab``: every field)      no (``crowdlab`
 evidence       ``evidence``, ``other_judges`` (label-free,      no
                split-independent)
 split          ``p_ratio``, ``random_state``, human              no
-fit            one scorer's cross-fitting: :data:`FIT_FIELDS`;   only scorers that transport
-               ``m`` too when the scorer uses it                 ``m`` (``prior-ot``, ``pot``)
-               (:attr:`ScorerSpec.uses_m`)
+fit            one scorer's cross-fitting: :data:`FIT_FIELDS`;   only ``pot`` (it transports
+               ``m`` too when the scorer uses it                 ``m``; ``prior-ot`` transports
+               (:attr:`ScorerSpec.uses_m`)                       P's rate, ``auto`` reads no m)
 choice         ``scorer`` and the fits it compares (``auto``,    when a fit it compares uses
                ``evidence``) or the one fit                      ``m``
 relabel        prior shift to ``m``, ``rule``, ``margin``,       yes
@@ -144,7 +144,8 @@ def _peak_rss_mb() -> float | None:
 
 def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: AuditConfig, *,
                 prep: PreparedSplit | None = None, scored: ScoredSplit | None = None,
-                map_fn: Callable | None = None, relabelled: dict | None = None) -> AuditResult:
+                map_fn: Callable | None = None, relabelled: dict | None = None,
+                input_info: InputInfo | None = None) -> AuditResult:
     """One audit: split, score, relabel, certify and measure (the functional form of
     :class:`PUAudit`).
 
@@ -155,7 +156,8 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     ``diagnostics["stages"]``. ``map_fn``: runs the scoring jobs (see :func:`score_split`; the
     Ray backend's tasks). ``relabelled``: :func:`relabel_split` of ``prep`` and ``scored``
     with ``config`` when the caller has it (certification at another target reuses it).
-    ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.evidence_only`);
+    ``input_info``: :meth:`InputInfo.of` ``(table)`` when the caller has it (hashing the texts
+    is a fifth of an ``m`` step on MT-Bench). ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.evidence_only`);
     ``embeddings`` is not read and may be None.
     """
     stages = _StageLog()
@@ -183,7 +185,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
                                             "sources": prep.evidence.sources,
                                             "messages": list(prep.evidence.messages)})
     return AuditResult(
-        input=InputInfo.of(table), split=prep.split, reason=prep.reason, score=scored.score,
+        input=InputInfo.of(table) if input_info is None else input_info, split=prep.split, reason=prep.reason, score=scored.score,
         p_judge_right=scored.p_judge_right, group=rel["group"], adjusted=rel["adjusted"],
         in_p_prime=scored.in_p_prime, m=scored.m, m_estimate=prep.m_estimate,
         metrics=rel["metrics"], per_type=rel["per_type"], expected=rel["expected"],
@@ -226,6 +228,7 @@ class StageCache:
         self._store: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         self._busy: dict = {}
+        self._input_info: InputInfo | None = None
 
     def __getstate__(self) -> dict:  # a fitted PUAudit pickles; locks and events do not
         return {**self.__dict__, "_lock": None, "_busy": {}, "_store": OrderedDict()}
@@ -358,8 +361,11 @@ class StageCache:
             plain = config.replace(target_agreement=None, risk=AuditConfig.risk)
             scored, rel = self._get(self.audit_key(plain, "relabel"), relabelled)
             _check(checkpoint)
+            if self._input_info is None:  # the table does not change under its cache
+                self._input_info = InputInfo.of(self.table)
             return audit_table(self.table, self.embeddings, config, prep=self.split(config),
-                               scored=scored, map_fn=self.map_fn, relabelled=rel)
+                               scored=scored, map_fn=self.map_fn, relabelled=rel,
+                               input_info=self._input_info)
 
         return self._get(self.audit_key(config), compute)
 
