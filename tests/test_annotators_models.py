@@ -141,7 +141,7 @@ def test_mace_fit_does_not_depend_on_row_order(planted_fixed):
     pb = pd.DataFrame(b.posterior, index=vb.items).loc[pa.index]
     # the reference order of an item may differ: compare P(tie) and the strict max
     np.testing.assert_allclose(pa[2], pb[2], atol=1e-9)
-    np.testing.assert_allclose(pa[[0, 1]].max(1), pb[[0, 1]].max(1), atol=1e-9)
+    np.testing.assert_allclose(pa[[0, 1]].max(axis=1), pb[[0, 1]].max(axis=1), atol=1e-9)
 
 
 # ------------------------------------------------------------------------------------------

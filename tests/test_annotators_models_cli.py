@@ -129,6 +129,6 @@ def test_consensus_output_writes_one_row_per_item(planted_csv, capsys, tmp_path)
     assert len(items) == df["question_id"].nunique()
     assert {"consensus", "confidence", "p_A", "p_B", "p_tie", "majority", "differs",
             "judge"} <= set(items.columns)
-    assert np.allclose(items[["p_A", "p_B", "p_tie"]].astype(float).sum(1), 1)
+    assert np.allclose(items[["p_A", "p_B", "p_tie"]].astype(float).sum(axis=1), 1)
     assert cli_main([str(path), "--consensus-output", str(path)]) == 2      # never the input
     assert cli_main([str(path), "--model", "none", "--consensus-output", str(out)]) == 2
