@@ -284,9 +284,15 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
 
 
 def umap_job(key: str, z: np.ndarray, seed: int) -> Job:
-    """A background UMAP projection of ``z`` (one per content key per server process)."""
+    """A background UMAP projection of ``z`` (one per content key per server process).
+
+    It stops at the job's checkpoint between layout epochs (:func:`puaudit.embed.projection.
+    project_2d`): it gives way to a slider answer (the next poll starts it again, from the
+    start: umap-learn cannot resume an optimisation midway with the same result), and a map
+    of newer data or another seed cancels it (group ``"umap"``)."""
     from puaudit.embed.projection import project_2d
 
     return runner().submit(("umap", key, int(seed)),
-                           lambda job: project_2d(z, method="umap", random_state=seed),
-                           unwatched_s=0, priority=2)
+                           lambda job: project_2d(z, method="umap", random_state=seed,
+                                                  checkpoint=job.checkpoint),
+                           group="umap", unwatched_s=0, priority=2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from components.jobs import Cancelled, JobRunner, Preempted, job_status
@@ -136,3 +137,67 @@ def test_background_work_waits_while_the_page_draws_its_answer():
     job = runner.submit("curve", lambda job: started.append(time.monotonic() - t0))
     _wait(job)
     assert started[0] >= 0.35
+
+
+@pytest.mark.slow  # UMAP compiles its numba kernels once per process
+def test_the_umap_job_gives_way_to_a_foreground_answer_and_its_layout_is_unchanged(monkeypatch):
+    from components import audit_runs
+    from puaudit.embed import projection
+
+    runner = JobRunner(unwatched_s=0)
+    monkeypatch.setattr(audit_runs, "runner", lambda: runner)
+    z = np.random.default_rng(0).normal(size=(200, 8))
+    expected = projection.project_2d(z, method="umap", random_state=0)
+    real = projection.project_2d
+    calls, in_layout, answer_started = [], threading.Event(), threading.Event()
+
+    def watched(*args, checkpoint=None, **kw):  # the job's own checkpoint, counted
+        def counted():
+            calls.append(1)
+            if len(calls) == 50:  # midway through the layout's epochs: a slider answer comes
+                in_layout.set()
+                answer_started.wait(5)
+            checkpoint()
+        return real(*args, checkpoint=counted, **kw)
+
+    monkeypatch.setattr(projection, "project_2d", watched)
+    job = audit_runs.umap_job("table|encoder|0", z, 0)
+    assert in_layout.wait(60)
+    with runner.foreground():
+        answer_started.set()
+        _wait(job, timeout=30)
+        with pytest.raises(Preempted):
+            job.result()
+        assert len(calls) == 50  # it stopped at the first checkpoint after the answer began
+        time.sleep(0.2)
+        assert len(calls) == 50  # and nothing ran beside the answer
+    again = audit_runs.umap_job("table|encoder|0", z, 0)  # the page's next poll
+    assert again is not job
+    _wait(again, timeout=60)
+    np.testing.assert_array_equal(again.result(), expected)  # started again, same layout
+    assert len(calls) > 50 + 500  # the whole layout ran the second time
+
+
+def test_a_umap_job_for_newer_settings_cancels_the_older_one(monkeypatch):
+    from components import audit_runs
+    from puaudit.embed import projection
+
+    runner = JobRunner(unwatched_s=0)
+    monkeypatch.setattr(audit_runs, "runner", lambda: runner)
+    started = threading.Event()
+
+    def endless(z, *, checkpoint=None, **kw):
+        started.set()
+        while True:
+            checkpoint()
+            time.sleep(0.01)
+
+    monkeypatch.setattr(projection, "project_2d", endless)
+    old = audit_runs.umap_job("table|encoder|0", np.zeros((5, 2)), 0)
+    assert started.wait(10)
+    monkeypatch.setattr(projection, "project_2d", lambda z, **kw: np.ones((len(z), 2)))
+    new = audit_runs.umap_job("table|encoder|1", np.zeros((5, 2)), 1)  # another seed
+    _wait(new)
+    with pytest.raises(Cancelled, match="newer settings"):
+        old.result()
+    assert new.result().shape == (5, 2)

@@ -4,12 +4,19 @@ PCA is immediate. UMAP gives a better picture of local structure but compiles it
 the first call in a process (about 30–40 s on two CPU cores), so :func:`warm_umap` runs one tiny
 fit in the background at server start and :func:`umap_ready` tells a page whether a UMAP call
 will now run at full speed.
+
+A UMAP layout takes seconds to minutes, so :func:`project_2d` takes an optional ``checkpoint``
+callable (the dashboard's job runner passes one that pauses or cancels background work): it is
+called before the neighbour graph, after it, and between the layout's optimisation epochs, and
+whatever it raises stops the projection there. The checkpoint observes the run without entering
+it, so a layout that nothing interrupts is the one umap-learn computes without it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -43,8 +50,49 @@ def oriented_differences(e_a: np.ndarray, e_b: np.ndarray, judge: np.ndarray) ->
     return unit * sign[:, None]
 
 
+#: the checkpoint of the UMAP layout running in this thread (None: none)
+_EPOCH_CHECKPOINT = threading.local()
+_EPOCHS_LOCK = threading.Lock()
+
+
+def _checked_epochs(epochs, checkpoint: Callable[[], None]):
+    for epoch in epochs:
+        checkpoint()
+        yield epoch
+
+
+def _install_epoch_checkpoints() -> None:
+    """Let a UMAP layout stop between its optimisation epochs.
+
+    umap-learn has no per-epoch callback; its layout loops (``umap.layouts``) iterate
+    ``tqdm(range(n_epochs), **tqdm_kwds)`` over a module-level ``tqdm``. That name becomes a
+    function which, in a thread projecting with a checkpoint, yields the same epochs and calls
+    the checkpoint before each (an exception leaves the loop between two epochs, holding no
+    lock), and elsewhere is umap-learn's own ``tqdm`` with the same arguments. The epochs, the
+    learning-rate schedule and the random state are untouched, so the layout is unchanged.
+    (The bar's ``file`` would also see each epoch, but tqdm writes under its global write lock
+    and keeps it when the write raises: the next bar in any thread would wait forever.)
+    """
+    import umap.layouts as layouts
+
+    with _EPOCHS_LOCK:
+        if getattr(layouts.tqdm, "puaudit_epochs", False):
+            return
+        bar = layouts.tqdm
+
+        def epochs(iterable=None, *args, **kwargs):
+            checkpoint = getattr(_EPOCH_CHECKPOINT, "fn", None)
+            if checkpoint is None:
+                return bar(iterable, *args, **kwargs)
+            return _checked_epochs(iterable, checkpoint)
+
+        epochs.puaudit_epochs = True
+        layouts.tqdm = epochs
+
+
 def project_2d(z: np.ndarray, *, method: str = "pca", random_state: int | None = 0,
-               n_neighbors: int = 15, min_dist: float = 0.1) -> np.ndarray:
+               n_neighbors: int = 15, min_dist: float = 0.1,
+               checkpoint: Callable[[], None] | None = None) -> np.ndarray:
     """Project rows of ``z`` to two dimensions.
 
     Parameters
@@ -56,6 +104,12 @@ def project_2d(z: np.ndarray, *, method: str = "pca", random_state: int | None =
     random_state : int or None
         Seed of UMAP's layout (ignored by PCA).
     n_neighbors, min_dist : UMAP parameters.
+    checkpoint : callable or None
+        Called with no argument before UMAP builds its neighbour graph and between the
+        optimisation epochs of its layout (200 epochs above 10,000 rows, 500 below); an
+        exception it raises (a cancelled or paused job) propagates and stops the projection
+        there. The layout is unchanged by it: with the same ``random_state``, an uninterrupted
+        run equals one without a checkpoint. PCA is immediate and calls it once.
 
     Returns
     -------
@@ -71,6 +125,8 @@ def project_2d(z: np.ndarray, *, method: str = "pca", random_state: int | None =
         out = np.zeros((n, 2))
         out[:, 0] = np.arange(n, dtype=float)
         return out
+    if checkpoint is not None:
+        checkpoint()
     if method == "pca":
         from sklearn.decomposition import PCA
 
@@ -84,7 +140,17 @@ def project_2d(z: np.ndarray, *, method: str = "pca", random_state: int | None =
                         metric="cosine", random_state=random_state,
                         # a seeded layout is single-threaded in umap-learn; say so to skip its warning
                         n_jobs=1 if random_state is not None else -1)
-    return np.asarray(reducer.fit_transform(z), dtype=np.float64)
+    if checkpoint is None:
+        return np.asarray(reducer.fit_transform(z), dtype=np.float64)
+    _install_epoch_checkpoints()
+    outer = getattr(_EPOCH_CHECKPOINT, "fn", None)
+    _EPOCH_CHECKPOINT.fn = checkpoint
+    try:
+        out = np.asarray(reducer.fit_transform(z), dtype=np.float64)
+    finally:
+        _EPOCH_CHECKPOINT.fn = outer
+    checkpoint()
+    return out
 
 
 def warm_umap(*, n: int = 64, d: int = 8, random_state: int = 0) -> float:
