@@ -288,11 +288,15 @@ def umap_job(key: str, z: np.ndarray, seed: int) -> Job:
 
     It stops at the job's checkpoint between layout epochs (:func:`puaudit.embed.projection.
     project_2d`): it gives way to a slider answer (the next poll starts it again, from the
-    start: umap-learn cannot resume an optimisation midway with the same result), and a map
-    of newer data or another seed cancels it (group ``"umap"``)."""
+    start: umap-learn cannot resume an optimisation midway with the same result), and the
+    same session's map of newer data or another seed cancels it. The group is the session's:
+    two visitors' maps of different tables must not cancel each other at every poll (a UMAP
+    restarts from scratch, so neither would ever finish)."""
     from puaudit.embed.projection import project_2d
 
+    ctx = get_script_run_ctx()
+    group = "umap" if ctx is None else f"umap|{ctx.session_id}"
     return runner().submit(("umap", key, int(seed)),
                            lambda job: project_2d(z, method="umap", random_state=seed,
                                                   checkpoint=job.checkpoint),
-                           group="umap", unwatched_s=0, priority=2)
+                           group=group, unwatched_s=0, priority=2)

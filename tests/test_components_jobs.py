@@ -201,3 +201,50 @@ def test_a_umap_job_for_newer_settings_cancels_the_older_one(monkeypatch):
     with pytest.raises(Cancelled, match="newer settings"):
         old.result()
     assert new.result().shape == (5, 2)
+
+
+def test_two_sessions_umap_jobs_do_not_cancel_each_other(monkeypatch):
+    """A newer map cancels the older one of its own session only: two visitors polling maps of
+    different tables would otherwise restart each other's UMAP at every poll."""
+    from types import SimpleNamespace
+
+    from components import audit_runs
+    from puaudit.embed import projection
+
+    runner = JobRunner(unwatched_s=0)
+    monkeypatch.setattr(audit_runs, "runner", lambda: runner)
+    started, release = threading.Event(), threading.Event()
+
+    def held(z, *, checkpoint=None, **kw):
+        started.set()
+        while not release.is_set():
+            checkpoint()
+            time.sleep(0.01)
+        return np.zeros((len(z), 2))
+
+    monkeypatch.setattr(projection, "project_2d", held)
+    session = SimpleNamespace(session_id="visitor-1")
+    monkeypatch.setattr(audit_runs, "get_script_run_ctx", lambda: session)
+    first = audit_runs.umap_job("table-1|encoder|0", np.zeros((5, 2)), 0)
+    assert started.wait(10)
+    session = SimpleNamespace(session_id="visitor-2")
+    second = audit_runs.umap_job("table-2|encoder|0", np.zeros((5, 2)), 0)
+    time.sleep(0.1)
+    assert not first.cancelled() and not second.cancelled()
+    release.set()
+    _wait(first)
+    _wait(second)
+    assert first.result().shape == second.result().shape == (5, 2)
+    session = SimpleNamespace(session_id="visitor-2")  # the same visitor, another seed
+    started.clear()
+    release.clear()
+    third = audit_runs.umap_job("table-2|encoder|1", np.zeros((5, 2)), 1)
+    assert started.wait(10)
+    fourth = audit_runs.umap_job("table-2|encoder|2", np.zeros((5, 2)), 2)
+    assert third.cancelled()
+    _wait(third)  # it stops at its next checkpoint
+    with pytest.raises(Cancelled, match="newer settings"):
+        third.result()
+    release.set()
+    _wait(fourth)
+    assert fourth.result().shape == (5, 2)
