@@ -118,9 +118,12 @@ def test_an_unwatched_background_job_stops():
 
 def test_queued_background_jobs_start_most_urgent_first():
     runner = JobRunner(unwatched_s=0)
-    gate = threading.Event()
+    gate, busy = threading.Event(), threading.Event()
     order = []
-    runner.submit("busy", lambda job: gate.wait(5))
+    runner.submit("busy", lambda job: busy.set() or gate.wait(5))
+    # the others queue behind a running job (on a loaded machine the worker thread started
+    # late and popped the first of them before they were all queued: spread before curve)
+    assert busy.wait(5)
     jobs = [runner.submit(name, lambda job, name=name: order.append(name), priority=p)
             for name, p in (("compare", 3), ("spread", 2), ("curve", 0), ("precompute", 1))]
     gate.set()

@@ -36,19 +36,23 @@ def test_an_uninterrupted_checkpointed_umap_equals_umap_learn_without_one(z):
     assert len(calls) >= 500
 
 
-def test_a_raise_at_a_checkpoint_stops_umap_between_epochs(z):
+@pytest.mark.parametrize("stop_at", [20, 400], ids=["in the distances", "between epochs"])
+def test_a_raise_at_a_checkpoint_stops_umap_early(z, stop_at):
+    """300 rows: one checkpoint before, one per row of the pairwise distances (300), one per
+    epoch (500), one after; stopped at call 20 or 400, nothing runs on."""
     full = []
     project_2d(z, method="umap", random_state=0, checkpoint=lambda: full.append(1))
+    assert len(full) == 1 + len(z) + 500 + 1
     calls = []
 
-    def cancel_at_20():
+    def cancel():
         calls.append(1)
-        if len(calls) == 20:
+        if len(calls) == stop_at:
             raise _Stop("a newer setting")
 
     with pytest.raises(_Stop, match="newer setting"):
-        project_2d(z, method="umap", random_state=0, checkpoint=cancel_at_20)
-    assert len(calls) == 20 < len(full) / 10  # stopped early, and nothing was called after it
+        project_2d(z, method="umap", random_state=0, checkpoint=cancel)
+    assert len(calls) == stop_at < len(full)  # stopped there, and nothing was called after it
     # stopped runs leave nothing behind: the next run is the full layout again
     again = project_2d(z, method="umap", random_state=0, checkpoint=lambda: None)
     np.testing.assert_array_equal(again, project_2d(z, method="umap", random_state=0))
