@@ -53,9 +53,9 @@ def oriented_differences(e_a: np.ndarray, e_b: np.ndarray, judge: np.ndarray) ->
     return unit * sign[:, None]
 
 
-#: the checkpoint of the UMAP layout running in this thread (None: none)
-_EPOCH_CHECKPOINT = threading.local()
-_EPOCHS_LOCK = threading.Lock()
+#: the checkpoint of the UMAP running in this thread (None: none)
+_UMAP_CHECKPOINT = threading.local()
+_INSTALL_LOCK = threading.Lock()
 
 
 def _checked_epochs(epochs, checkpoint: Callable[[], None]):
@@ -66,9 +66,9 @@ def _checked_epochs(epochs, checkpoint: Callable[[], None]):
 
 def _install_checkpoints() -> None:
     """Install, once per process, the two places where a UMAP in a thread with a checkpoint
-    (:data:`_EPOCH_CHECKPOINT`) calls it: :func:`_install_epoch_checkpoints` and
+    (:data:`_UMAP_CHECKPOINT`) calls it: :func:`_install_epoch_checkpoints` and
     :func:`_install_distance_checkpoints`. Other threads' UMAPs run as before."""
-    with _EPOCHS_LOCK:
+    with _INSTALL_LOCK:
         _install_epoch_checkpoints()
         _install_distance_checkpoints()
 
@@ -92,7 +92,7 @@ def _install_epoch_checkpoints() -> None:
     bar = layouts.tqdm
 
     def epochs(iterable=None, *args, **kwargs):
-        checkpoint = getattr(_EPOCH_CHECKPOINT, "fn", None)
+        checkpoint = getattr(_UMAP_CHECKPOINT, "fn", None)
         if checkpoint is None:
             return bar(iterable, *args, **kwargs)
         return _checked_epochs(iterable, checkpoint)
@@ -137,15 +137,16 @@ def _install_distance_checkpoints() -> None:
     original = umap_module.pairwise_distances
 
     def pairwise_distances(X, Y=None, metric="euclidean", *args, **kwds):
-        checkpoint = getattr(_EPOCH_CHECKPOINT, "fn", None)
-        x = X
+        checkpoint = getattr(_UMAP_CHECKPOINT, "fn", None)
+        # anything but umap-learn's own call (one dense finite array, its metric) goes to
+        # scikit-learn, whose checks and errors stay as they were
         if (checkpoint is None or Y is not None or args or not callable(metric)
-                or issparse(x) or getattr(x, "ndim", 0) != 2
-                or getattr(x, "dtype", None) not in (np.float32, np.float64)
-                or not np.isfinite(x).all() or {"n_jobs", "force_all_finite",
+                or issparse(X) or getattr(X, "ndim", 0) != 2
+                or getattr(X, "dtype", None) not in (np.float32, np.float64)
+                or not np.isfinite(X).all() or {"n_jobs", "force_all_finite",
                                                 "ensure_all_finite"} & set(kwds)):
             return original(X, Y, metric, *args, **kwds)
-        return _checked_pairwise(np.asarray(x), metric, checkpoint, kwds)
+        return _checked_pairwise(np.asarray(X), metric, checkpoint, kwds)
 
     pairwise_distances.puaudit_rows = True
     umap_module.pairwise_distances = pairwise_distances
@@ -205,12 +206,12 @@ def project_2d(z: np.ndarray, *, method: str = "pca", random_state: int | None =
     if checkpoint is None:
         return np.asarray(reducer.fit_transform(z), dtype=np.float64)
     _install_checkpoints()
-    outer = getattr(_EPOCH_CHECKPOINT, "fn", None)
-    _EPOCH_CHECKPOINT.fn = checkpoint
+    outer = getattr(_UMAP_CHECKPOINT, "fn", None)
+    _UMAP_CHECKPOINT.fn = checkpoint
     try:
         out = np.asarray(reducer.fit_transform(z), dtype=np.float64)
     finally:
-        _EPOCH_CHECKPOINT.fn = outer
+        _UMAP_CHECKPOINT.fn = outer
     checkpoint()
     return out
 
