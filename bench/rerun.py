@@ -1,9 +1,19 @@
 """Slider benchmark (docs/performance.md): what the dashboard computes for one slider step,
-against the first audit of the same table, on MT-Bench and llmfao with cached embeddings.
+against the first audit of the same table, on MT-Bench and llmfao with cached embeddings, and
+(opt-in) on a generated large table.
 
     python -m bench.rerun               # MT-Bench and llmfao, default settings (auto scorer)
     python -m bench.rerun --quick       # MT-Bench only, fewer steps
     python -m bench.rerun --app         # also m steps through the page (Streamlit AppTest)
+    python -m bench.rerun --tables mtbench llmfao generated   # + 100,000 generated rows
+    python -m bench.rerun --tables generated --rows 100000    # the large table alone
+
+``generated`` (opt-in: about 10 minutes on 2 cores) is :func:`puaudit.data.demo.generate_demo`
+with ``--rows`` rows (default 100,000), embedded with the hashing encoder at 384 dimensions
+(:class:`puaudit.embed.hashing.HashingEncoder`, deterministic, no model: the precomputed
+embeddings of a large upload, at MiniLM's dimension). Its embedding is not timed, and it takes
+3 ``m`` steps and 1 ``p_ratio`` step of each kind. The peak resident memory of the process is
+printed after each table (run ``--tables generated`` alone for the large table's own peak).
 
 Each table gets a fresh :class:`puaudit.audit.stages.StageCache` (the dashboard's: one per table
 and encoder) and the embeddings from the embedding cache (embedded first when missing, not
@@ -29,9 +39,11 @@ import statistics
 import time
 from pathlib import Path
 
-from bench._support import LLMFAO, MTBENCH, ROOT
+from bench._support import LLMFAO, MTBENCH, ROOT, peak_mb
 
 TABLES = {"mtbench": MTBENCH, "llmfao": LLMFAO}
+#: the opt-in large table: rows of generate_demo embedded with the hashing encoder at this size
+GENERATED_DIM = 384
 
 
 def _timed(fn):
@@ -58,17 +70,40 @@ def warm_up() -> None:
     audit_table(table, emb, AuditConfig(target_agreement=0.9))
 
 
-def bench_table(name: str, path: Path, *, n_m: int, n_p: int, scorer: str) -> dict:
+def real_table(path: Path):
+    """A real data set and its embeddings from the embedding cache (embedded first when
+    missing, not timed), with the seconds the cache read took (what an upload pays)."""
     import pandas as pd
 
-    from puaudit.audit.config import AuditConfig
-    from puaudit.audit.stages import StageCache
     from puaudit.data.schema import load_comparisons
     from puaudit.embed.pairs import embed_table
 
     table = load_comparisons(pd.read_csv(path), name=path.name)
     embed_table(table, None)  # fills the embedding cache when it is empty (not timed)
-    fetch, emb = _timed(lambda: embed_table(table, None))  # what an upload pays: cache reads
+    fetch, emb = _timed(lambda: embed_table(table, None))
+    return table, emb, fetch
+
+
+def generated_table(n_rows: int):
+    """``n_rows`` generated comparisons (:func:`~puaudit.data.demo.generate_demo`, seed 0) and
+    their embeddings by the hashing encoder at :data:`GENERATED_DIM` dimensions, with the
+    seconds the embedding took (not part of any timing below: precomputed embeddings)."""
+    from puaudit.data.demo import generate_demo
+    from puaudit.data.schema import load_comparisons
+    from puaudit.embed.hashing import HashingEncoder
+    from puaudit.embed.pairs import embed_table
+
+    table = load_comparisons(generate_demo(n_rows=n_rows, random_state=0),
+                             name=f"generated-{n_rows}")
+    seconds, emb = _timed(lambda: embed_table(table, HashingEncoder(dim=GENERATED_DIM)))
+    return table, emb, seconds
+
+
+def bench_table(name: str, table, emb, fetch: float, *, n_m: int, n_p: int,
+                scorer: str) -> dict:
+    from puaudit.audit.config import AuditConfig
+    from puaudit.audit.stages import StageCache
+
     cache = StageCache(table, emb)
     cfg = AuditConfig(scorer=scorer)
     first, result = _timed(lambda: cache.audit(cfg))
@@ -87,9 +122,11 @@ def bench_table(name: str, path: Path, *, n_m: int, n_p: int, scorer: str) -> di
     row = {"table": name, "rows": len(table), "first": first, "fetch": fetch, "m_steps": m_steps,
            "m_step": statistics.median(m_steps), "p_cold": statistics.median(p_cold),
            "p_warm": statistics.median(p_warm), "certify": certify,
-           "scorer_used": result.params["scorer_used"], "calls": dict(cache.calls)}
+           "scorer_used": result.params["scorer_used"], "calls": dict(cache.calls),
+           "peak_mb": peak_mb()}
     print(f"{name}: {len(table):,} rows, scorer {scorer} (used {row['scorer_used']})")
-    print(f"  embeddings from the cache {fetch:5.2f} s (not in the first audit below)")
+    print(f"  embeddings {'generated' if name == 'generated' else 'from the cache'} "
+          f"{fetch:5.2f} s (not in the first audit below)")
     print(f"  first audit            {first:7.2f} s")
     print(f"  m step (median of {n_m})   {row['m_step']:7.2f} s  = {row['m_step'] / first:.3f} x "
           f"first  [{', '.join(f'{t:.2f}' for t in m_steps)}]  target <= 0.10")
@@ -100,6 +137,7 @@ def bench_table(name: str, path: Path, *, n_m: int, n_p: int, scorer: str) -> di
     print(f"  Certify                {certify:7.2f} s  = {certify / first:.3f} x first  "
           f"target <= 0.2")
     print(f"  stages computed: {row['calls']}")
+    print(f"  peak resident memory of the process so far: {row['peak_mb']:,.0f} MB")
     return row
 
 
@@ -140,15 +178,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="MT-Bench only, 3 m steps, 1 p step")
-    ap.add_argument("--tables", nargs="+", choices=list(TABLES), default=None)
+    ap.add_argument("--tables", nargs="+", choices=[*TABLES, "generated"], default=None,
+                    help="default mtbench llmfao (--quick: mtbench); 'generated' is opt-in")
+    ap.add_argument("--rows", type=int, default=100_000,
+                    help="rows of the generated table (default 100,000)")
     ap.add_argument("--scorer", default="auto", help="scorer (default auto, the dashboard's)")
     ap.add_argument("--app", action="store_true", help="also time m steps of the page")
     args = ap.parse_args()
     os.environ.setdefault("PUAUDIT_UMAP_WARMUP", "0")
     names = args.tables or (["mtbench"] if args.quick else list(TABLES))
     warm_up()
-    rows = [bench_table(n, TABLES[n], n_m=3 if args.quick else 5, n_p=1 if args.quick else 2,
-                        scorer=args.scorer) for n in names]
+    rows = []
+    for name in names:
+        large = name == "generated"
+        table, emb, fetch = generated_table(args.rows) if large else real_table(TABLES[name])
+        rows.append(bench_table(name, table, emb, fetch, n_m=3 if args.quick or large else 5,
+                                n_p=1 if args.quick or large else 2, scorer=args.scorer))
+        del table, emb  # the next table's peak is not this one's
     if args.app:
         cold, warm = app_m_steps(TABLES["mtbench"])
         print(f"page m step (AppTest, MT-Bench): {cold:.2f} s right after the first audit, "

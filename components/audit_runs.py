@@ -284,9 +284,19 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
 
 
 def umap_job(key: str, z: np.ndarray, seed: int) -> Job:
-    """A background UMAP projection of ``z`` (one per content key per server process)."""
+    """A background UMAP projection of ``z`` (one per content key per server process).
+
+    It stops at the job's checkpoint (:func:`puaudit.embed.projection.project_2d`: each row of
+    its pairwise distances under 4,096 rows, each layout epoch): it gives way to a slider
+    answer (the next poll starts it again, from the start: umap-learn cannot resume an
+    optimisation midway with the same result), and the same session's map of newer data or another seed cancels it. The group is the session's:
+    two visitors' maps of different tables must not cancel each other at every poll (a UMAP
+    restarts from scratch, so neither would ever finish)."""
     from puaudit.embed.projection import project_2d
 
+    ctx = get_script_run_ctx()
+    group = "umap" if ctx is None else f"umap|{ctx.session_id}"
     return runner().submit(("umap", key, int(seed)),
-                           lambda job: project_2d(z, method="umap", random_state=seed),
-                           unwatched_s=0, priority=2)
+                           lambda job: project_2d(z, method="umap", random_state=seed,
+                                                  checkpoint=job.checkpoint),
+                           group=group, unwatched_s=0, priority=2)

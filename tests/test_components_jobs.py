@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from components.jobs import Cancelled, JobRunner, Preempted, job_status
@@ -117,9 +118,12 @@ def test_an_unwatched_background_job_stops():
 
 def test_queued_background_jobs_start_most_urgent_first():
     runner = JobRunner(unwatched_s=0)
-    gate = threading.Event()
+    gate, busy = threading.Event(), threading.Event()
     order = []
-    runner.submit("busy", lambda job: gate.wait(5))
+    runner.submit("busy", lambda job: busy.set() or gate.wait(5))
+    # the others queue behind a running job (on a loaded machine the worker thread started
+    # late and popped the first of them before they were all queued: spread before curve)
+    assert busy.wait(5)
     jobs = [runner.submit(name, lambda job, name=name: order.append(name), priority=p)
             for name, p in (("compare", 3), ("spread", 2), ("curve", 0), ("precompute", 1))]
     gate.set()
@@ -136,3 +140,114 @@ def test_background_work_waits_while_the_page_draws_its_answer():
     job = runner.submit("curve", lambda job: started.append(time.monotonic() - t0))
     _wait(job)
     assert started[0] >= 0.35
+
+
+@pytest.mark.slow  # UMAP compiles its numba kernels once per process
+def test_the_umap_job_gives_way_to_a_foreground_answer_and_its_layout_is_unchanged(monkeypatch):
+    from components import audit_runs
+    from puaudit.embed import projection
+
+    runner = JobRunner(unwatched_s=0)
+    monkeypatch.setattr(audit_runs, "runner", lambda: runner)
+    z = np.random.default_rng(0).normal(size=(200, 8))
+    expected = projection.project_2d(z, method="umap", random_state=0)
+    real = projection.project_2d
+    calls, in_layout, answer_started = [], threading.Event(), threading.Event()
+
+    def watched(*args, checkpoint=None, **kw):  # the job's own checkpoint, counted
+        def counted():
+            calls.append(1)
+            if len(calls) == 50:  # midway through the layout's epochs: a slider answer comes
+                in_layout.set()
+                answer_started.wait(5)
+            checkpoint()
+        return real(*args, checkpoint=counted, **kw)
+
+    monkeypatch.setattr(projection, "project_2d", watched)
+    job = audit_runs.umap_job("table|encoder|0", z, 0)
+    assert in_layout.wait(60)
+    with runner.foreground():
+        answer_started.set()
+        _wait(job, timeout=30)
+        with pytest.raises(Preempted):
+            job.result()
+        assert len(calls) == 50  # it stopped at the first checkpoint after the answer began
+        time.sleep(0.2)
+        assert len(calls) == 50  # and nothing ran beside the answer
+    again = audit_runs.umap_job("table|encoder|0", z, 0)  # the page's next poll
+    assert again is not job
+    _wait(again, timeout=60)
+    np.testing.assert_array_equal(again.result(), expected)  # started again, same layout
+    assert len(calls) > 50 + 500  # the whole layout ran the second time
+
+
+def test_a_umap_job_for_newer_settings_cancels_the_older_one(monkeypatch):
+    from components import audit_runs
+    from puaudit.embed import projection
+
+    runner = JobRunner(unwatched_s=0)
+    monkeypatch.setattr(audit_runs, "runner", lambda: runner)
+    started = threading.Event()
+
+    def endless(z, *, checkpoint=None, **kw):
+        started.set()
+        while True:
+            checkpoint()
+            time.sleep(0.01)
+
+    monkeypatch.setattr(projection, "project_2d", endless)
+    old = audit_runs.umap_job("table|encoder|0", np.zeros((5, 2)), 0)
+    assert started.wait(10)
+    monkeypatch.setattr(projection, "project_2d", lambda z, **kw: np.ones((len(z), 2)))
+    new = audit_runs.umap_job("table|encoder|1", np.zeros((5, 2)), 1)  # another seed
+    _wait(new)
+    with pytest.raises(Cancelled, match="newer settings"):
+        old.result()
+    assert new.result().shape == (5, 2)
+
+
+def test_two_sessions_umap_jobs_do_not_cancel_each_other(monkeypatch):
+    """A newer map cancels the older one of its own session only: two visitors polling maps of
+    different tables would otherwise restart each other's UMAP at every poll."""
+    from types import SimpleNamespace
+
+    from components import audit_runs
+    from puaudit.embed import projection
+
+    runner = JobRunner(unwatched_s=0)
+    monkeypatch.setattr(audit_runs, "runner", lambda: runner)
+    started, release = threading.Event(), threading.Event()
+
+    def held(z, *, checkpoint=None, **kw):
+        started.set()
+        while not release.is_set():
+            checkpoint()
+            time.sleep(0.01)
+        return np.zeros((len(z), 2))
+
+    monkeypatch.setattr(projection, "project_2d", held)
+    session = SimpleNamespace(session_id="visitor-1")
+    monkeypatch.setattr(audit_runs, "get_script_run_ctx", lambda: session)
+    first = audit_runs.umap_job("table-1|encoder|0", np.zeros((5, 2)), 0)
+    assert started.wait(10)
+    session = SimpleNamespace(session_id="visitor-2")
+    second = audit_runs.umap_job("table-2|encoder|0", np.zeros((5, 2)), 0)
+    time.sleep(0.1)
+    assert not first.cancelled() and not second.cancelled()
+    release.set()
+    _wait(first)
+    _wait(second)
+    assert first.result().shape == second.result().shape == (5, 2)
+    session = SimpleNamespace(session_id="visitor-2")  # the same visitor, another seed
+    started.clear()
+    release.clear()
+    third = audit_runs.umap_job("table-2|encoder|1", np.zeros((5, 2)), 1)
+    assert started.wait(10)
+    fourth = audit_runs.umap_job("table-2|encoder|2", np.zeros((5, 2)), 2)
+    assert third.cancelled()
+    _wait(third)  # it stops at its next checkpoint
+    with pytest.raises(Cancelled, match="newer settings"):
+        third.result()
+    release.set()
+    _wait(fourth)
+    assert fourth.result().shape == (5, 2)
