@@ -43,23 +43,20 @@ seeds, 0.77 in another; sd 0.26), and with ~250 candidates one unlucky dip anywh
 sequence. Pooling P with the validation items roughly triples the items behind each bound, and
 14 candidates instead of hundreds leave fewer places to stop by chance.
 
-Which threshold each audited row gets (cross-certification). Validation rows are certified on
-too, so a validation row must never be trusted by a threshold its own outcome helped choose (the
-agreement shown on trusted validation rows would no longer be a held-out measurement). The
-validation items are dealt at random (by item, from ``random_state``, before any outcome is
-read) into :math:`K` = :data:`CERTIFY_FOLDS` folds; the rows of fold :math:`f` are trusted when
-their probability reaches the threshold certified on P and the *other* folds at risk
-:math:`\delta / K` (the other folds' probability at their certified share). The :math:`K`
-certifications hold together with probability at least :math:`1 - \delta` (union bound), so
-the trusted validation rows meet the target with the same :math:`\delta` as before, and their
-realised agreement is measured on rows that chose nothing. Unlabelled rows (whose outcomes
-nobody knows, so none of them chose anything) get the threshold certified on P and every
-validation item at risk :math:`\delta`: validation's probability at the certified share, which
-carries over to unlabelled rows because both come from the same fit. P rows (for the export and
-a cascade's routing) are trusted by P's out-of-fold probability at the certified share. (A
-validation fold is trusted by its own certification even where the one on everything certified
-nothing: making its trust depend on that one would let its own outcomes decide whether it is
-measured, and the held-out check would read high.)
+Which threshold each row gets (cross-certification). Validation rows are certified on too, so
+a validation row must never be trusted by a threshold its own outcome helped choose (the
+agreement shown on trusted validation rows would no longer be a held-out measurement). Every row
+of the audit is dealt at random (by item, from ``random_state``, before any outcome is read)
+into one of :math:`K` = :data:`CERTIFY_FOLDS` folds. The audited rows of fold :math:`f`,
+validation and unlabelled alike, are trusted when their probability reaches the threshold
+certified on P and the validation items of the *other* folds at risk :math:`\delta / K` (those
+items' probability at their certified share); P rows of fold :math:`f` (for the export and a
+cascade's routing) by P's out-of-fold probability at that share. The :math:`K` certifications
+hold together with probability at least :math:`1 - \delta` (union bound), so every trusted row,
+validation or unlabelled, meets the target with the same :math:`\delta` as before. The realised
+agreement of trusted validation rows is measured on rows that chose nothing, and it measures
+exactly the rule the unlabelled rows of the same folds get (one rule for both also keeps a
+cascade's next region the same mixture of annotated and unlabelled rows).
 
 From P to the other sources: by share. P's out-of-fold probabilities run less confident than
 the full fit's (on MT-Bench GPT-4, seed 11: 54% of audited rows at or above a value 42% of P's
@@ -98,7 +95,7 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["START_SHARE", "SHARE_STEP", "share_grid", "lower_bound", "two_sided_interval",
            "rows_needed", "item_outcomes", "choose_share", "CERTIFY_FOLDS",
-           "validation_folds",
+           "certify_folds",
            "out_of_fold_probabilities", "realised_agreement",
            "Certification", "certify_split", "with_target",
            "escalated_rows", "cascade_escalated_rows", "merge_asked_verdicts"]
@@ -116,8 +113,8 @@ START_SHARE = 0.3
 #: against 0.56 (MT-Bench GPT-4, 0.90, 20 seeds), and every distinct probability (steps of one
 #: item) more stops by chance.
 SHARE_STEP = 0.05
-#: Folds of the validation items for cross-certification: the rows of each fold are trusted by
-#: a threshold certified on P and the other folds at ``risk / CERTIFY_FOLDS``. With two halves,
+#: Folds for cross-certification: the rows of each fold are trusted by a threshold certified on
+#: P and the other folds' validation items at ``risk / CERTIFY_FOLDS``. With two halves,
 #: one half certifying nothing (its start set's bound at 0.8998 against 0.90) halved a seed's
 #: coverage; over 20 seeds on MT-Bench GPT-4 at 0.90 the coverage sd was 0.118 with 2 folds,
 #: 0.086-0.095 with 3-5 (0.085 with 5) at the same mean (0.55-0.57).
@@ -302,11 +299,11 @@ def choose_share(sources, *, target: float, risk: float, floor: float = 0.5,
     return out
 
 
-def validation_folds(groups: np.ndarray, *, n_folds: int = CERTIFY_FOLDS,
-                     random_state: int | None = 0) -> np.ndarray:
-    """(n,) int: each row's fold, 0 .. ``n_folds - 1``, by item, the distinct items dealt
-    evenly at random (drawn from ``random_state`` and the item names only, never from an
-    outcome)."""
+def certify_folds(groups: np.ndarray, *, n_folds: int = CERTIFY_FOLDS,
+                  random_state: int | None = 0) -> np.ndarray:
+    """(n,) int: each row's certification fold, 0 .. ``n_folds - 1``, by item, the distinct
+    items dealt evenly at random (drawn from ``random_state`` and the item names only, never
+    from an outcome)."""
     items, inv = np.unique(np.asarray(groups).astype(str), return_inverse=True)
     rng = np.random.default_rng(random_state)
     fold = np.zeros(len(items), dtype=np.int64)
@@ -359,10 +356,12 @@ class Certification:
 
     Arrays ``p_*`` are over P rows (``p_prob``: out-of-fold calibrated probabilities), ``u_*``
     over audited rows (``u_prob``: the audit's calibrated probabilities before any prior shift,
-    ``u_val``: validation rows among them, ``u_fold``: each validation row's fold, and -1 on
-    unlabelled rows). ``choice`` is :func:`choose_share`'s answer on P and every validation
-    item at ``risk``, with ``folds``: for each fold, the answer on P and the *other* folds at
-    ``risk / n_folds``, the one that trusts that fold's rows (see the module's docstring).
+    ``u_val``: validation rows among them); ``p_fold`` / ``u_fold``: each row's certification
+    fold (:func:`certify_folds`). ``choice["folds"]`` holds, per fold, :func:`choose_share`'s
+    answer on P and the validation items of the *other* folds at ``risk / n_folds``: the one
+    that trusts that fold's rows (see the module's docstring); the rest of ``choice`` sums them
+    up (``share``: their mean; ``lower``: the smallest bound certified; ``message``: why no fold
+    certified anything).
     """
 
     n_rows: int
@@ -381,8 +380,9 @@ class Certification:
     choice: dict = field(default_factory=dict)
     #: raw scores of the audited rows: break ties of ``u_prob`` (a calibrator's flat steps)
     u_raw: np.ndarray | None = None
-    #: each audited row's validation fold (-1: unlabelled); None: dealt by
-    #: :func:`validation_folds` from a seed of 0
+    #: certification folds of the P and the audited rows; None: dealt by :func:`certify_folds`
+    #: over both, from a seed of 0
+    p_fold: np.ndarray | None = None
     u_fold: np.ndarray | None = None
     #: audited rows from the most confident down (probability, then raw score, then row);
     #: filled once from ``u_prob`` and ``u_raw``, and carried by :meth:`at`, so certifying again
@@ -395,36 +395,37 @@ class Certification:
             raw = (np.zeros(len(prob)) if self.u_raw is None
                    else np.nan_to_num(np.asarray(self.u_raw, dtype=np.float64), nan=-np.inf))
             self.u_order = np.lexsort((np.arange(len(prob)), -raw, -prob))
-        if self.u_fold is None:
-            self.u_fold = np.full(len(self.u_rows), -1, dtype=np.int64)
-            val = np.asarray(self.u_val, bool)
-            if val.any():
-                self.u_fold[val] = validation_folds(np.asarray(self.u_groups)[val])
+        if self.p_fold is None or self.u_fold is None:
+            fold = certify_folds(np.r_[np.asarray(self.p_groups).astype(str),
+                                       np.asarray(self.u_groups).astype(str)])
+            self.p_fold, self.u_fold = fold[:len(self.p_rows)], fold[len(self.p_rows):]
 
-    # -- the sources ----------------------------------------------------------------------------
-    def _p_source(self):
-        return (self.p_prob, self.p_correct, self.p_groups)
+    @property
+    def n_folds(self) -> int:
+        return int(max(self.p_fold.max(initial=-1), self.u_fold.max(initial=-1)) + 1)
 
-    def _v_source(self, leave_out: int | None = None):
-        """Validation items (all, or all but fold ``leave_out``)."""
-        v = np.asarray(self.u_val, bool)
-        if leave_out is not None:
-            v = v & (self.u_fold != leave_out)
-        return (self.u_prob[v], self.u_correct[v], np.asarray(self.u_groups)[v])
+    def _sources(self, leave_out: int):
+        """P (every item) and the validation items outside fold ``leave_out``."""
+        v = np.asarray(self.u_val, bool) & (self.u_fold != leave_out)
+        return [(self.p_prob, self.p_correct, self.p_groups),
+                (self.u_prob[v], self.u_correct[v], np.asarray(self.u_groups)[v])]
 
     @property
     def _has_validation(self) -> bool:
         return bool(np.isfinite(self.u_prob[np.asarray(self.u_val, bool)]).any())
 
+    def _certified_folds(self) -> list:
+        return [f for f in self.choice.get("folds", []) if f["share"] > 0]
+
     @property
     def threshold(self) -> float:
-        """P's out-of-fold probability at the certified share (``inf``: none): P rows at or
-        above it are the P items certified."""
-        return float(self.choice.get("thresholds", [math.inf])[0])
+        """The lowest threshold any fold certified for its audited rows (``inf``: none)."""
+        thr = [f["thresholds"][1 if self._has_validation else 0] for f in self._certified_folds()]
+        return float(min(thr)) if thr else math.inf
 
     @property
     def share(self) -> float:
-        """The certified share of each source's items (0 when nothing is certified)."""
+        """The certified share, averaged over the folds (0 when nothing is certified)."""
         return float(self.choice.get("share", 0.0))
 
     @property
@@ -435,67 +436,79 @@ class Certification:
 
     def at(self, target: float, risk: float, *, log: bool = False) -> "Certification":
         """The same inputs certified at another target / risk (cheap: no refitting)."""
-        risk = check_risk(risk)
-        choice = choose_share([self._p_source(), self._v_source()], target=target, risk=risk,
-                              log=log)
-        folds = []
-        if self._has_validation:
-            # fold f's rows are trusted by P and the other folds, at risk / K each (union bound)
-            ids = np.unique(self.u_fold[self.u_fold >= 0])
-            folds = [dict(choose_share([self._p_source(), self._v_source(int(f))], target=target,
-                                       risk=risk / len(ids), log=log), fold=int(f))
-                     for f in ids]
-        choice["folds"] = folds
+        target, risk = check_target(target), check_risk(risk)
+        k = self.n_folds
+        # fold f's rows are trusted by P and the other folds, at risk / K each (union bound)
+        folds = [dict(choose_share(self._sources(f), target=target, risk=risk / k, log=log),
+                      fold=f) for f in range(k)]
+        done = [f for f in folds if f["share"] > 0]
+        head = min(done, key=lambda f: f["lower"]) if done else folds[0]
+        choice = {"target": target, "risk": risk, "folds": folds,
+                  "share": float(np.mean([f["share"] for f in folds])),
+                  "lower": head["lower"] if done else float("nan"),
+                  "n": head["n"] if done else 0, "n_items": folds[0]["n_items"],
+                  "n_items_by_source": [folds[0]["n_items_by_source"][0],
+                                        int(len(np.unique(np.asarray(self.u_groups)[
+                                            np.asarray(self.u_val, bool)
+                                            & np.isfinite(self.u_prob)])))],
+                  "n_needed": head["n_needed"], "n_start": head["n_start"],
+                  "n_tested": head["n_tested"], "n_folds_certified": len(done),
+                  "message": "" if done else head["message"].replace(
+                      f"at risk {risk / k:g}",
+                      f"at risk {risk:g} ({risk / k:g} in each of {k} certification folds)")}
+        choice["n_items"] = int(sum(choice["n_items_by_source"]))
         return dataclasses.replace(self, choice=choice)
 
-    def _u_thresholds(self) -> np.ndarray:
-        """(n_U,) the threshold each audited row's probability is held against (``inf``:
-        none): a validation row's fold's (the other folds' probability at the share certified
-        with them), an unlabelled row validation's at the share certified on everything."""
-        thr = np.full(len(self.u_prob), math.inf)
-        if not self._has_validation:
-            return thr
-        thr[self.u_fold < 0] = self.choice["thresholds"][1]
-        for c in self.choice.get("folds", []):
-            thr[self.u_fold == c["fold"]] = c["thresholds"][1]
+    def _fold_thresholds(self, source: int) -> np.ndarray:
+        """(n_folds,) each fold's certified threshold on ``source`` (0: P, 1: validation)."""
+        thr = np.full(self.n_folds, math.inf)
+        for f in self.choice.get("folds", []):
+            thr[f["fold"]] = f["thresholds"][source]
         return thr
 
     def _u_top(self) -> np.ndarray:
-        """(n_U,) bool: audited rows at or above their threshold; without validation items,
-        the top ``share`` of audited rows with a probability, at or above :attr:`threshold`."""
+        """(n_U,) bool: audited rows at or above their fold's threshold (validation's
+        probability at the fold's certified share); without validation items, each fold's top
+        share of its audited rows with a probability, at or above P's threshold."""
         prob = np.nan_to_num(self.u_prob, nan=-np.inf)
         if self._has_validation:
-            return prob >= self._u_thresholds()
+            return prob >= self._fold_thresholds(1)[self.u_fold]
         top = np.zeros(len(self.u_prob), bool)
-        k = int(math.floor(self.share * int(np.isfinite(self.u_prob).sum()) + 1e-9))
-        top[self.u_order[:k]] = True
-        return top & (prob >= self.threshold)
+        p_thr = self._fold_thresholds(0)
+        for f in self.choice.get("folds", []):
+            rows = self.u_order[(self.u_fold[self.u_order] == f["fold"])
+                                & np.isfinite(self.u_prob[self.u_order])]
+            top[rows[:int(math.floor(f["share"] * len(rows) + 1e-9))]] = True
+        return top & (prob >= p_thr[self.u_fold])
 
     def _u_trusted(self) -> np.ndarray:
         top = self._u_top()
         return top if self.u_reversed is None else top & ~self.u_reversed
 
+    def _p_thresholds(self) -> np.ndarray:
+        return self._fold_thresholds(0)[self.p_fold]
+
     @property
     def trusted(self) -> np.ndarray:
-        """(n,) object: True / False on audited rows (their probability) and P rows (their
-        out-of-fold probability), None on excluded rows."""
+        """(n,) object: True / False on audited rows (their probability against their fold's
+        threshold) and P rows (their out-of-fold probability against their fold's threshold on
+        P), None on excluded rows."""
         out = np.full(self.n_rows, None, dtype=object)
-        t = self.threshold
         with np.errstate(invalid="ignore"):
-            out[self.p_rows] = self.p_prob >= t
+            out[self.p_rows] = self.p_prob >= self._p_thresholds()
         out[self.u_rows] = self._u_trusted()
         return out
 
     def distance_below(self) -> np.ndarray:
-        """(n,) threshold minus probability (> 0: escalated; NaN where none): P rows against
-        :attr:`threshold`, audited rows against their own threshold. Where nothing is certified
-        the threshold is taken as 1, so the order is by probability."""
-        t = self.threshold if math.isfinite(self.threshold) else 1.0
+        """(n,) threshold minus probability (> 0: escalated; NaN where none), each row against
+        its fold's threshold; where a fold certified nothing its threshold is taken as 1, so
+        the order is by probability."""
         out = np.full(self.n_rows, np.nan)
-        out[self.p_rows] = t - self.p_prob
+        tp = self._p_thresholds()
+        out[self.p_rows] = np.where(np.isfinite(tp), tp, 1.0) - self.p_prob
         if self._has_validation:
-            thr = self._u_thresholds()
-            below = np.where(np.isfinite(thr), thr, 1.0) - self.u_prob
+            tu = self._fold_thresholds(1)[self.u_fold]
+            below = np.where(np.isfinite(tu), tu, 1.0) - self.u_prob
         else:
             tu = self.u_threshold if math.isfinite(self.u_threshold) else 1.0
             below = tu - self.u_prob
@@ -512,7 +525,8 @@ class Certification:
 
     def realised(self) -> dict:
         """Agreement among trusted validation rows (items once) with its exact 95% interval:
-        each fold trusted by a threshold certified without its outcomes, so it is held out."""
+        each fold trusted by a threshold certified without its outcomes, so it is held out, and
+        by the same threshold as the fold's unlabelled rows."""
         v = self.u_val & self._u_trusted()
         return realised_agreement(self.u_prob[v], self.u_correct[v], -np.inf,
                                   groups=self.u_groups[v])
@@ -536,12 +550,6 @@ class Certification:
         c, r = self.choice, self.realised()
         trusted = self._u_trusted()
         n_trusted = int(np.sum(trusted))
-        message = c["message"]
-        if message and n_trusted:
-            message = message.replace(
-                "Nobody is trusted (every audited verdict is escalated)",
-                "No unlabelled row is trusted; the validation rows are certified fold by fold "
-                f"without their own verdicts, and {n_trusted} of them are")
         by_source = c["n_items_by_source"]
         info = {"target": c["target"], "risk": c["risk"], "threshold": self.threshold,
                 "threshold_audited": self.u_threshold, "certified_share": self.share,
@@ -553,12 +561,15 @@ class Certification:
                 "n_certified_items": c["n"], "n_items": c["n_items"],
                 "n_p_items": by_source[0], "n_validation_items": by_source[1],
                 "n_needed": c["n_needed"], "n_start": c["n_start"], "n_tested": c["n_tested"],
-                "validation_folds": [
+                "n_folds": len(c.get("folds", [])), "n_folds_certified": c["n_folds_certified"],
+                "folds": [
                     {"fold": f["fold"], "share": f["share"], "certified_lower": f["lower"],
                      "risk": f["risk"], "threshold": f["thresholds"][1],
-                     "n_certified_items": f["n"]} for f in c.get("folds", [])],
+                     "threshold_p": f["thresholds"][0], "n_certified_items": f["n"],
+                     "n_items": f["n_items"], "message": f["message"]}
+                    for f in c.get("folds", [])],
                 "realised": r["agreement"], "realised_ci": r["ci"],
-                "n_validation_trusted": r["n"], "message": message}
+                "n_validation_trusted": r["n"], "message": c["message"]}
         return {"coverage": info["coverage"], "certified_lower": info["certified_lower"],
                 "threshold": info["threshold"], "certification": info}
 
@@ -599,9 +610,10 @@ def certify_split(prep, scored, config, *, reversed_rows: np.ndarray | None = No
     and averaged over the repetitions. Audited rows: the audit's calibrator on their scores,
     before any prior shift (the guarantee rests on P's outcomes, not on a belief about m; a
     prior shift is monotone, so it would not change which rows are the most confident). Both
-    are certified on (:func:`choose_share`); the validation rows are dealt into folds from
-    ``config.random_state`` (:func:`validation_folds`), each trusted by a threshold certified
-    on P and the other folds (see the module's docstring). ``reversed_rows`` (n,) bool: rows the
+    are certified on (:func:`choose_share`); every row is dealt into a fold from
+    ``config.random_state`` (:func:`certify_folds`), and a fold's rows are trusted by the
+    threshold certified on P and the other folds' validation items (see the module's
+    docstring). ``reversed_rows`` (n,) bool: rows the
     relabel rule reversed, never trusted.
     """
     target, risk = check_target(config.target_agreement), check_risk(config.risk)
@@ -614,13 +626,12 @@ def certify_split(prep, scored, config, *, reversed_rows: np.ndarray | None = No
         u_prob = scored.calibrator.predict(scored.score[u])
     p_rows, p_prob = _p_probabilities(prep, scored, config)
     u_val = np.asarray(prep.split)[u] == SPLIT_VAL
-    u_fold = np.full(len(u), -1, dtype=np.int64)
-    if u_val.any():
-        u_fold[u_val] = validation_folds(items[u][u_val], random_state=config.random_state)
+    # every row of the audit dealt into folds by item (P items and audited items are disjoint)
+    fold = certify_folds(items, n_folds=CERTIFY_FOLDS, random_state=config.random_state)
     cert = Certification(
         n_rows=n, p_rows=p_rows, p_prob=p_prob,
         p_correct=np.asarray(judge[p_rows] == human[p_rows], dtype=bool), p_groups=items[p_rows],
-        u_rows=u, u_prob=u_prob, u_val=u_val, u_fold=u_fold,
+        u_rows=u, u_prob=u_prob, u_val=u_val, p_fold=fold[p_rows], u_fold=fold[u],
         u_correct=np.asarray(judge[u] == human[u], dtype=bool), u_groups=items[u],
         u_reversed=None if reversed_rows is None else np.asarray(reversed_rows, dtype=bool)[u],
         u_raw=np.asarray(scored.score, dtype=np.float64)[u])
