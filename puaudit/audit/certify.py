@@ -84,6 +84,7 @@ changed between them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -152,6 +153,7 @@ def two_sided_interval(k: float, n: float, *, level: float = 0.95) -> tuple[floa
     return (float(lo), float(hi))
 
 
+@functools.lru_cache(maxsize=256)
 def rows_needed(target: float, *, risk: float) -> int:
     r"""Fewest items whose lower bound can reach ``target``: the smallest :math:`n` with
     :math:`L(n, n) = \delta^{1/n} \ge \alpha`, i.e. :math:`\lceil \ln\delta / \ln\alpha \rceil`
@@ -253,10 +255,16 @@ def choose_share(sources, *, target: float, risk: float, floor: float = 0.5,
     of the first candidate not rejected, or None) and ``message`` (why nothing was certified,
     or "").
     """
+    return _choose_sorted([_sorted_source(*s) for s in sources], target=target, risk=risk,
+                          floor=floor, start_share=start_share, step=step, log=log)
+
+
+def _choose_sorted(srcs, *, target: float, risk: float, floor: float, start_share: float,
+                   step: float, log: bool) -> dict:
+    """:func:`choose_share` on sources already collapsed and sorted (:func:`_sorted_source`)."""
     from puaudit.stats.proportions import proportion_interval
 
     target, risk = check_target(target), check_risk(risk)
-    srcs = [_sorted_source(*s) for s in sources]
     n_needed = rows_needed(target, risk=risk)
     n_items = int(sum(len(p) for p, _ in srcs))
     # the sequence: the grid's shares whose set could pass, until a source falls below the floor
@@ -402,13 +410,23 @@ class Certification:
 
     @property
     def n_folds(self) -> int:
-        return int(max(self.p_fold.max(initial=-1), self.u_fold.max(initial=-1)) + 1)
+        return max(1, int(max(self.p_fold.max(initial=-1), self.u_fold.max(initial=-1)) + 1))
 
     def _sources(self, leave_out: int):
         """P (every item) and the validation items outside fold ``leave_out``."""
         v = np.asarray(self.u_val, bool) & (self.u_fold != leave_out)
         return [(self.p_prob, self.p_correct, self.p_groups),
                 (self.u_prob[v], self.u_correct[v], np.asarray(self.u_groups)[v])]
+
+    def _fold_sources(self) -> list:
+        """Each fold's sources collapsed to items and sorted (:func:`_sorted_source`), once per
+        instance (a :meth:`curve` certifies the same instance at every target; an instance
+        made with other arrays, by :func:`dataclasses.replace` too, sorts its own)."""
+        cache = self.__dict__.get("_fold_sources_cache")
+        if cache is None:
+            cache = self.__dict__["_fold_sources_cache"] = [
+                [_sorted_source(*src) for src in self._sources(f)] for f in range(self.n_folds)]
+        return cache
 
     @property
     def _has_validation(self) -> bool:
@@ -439,8 +457,10 @@ class Certification:
         target, risk = check_target(target), check_risk(risk)
         k = self.n_folds
         # fold f's rows are trusted by P and the other folds, at risk / K each (union bound)
-        folds = [dict(choose_share(self._sources(f), target=target, risk=risk / k, log=log),
-                      fold=f) for f in range(k)]
+        srcs = self._fold_sources()
+        folds = [dict(_choose_sorted(srcs[f], target=target, risk=risk / k,
+                                     floor=0.5, start_share=START_SHARE, step=SHARE_STEP,
+                                     log=log), fold=f) for f in range(k)]
         done = [f for f in folds if f["share"] > 0]
         head = min(done, key=lambda f: f["lower"]) if done else folds[0]
         choice = {"target": target, "risk": risk, "folds": folds,
