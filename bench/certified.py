@@ -76,10 +76,11 @@ def main() -> None:
                 met = r["n"] == 0 or r["agreement"] >= t
                 rows[t].append((met, c.coverage(), r["agreement"], c.threshold))
                 if args.per_seed:
-                    shares = " ".join(f"{f['share']:.2f}" for f in c.choice.get("folds", []))
+                    fold_shares = " ".join(f"{f['share']:.2f}"
+                                           for f in c.choice.get("folds", []))
                     print(f"  {name} | {t:.2f} | seed {seed} | coverage {c.coverage():.3f} | "
                           f"realised {r['agreement']:.3f} on {r['n']} items | met {met} | "
-                          f"fold shares {shares}", flush=True)
+                          f"fold shares {fold_shares}", flush=True)
         secs = (time.perf_counter() - t0) / args.seeds
         for t in TARGETS:
             met, cov, real, thr = (np.array(v, dtype=float) for v in zip(*rows[t]))
