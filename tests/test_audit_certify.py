@@ -203,6 +203,27 @@ def test_a_row_is_trusted_by_a_threshold_its_own_fold_did_not_choose():
     assert s["certified_lower"] == min(f["certified_lower"] for f in s["folds"]) >= 0.9
 
 
+def test_without_validation_items_each_fold_trusts_its_share_of_unlabelled_rows():
+    # p_ratio = 1: P alone is certified on, so every fold's test is the same one, made at the
+    # full risk; fold f's unlabelled rows are its top floor(s_f * n_f) by probability that
+    # also reach P's threshold at s_f
+    cert, _ = _sim_certification(1, n_v=0)
+    c = cert.at(0.9, 0.1)
+    assert not c.u_val.any() and c.summary()["certification"]["n_validation_items"] == 0
+    assert [f["risk"] for f in c.choice["folds"]] == [0.1] * 5
+    assert len({f["share"] for f in c.choice["folds"]}) == 1
+    trusted = c._u_trusted()
+    assert 0 < trusted.mean() < 1
+    for f in c.choice["folds"]:
+        rows = np.flatnonzero(c.u_fold == f["fold"])
+        k = int(np.floor(f["share"] * len(rows) + 1e-9))
+        top = rows[np.argsort(-c.u_prob[rows], kind="stable")[:k]]
+        want = np.zeros(len(c.u_prob), bool)
+        want[top] = True
+        want &= c.u_prob >= f["thresholds"][0]
+        assert np.array_equal(trusted[rows], want[rows])
+
+
 def test_certified_sets_meet_the_target_on_a_known_truth_and_coverage_does_not_swing():
     """Over 100 draws with a known truth: the trusted rows' true agreement (mean p) is below
     the target in at most a few draws (risk 0.1 allows 10%), and coverage varies little from

@@ -30,7 +30,9 @@ one-sided exact (Clopper–Pearson) lower bound
 with :math:`j` and are fixed by the probabilities alone, so the sequence is fixed before the
 outcomes are looked at and every rejection holds at level :math:`\delta` together (no
 multiplicity correction). Given the probabilities, each item's outcome is an independent draw
-(its probability never saw it), so each :math:`L_j` is a valid bound on its set's agreement. The
+(its probability never saw it), so each :math:`L_j` is a valid bound on its set's agreement
+(exactly for validation, whose probabilities come from a fit on P alone; for P up to the
+out-of-fold fits having seen the *other* P items, as with one source before). The
 sequence skips shares whose set has fewer than :func:`rows_needed` items (no such set could pass
 even if every verdict were right) and ends before the first share at which some source's
 probability falls below 0.5: both depend on the probabilities only.
@@ -62,9 +64,10 @@ From P to the other sources: by share. P's out-of-fold probabilities run less co
 the full fit's (on MT-Bench GPT-4, seed 11: 54% of audited rows at or above a value 42% of P's
 items reach), so the same number would pick different shares of the two; each source
 contributes the same share of its own items instead. When there are no validation items
-(``p_ratio`` = 1), the unlabelled rows trusted are the top :math:`\lfloor s \cdot n_U \rfloor`
-by probability (ties broken by the raw score, then by row) that also reach P's certified
-threshold.
+(``p_ratio`` = 1) every fold's test is the same test on P, so it is made once at risk
+:math:`\delta`, and the unlabelled rows trusted in fold :math:`f` are its top
+:math:`\lfloor s_f \cdot n_{U,f} \rfloor` by probability (ties broken by the raw score, then by
+row) that also reach P's threshold at :math:`s_f`.
 
 Items, not votes: several votes on one item are not independent evidence. Each item counts once,
 with the share of its votes that agree with the judge (:math:`k_j` may then be fractional; with one
@@ -456,9 +459,11 @@ class Certification:
         """The same inputs certified at another target / risk (cheap: no refitting)."""
         target, risk = check_target(target), check_risk(risk)
         k = self.n_folds
-        # fold f's rows are trusted by P and the other folds, at risk / K each (union bound)
+        # fold f's rows are trusted by P and the other folds, at risk / K each (union bound);
+        # without validation items every fold's test is the same test on P, one event: risk
+        risk_f = risk / k if self._has_validation else risk
         srcs = self._fold_sources()
-        folds = [dict(_choose_sorted(srcs[f], target=target, risk=risk / k,
+        folds = [dict(_choose_sorted(srcs[f], target=target, risk=risk_f,
                                      floor=0.5, start_share=START_SHARE, step=SHARE_STEP,
                                      log=log), fold=f) for f in range(k)]
         done = [f for f in folds if f["share"] > 0]
@@ -473,9 +478,11 @@ class Certification:
                                             & np.isfinite(self.u_prob)])))],
                   "n_needed": head["n_needed"], "n_start": head["n_start"],
                   "n_tested": head["n_tested"], "n_folds_certified": len(done),
-                  "message": "" if done else head["message"].replace(
-                      f"at risk {risk / k:g}",
-                      f"at risk {risk:g} ({risk / k:g} in each of {k} certification folds)")}
+                  "message": ""}
+        if not done:
+            choice["message"] = head["message"] if risk_f == risk else head["message"].replace(
+                f"at risk {risk_f:g}",
+                f"at risk {risk:g} ({risk_f:g} in each of {k} certification folds)")
         choice["n_items"] = int(sum(choice["n_items_by_source"]))
         return dataclasses.replace(self, choice=choice)
 
