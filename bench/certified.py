@@ -7,6 +7,10 @@ set and target: the share of seeds whose realised agreement among trusted valida
 coverage (share of audited rows trusted) mean and sd, and the mean certified threshold.
 
     python -m bench.certified [--seeds 20] [--encoder hashing] [--sets ...] [--no-texts]
+                              [--per-seed]
+
+``--per-seed``: also one line per seed and target (coverage, realised agreement on trusted
+validation items and their number, the folds' certified shares).
 
 ``--no-texts``: the evidence-only audit (no encoder; :mod:`puaudit.audit.evidence_only`).
 
@@ -39,6 +43,7 @@ def main() -> None:
     ap.add_argument("--p-ratio", type=float, default=0.3)
     add_data_arguments(ap, SETS)
     ap.add_argument("--no-texts", action="store_true", help="the evidence-only audit")
+    ap.add_argument("--per-seed", action="store_true", help="one line per seed and target")
     args = ap.parse_args()
 
     import numpy as np
@@ -70,6 +75,12 @@ def main() -> None:
                 r = c.realised()
                 met = r["n"] == 0 or r["agreement"] >= t
                 rows[t].append((met, c.coverage(), r["agreement"], c.threshold))
+                if args.per_seed:
+                    fold_shares = " ".join(f"{f['share']:.2f}"
+                                           for f in c.choice.get("folds", []))
+                    print(f"  {name} | {t:.2f} | seed {seed} | coverage {c.coverage():.3f} | "
+                          f"realised {r['agreement']:.3f} on {r['n']} items | met {met} | "
+                          f"fold shares {fold_shares}", flush=True)
         secs = (time.perf_counter() - t0) / args.seeds
         for t in TARGETS:
             met, cov, real, thr = (np.array(v, dtype=float) for v in zip(*rows[t]))

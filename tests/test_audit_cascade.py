@@ -36,7 +36,7 @@ def _panel(n: int = 900, seed: int = 0, *, cheap_acc=(0.99, 0.55, 0.55), strong_
 
 @pytest.fixture(scope="module")
 def panel():
-    df, emb, truth = _panel()
+    df, emb, truth = _panel(strong_acc=0.9)
     table = load_comparisons(df, judge_column="cheap")
     res = run_cascade(table, emb, ["cheap", "judge_winner"], target=0.85, risk=0.1)
     return df, emb, table, res
@@ -121,6 +121,20 @@ def test_other_judges_frame_agreement_on_p_and_weight():
 def test_risk_is_split_evenly_across_the_stages(panel):
     df, emb, table, res = panel
     assert [st.audit.certification.choice["risk"] for st in res.stages] == [0.05, 0.05]
+    # within a stage, the region's validation rows are cross-certified over the folds at
+    # (R / K) / folds each, on the region's P and other validation items
+    from puaudit.audit.certify import CERTIFY_FOLDS
+
+    for st in res.stages:
+        cert = st.audit.certification
+        folds = cert.choice["folds"]
+        assert len(folds) == CERTIFY_FOLDS
+        assert [f["risk"] for f in folds] == pytest.approx([0.05 / CERTIFY_FOLDS] * 5)
+        val = cert.u_val
+        assert cert.choice["n_items_by_source"] == [len(set(cert.p_groups)),
+                                                    len(set(cert.u_groups[val]))]
+        assert set(np.flatnonzero(st.region)[cert.u_rows[val]]) <= set(
+            np.flatnonzero(res.split == "validation"))
     s = res.summary()
     assert s["guarantee"] == {"target": 0.85, "risk": 0.1, "risk_per_stage": 0.05}
     three = run_cascade(table, emb, ["cheap", "judge_winner", "rule:longer"], target=0.85,
@@ -169,7 +183,7 @@ def test_a_stage_that_certifies_nothing_says_so_and_passes_everything_on():
     res = run_cascade(table, emb, ["cheap", "judge_winner"], target=0.85, risk=0.1)
     s1, s2 = res.stages
     assert not s1.trusted.any() and "Every row passes on" in s1.message
-    assert "No threshold certifies" in s1.message
+    assert "No share certifies" in s1.message
     np.testing.assert_array_equal(s2.region, res.split != "excluded")
     assert res.summary()["stages"][1]["asked"] == 1.0
     assert s2.trusted.any() and (res.stage != "cheap").all()

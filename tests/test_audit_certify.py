@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,9 +11,10 @@ import pytest
 from scipy.stats import beta
 from statsmodels.stats.proportion import proportion_confint
 
-from puaudit.audit.certify import (choose_threshold, lower_bound,
-                                   out_of_fold_probabilities, realised_agreement, rows_needed,
-                                   with_target)
+from puaudit.audit.certify import (CERTIFY_FOLDS, SHARE_STEP, START_SHARE, Certification,
+                                   choose_share, lower_bound, out_of_fold_probabilities,
+                                   realised_agreement, rows_needed, share_grid,
+                                   certify_folds, with_target)
 from puaudit.audit.config import AuditConfig
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.stages import audit_table
@@ -41,60 +43,68 @@ def test_all_right_bound_is_risk_to_the_one_over_n_and_rows_needed_is_its_first_
         assert lower_bound(n, n, risk=risk) >= target > lower_bound(n - 1, n - 1, risk=risk)
 
 
-# -- the fixed-sequence choice against a hand-computed case -------------------------------------
-def _ladder(outcomes):
-    """Rows with strictly decreasing probabilities and the given outcomes (first = most sure)."""
+# -- the fixed-sequence choice over a grid of shares, against hand-computed cases -------------
+def _ladder(outcomes, top=0.99, bottom=0.6):
+    """Items with strictly decreasing probabilities and the given outcomes (first = most sure)."""
     n = len(outcomes)
-    return np.linspace(0.99, 0.6, n), np.asarray(outcomes, dtype=bool)
+    return np.linspace(top, bottom, n), np.asarray(outcomes, dtype=bool)
 
 
-def test_threshold_is_the_lowest_passing_candidate_and_testing_stops_at_the_first_failure():
-    # 25 right, 1 wrong, then 34 right. Candidates with n < 22 are not tested (they could not
-    # pass). n = 22..25: all right, L = 0.1^(1/n) >= 0.9. n = 26, k = 25: L < 0.9: stop.
-    outcomes = [True] * 25 + [False] + [True] * 34
-    prob, correct = _ladder(outcomes)
-    assert beta.ppf(0.1, 25, 2) < 0.9           # the first failure (hand check)
-    assert beta.ppf(0.1, 59, 2) >= 0.9          # all 60 rows would pass: only the stop keeps them out
-    out = choose_threshold(prob, correct, target=0.9, risk=0.1, log=True)
-    assert out["threshold"] == prob[24]
-    assert (out["n"], out["k"]) == (25, 25.0)
-    assert out["lower"] == pytest.approx(0.1 ** (1 / 25))
-    assert out["n_tested"] == 5 and out["stopped_at"] == prob[25]
-    assert [p["n"] for p in out["path"]] == [22, 23, 24, 25, 26]
-    assert [p["passed"] for p in out["path"]] == [True] * 4 + [False]
+def test_the_grid_of_shares_is_fixed_before_the_outcomes():
+    assert share_grid().tolist() == pytest.approx([0.30 + 0.05 * i for i in range(15)])
+    assert (START_SHARE, SHARE_STEP) == (0.3, 0.05)
+    assert share_grid(start_share=0.5, step=0.2).tolist() == pytest.approx([0.5, 0.7, 0.9, 1.0])
+
+
+def test_share_is_the_last_passing_candidate_and_testing_stops_at_the_first_failure():
+    # 100 items, wrong at positions 33, 48 and 49. Candidates n = 30, 35, ..., 100:
+    # n = 30: 30/30, L = 0.1^(1/30) = 0.926 >= 0.9; n = 35: 34/35, L = 0.893 < 0.9: stop.
+    # All 100 would pass (97/100, L = 0.934): only the stop keeps them out.
+    correct = np.ones(100, bool)
+    correct[[32, 47, 48]] = False
+    prob, correct = _ladder(correct)
+    assert beta.ppf(0.1, 34, 2) < 0.9 <= beta.ppf(0.1, 97, 4)
+    out = choose_share([(prob, correct, None)], target=0.9, risk=0.1, log=True)
+    assert out["share"] == pytest.approx(0.3)
+    assert (out["n"], out["k"]) == (30, 30.0)
+    assert out["lower"] == pytest.approx(0.1 ** (1 / 30))
+    assert out["thresholds"] == [prob[29]]
+    assert out["n_tested"] == 2 and out["stopped_at"] == pytest.approx(0.35)
+    assert [p["n"] for p in out["path"]] == [30, 35]
+    assert [p["passed"] for p in out["path"]] == [True, False]
     assert out["message"] == ""
-
-
-def test_the_sequence_starts_at_a_share_of_the_items_fixed_before_the_outcomes():
-    # the first 22 right, then a wrong one at 23: from 22 items the sequence passes once and
-    # stops at 23; started at half the 80 items (40) it never sees that dip
-    outcomes = [True] * 22 + [False] + [True] * 57
-    prob, correct = _ladder(outcomes)
-    small = choose_threshold(prob, correct, target=0.9, risk=0.1, start_share=0.0, log=True)
-    assert small["n"] == 22 and [p["n"] for p in small["path"]] == [22, 23]
-    big = choose_threshold(prob, correct, target=0.9, risk=0.1, start_share=0.5, log=True)
-    assert big["path"][0]["n"] == 40 and big["n_start"] == 40
+    # at 0.85 every candidate passes (checked with the beta quantile directly)
     ks = np.cumsum(correct)
-    assert big["n"] == 80 and all(beta.ppf(0.1, ks[n - 1], n - ks[n - 1] + 1) >= 0.9
-                                  for n in range(40, 81))
+    assert all(beta.ppf(0.1, ks[n - 1], n - ks[n - 1] + 1) >= 0.85 for n in range(30, 101, 5))
+    loose = choose_share([(prob, correct, None)], target=0.85, risk=0.1)
+    assert loose["share"] == 1.0 and loose["n"] == 100 and loose["thresholds"] == [prob[-1]]
 
 
-def test_a_lower_target_goes_further_down_the_sequence():
-    outcomes = [True] * 25 + [False] + [True] * 34
-    prob, correct = _ladder(outcomes)
-    out = choose_threshold(prob, correct, target=0.8, risk=0.1)
-    # at 0.8 every candidate from n = 11 on passes (checked with the beta quantile directly)
-    ks = np.cumsum(correct)
-    assert all(beta.ppf(0.1, ks[n - 1], n - ks[n - 1] + 1) >= 0.8 for n in range(11, 61))
-    assert out["threshold"] == prob[-1] and out["n"] == 60
+def test_sources_are_pooled_by_share_each_with_its_own_threshold():
+    # A: 40 items, all right. B: 60 items, wrong at B's 20th. Share 0.30: 12 + 18 = 30 items,
+    # all right (L = 0.926); share 0.35: 14 + 21 = 35 items, 34 right (L = 0.893): stop.
+    pa, ca = _ladder([True] * 40, top=0.99, bottom=0.7)
+    cb = np.ones(60, bool)
+    cb[19] = False
+    pb, cb = _ladder(cb, top=0.95, bottom=0.55)
+    out = choose_share([(pa, ca, None), (pb, cb, None)], target=0.9, risk=0.1, log=True)
+    assert [p["n"] for p in out["path"]] == [30, 35]
+    assert out["share"] == pytest.approx(0.3) and out["n"] == 30
+    assert out["thresholds"] == [pa[11], pb[17]]
+    assert out["n_items"] == 100 and out["n_items_by_source"] == [40, 60]
+    # the order of the rows within a source does not matter, only their probabilities
+    perm = np.random.default_rng(0).permutation(60)
+    again = choose_share([(pa, ca, None), (pb[perm], cb[perm], None)], target=0.9, risk=0.1)
+    assert again["thresholds"] == out["thresholds"]
 
 
 def test_tied_probabilities_enter_or_leave_together():
-    prob = np.r_[np.full(30, 0.95), np.full(10, 0.7)]
-    correct = np.r_[np.ones(30, bool), np.zeros(10, bool)]
-    out = choose_threshold(prob, correct, target=0.9, risk=0.1, log=True)
-    assert out["threshold"] == 0.95 and out["n"] == 30
-    assert [p["n"] for p in out["path"]] == [30, 40]
+    prob = np.r_[np.full(30, 0.95), np.full(70, 0.7)]
+    correct = np.r_[np.ones(30, bool), np.zeros(70, bool)]
+    out = choose_share([(prob, correct, None)], target=0.9, risk=0.1, log=True)
+    assert out["thresholds"] == [0.95] and out["n"] == 30
+    # share 0.35 reaches into the tied block at 0.7, which enters whole
+    assert [p["n"] for p in out["path"]] == [30, 100]
 
 
 def test_votes_of_one_item_count_once():
@@ -102,29 +112,135 @@ def test_votes_of_one_item_count_once():
     prob = np.repeat(np.linspace(0.99, 0.8, 21), 2)
     correct = np.ones(42, bool)
     groups = np.repeat(np.arange(21), 2)
-    assert choose_threshold(prob, correct, target=0.9, risk=0.1)["n"] == 42
-    out = choose_threshold(prob, correct, target=0.9, risk=0.1, groups=groups)
-    assert math.isinf(out["threshold"]) and out["n_items"] == 21
-    assert "22" in out["message"] and "21" in out["message"]
+    assert choose_share([(prob, correct, None)], target=0.9, risk=0.1)["n"] == 42
+    out = choose_share([(prob, correct, groups)], target=0.9, risk=0.1)
+    assert out["share"] == 0 and math.isinf(out["thresholds"][0]) and out["n_items"] == 21
+    assert "at least 22 items" in out["message"] and "have 21" in out["message"]
     # an item whose two votes split counts as half right
-    correct[41] = False  # the least confident item's second vote
-    full = choose_threshold(prob, correct, target=0.6, risk=0.1, groups=groups, log=True)
-    assert full["path"][-1]["k"] == pytest.approx(20.5)
+    correct[1] = False  # the most confident item's second vote
+    half = choose_share([(prob, correct, groups)], target=0.6, risk=0.1, log=True)
+    assert half["path"][-1]["k"] == pytest.approx(20.5)
 
 
 def test_a_verdict_more_likely_wrong_than_right_is_never_trusted():
     prob = np.linspace(0.49, 0.3, 40)
-    out = choose_threshold(prob, np.ones(40, bool), target=0.9, risk=0.1)
-    assert math.isinf(out["threshold"]) and out["n_tested"] == 0
+    out = choose_share([(prob, np.ones(40, bool), None)], target=0.9, risk=0.1)
+    assert out["share"] == 0 and out["n_tested"] == 0
     assert "0.5" in out["message"]
+    # a source below the floor ends the sequence for every source
+    good = np.linspace(0.99, 0.9, 100)
+    out = choose_share([(good, np.ones(100, bool), None), (prob, np.ones(40, bool), None)],
+                       target=0.9, risk=0.1)
+    assert out["share"] == 0 and out["n_tested"] == 0
 
 
 def test_too_few_items_say_how_many_are_needed():
-    out = choose_threshold(np.full(10, 0.99), np.ones(10, bool), target=0.9, risk=0.1)
-    assert math.isinf(out["threshold"])
-    assert "at least 22 items" in out["message"] and "has 10" in out["message"]
-    out = choose_threshold(np.full(50, 0.99), np.ones(50, bool), target=0.95, risk=0.05)
-    assert math.isinf(out["threshold"]) and "at least 59 items" in out["message"]
+    out = choose_share([(np.full(10, 0.99), np.ones(10, bool), None)], target=0.9, risk=0.1)
+    assert out["share"] == 0
+    assert "at least 22 items" in out["message"] and "have 10" in out["message"]
+    out = choose_share([(np.full(50, 0.99), np.ones(50, bool), None)], target=0.95, risk=0.05)
+    assert out["share"] == 0 and "at least 59 items" in out["message"]
+
+
+# -- cross-certification: P and validation certified on, each validation fold held out ----------
+def _sim_certification(seed, *, n_p=300, n_v=700, n_u=1000, p_noise=0.3):
+    """A certification with a known truth: each item's probability of agreeing with people is
+    ``p = sigmoid(2 + 1.5 z)``; validation and unlabelled rows are calibrated exactly (``q =
+    p``), P's out-of-fold probabilities see ``z`` through noise. Returns ``(cert, p_audited)``."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n_p + n_v + n_u)
+    p = 1 / (1 + np.exp(-(2.0 + 1.5 * z)))
+    y = rng.random(len(p)) < p
+    q = p.copy()
+    q[:n_p] = 1 / (1 + np.exp(-(2.0 + 1.5 * (z[:n_p] + p_noise * rng.normal(size=n_p)))))
+    P = np.arange(n_p)
+    u = np.arange(n_p, len(p))
+    val = np.r_[np.ones(n_v, bool), np.zeros(n_u, bool)]
+    g = np.arange(len(p)).astype(str)
+    fold = certify_folds(g, random_state=seed)
+    cert = Certification(n_rows=len(p), p_rows=P, p_prob=q[P], p_correct=y[P], p_groups=g[P],
+                         u_rows=u, u_prob=q[u], u_val=val, u_correct=y[u], u_groups=g[u],
+                         p_fold=fold[P], u_fold=fold[u])
+    return cert, p[u]
+
+
+def test_certify_folds_are_dealt_by_item_evenly_and_from_the_seed_only():
+    groups = np.repeat(np.arange(53), 2).astype(str)
+    f = certify_folds(groups, random_state=3)
+    assert np.array_equal(f[::2], f[1::2])                  # both votes of an item together
+    assert sorted(np.bincount(f[::2])) == [10, 10, 11, 11, 11]
+    assert np.array_equal(f, certify_folds(groups, random_state=3))
+    assert not np.array_equal(f, certify_folds(groups, random_state=4))
+
+
+def test_a_row_is_trusted_by_a_threshold_its_own_fold_did_not_choose():
+    cert, _ = _sim_certification(0)
+    c = cert.at(0.9, 0.1)
+    val, fold = c.u_val, c.u_fold
+    # the risk split: each fold's certification at risk / K, on P and the other folds
+    assert [f["risk"] for f in c.choice["folds"]] == pytest.approx([0.1 / CERTIFY_FOLDS] * 5)
+    for f in c.choice["folds"]:
+        assert f["n_items_by_source"] == [300, int((val & (fold != f["fold"])).sum())]
+        # validation and unlabelled rows of a fold: one threshold
+        rows = fold == f["fold"]
+        assert np.array_equal(c._u_trusted()[rows], c.u_prob[rows] >= f["thresholds"][1])
+        assert np.array_equal(np.asarray(c.trusted[c.p_rows][c.p_fold == f["fold"]], bool),
+                              c.p_prob[c.p_fold == f["fold"]] >= f["thresholds"][0])
+    trusted = c._u_trusted()
+    assert 0 < trusted[val].mean() < 1 and 0 < trusted[~val].mean() < 1
+    # flip every outcome of fold 0's validation rows: fold 0's rows (validation and unlabelled)
+    # keep their trust; every other fold's moves (it was certified on fold 0's outcomes)
+    flipped = c.u_correct.copy()
+    f0v = val & (fold == 0)
+    flipped[f0v] = ~flipped[f0v]
+    t2 = dataclasses.replace(cert, u_correct=flipped).at(0.9, 0.1)._u_trusted()
+    assert np.array_equal(trusted[fold == 0], t2[fold == 0])
+    for f in range(1, CERTIFY_FOLDS):
+        assert not np.array_equal(trusted[fold == f], t2[fold == f])
+    s = c.summary()["certification"]
+    assert s["n_items"] == 300 + 700 and s["n_folds"] == 5
+    assert s["certified_share"] == pytest.approx(np.mean([f["share"] for f in s["folds"]]))
+    assert s["certified_lower"] == min(f["certified_lower"] for f in s["folds"]) >= 0.9
+
+
+def test_without_validation_items_each_fold_trusts_its_share_of_unlabelled_rows():
+    # p_ratio = 1: P alone is certified on, so every fold's test is the same one, made at the
+    # full risk; fold f's unlabelled rows are its top floor(s_f * n_f) by probability that
+    # also reach P's threshold at s_f
+    cert, _ = _sim_certification(1, n_v=0)
+    c = cert.at(0.9, 0.1)
+    assert not c.u_val.any() and c.summary()["certification"]["n_validation_items"] == 0
+    assert [f["risk"] for f in c.choice["folds"]] == [0.1] * 5
+    assert len({f["share"] for f in c.choice["folds"]}) == 1
+    trusted = c._u_trusted()
+    assert 0 < trusted.mean() < 1
+    for f in c.choice["folds"]:
+        rows = np.flatnonzero(c.u_fold == f["fold"])
+        k = int(np.floor(f["share"] * len(rows) + 1e-9))
+        top = rows[np.argsort(-c.u_prob[rows], kind="stable")[:k]]
+        want = np.zeros(len(c.u_prob), bool)
+        want[top] = True
+        want &= c.u_prob >= f["thresholds"][0]
+        assert np.array_equal(trusted[rows], want[rows])
+
+
+def test_certified_sets_meet_the_target_on_a_known_truth_and_coverage_does_not_swing():
+    """Over 100 draws with a known truth: the trusted rows' true agreement (mean p) is below
+    the target in at most a few draws (risk 0.1 allows 10%), and coverage varies little from
+    draw to draw. The procedure before cross-certification (P alone, every distinct
+    probability, from P's top 30%) trusted nothing in some draws and had sd 0.25 here (0.085
+    now)."""
+    cov, fail_val, fail_unl = [], 0, 0
+    for seed in range(100):
+        cert, p = _sim_certification(seed)
+        c = cert.at(0.9, 0.1)
+        t = c._u_trusted()
+        cov.append(c.coverage())
+        fail_val += bool((t & c.u_val).any() and p[t & c.u_val].mean() < 0.9)
+        fail_unl += bool((t & ~c.u_val).any() and p[t & ~c.u_val].mean() < 0.9)
+    cov = np.array(cov)
+    assert fail_val <= 10 and fail_unl <= 10
+    assert cov.min() > 0.2 and cov.std(ddof=1) < 0.1 and cov.mean() > 0.55
 
 
 @pytest.mark.parametrize("kw", [{"target_agreement": 1.0}, {"target_agreement": 0.5},
@@ -135,7 +251,7 @@ def test_bad_target_or_risk_is_one_clear_error(kw):
         AuditConfig(**kw)
     target, risk = kw.get("target_agreement", 0.9), kw.get("risk", 0.1)
     with pytest.raises(PUAuditError, match="target_agreement|risk"):
-        choose_threshold(np.ones(30), np.ones(30, bool), target=target, risk=risk)
+        choose_share([(np.ones(30), np.ones(30, bool), None)], target=target, risk=risk)
 
 
 def test_default_config_does_not_certify():
@@ -193,26 +309,35 @@ def test_certified_audit_exports_trusted_rows_and_summary_fields(planted_audits)
     frame = res.to_frame(table)
     trusted = frame["puaudit_trusted"].to_numpy()
     audited = frame["puaudit_split"].isin(["unlabelled", "validation"]).to_numpy()
-    # audited rows: the certified share of P's items, carried over as a share: the top
-    # floor(share * n_U) rows by (unshifted) calibrated probability, ties by raw score, that
-    # also clear t, less the reversed ones
-    u = c.u_rows
-    share = s["certification"]["n_certified_items"] / s["certification"]["n_p_items"]
-    assert s["certification"]["certified_share"] == pytest.approx(share)
-    k = int(np.floor(share * np.isfinite(c.u_prob).sum() + 1e-9))
-    order = np.lexsort((np.arange(len(u)), -res.score[u], -np.nan_to_num(c.u_prob, nan=-1)))
-    top = np.zeros(len(u), bool)
-    top[order[:k]] = True
-    top &= c.u_prob >= t
+    # certified on P (out-of-fold) and every validation item, pooled by share
+    u, val = c.u_rows, c.u_val
+    cs = s["certification"]
+    assert cs["n_items"] == cs["n_p_items"] + cs["n_validation_items"]
+    assert cs["n_validation_items"] == len(set(c.u_groups[val])) > 0
+    p_src = (c.p_prob, c.p_correct, c.p_groups)
+    # the rows of fold f (validation and unlabelled): the threshold certified on P and the
+    # other folds' validation items at risk / K
+    fold_all = certify_folds(np.asarray(table.item_id).astype(str), random_state=0)
+    assert np.array_equal(c.u_fold, fold_all[u]) and np.array_equal(c.p_fold, fold_all[c.p_rows])
+    want_thr = np.full(len(u), np.inf)
+    for f in range(CERTIFY_FOLDS):
+        rest = val & (c.u_fold != f)
+        fold = choose_share([p_src, (c.u_prob[rest], c.u_correct[rest], c.u_groups[rest])],
+                            target=0.9, risk=0.1 / CERTIFY_FOLDS)
+        want_thr[c.u_fold == f] = fold["thresholds"][1]
+        assert cs["folds"][f]["threshold"] == fold["thresholds"][1]
+        assert cs["folds"][f]["risk"] == pytest.approx(0.02)
+        assert np.array_equal(trusted[c.p_rows][c.p_fold == f].astype(bool),
+                              c.p_prob[c.p_fold == f] >= fold["thresholds"][0])
+    top = c.u_prob >= want_thr
     want = top & (res.group[u] != "negative")
     assert np.array_equal(trusted[u].astype(bool), want)
-    assert s["certification"]["threshold_audited"] == pytest.approx(c.u_prob[top].min())
-    assert not (trusted[u].astype(bool) & (c.u_prob < c.u_prob[top].min())).any()
+    assert cs["threshold_audited"] == pytest.approx(c.u_prob[top].min())
     assert s["coverage"] == pytest.approx(want.mean())
     assert 0 < s["coverage"] < 1
     assert s["certification"]["n_trusted"] + s["certification"]["n_escalated"] == audited.sum()
-    # P rows by their out-of-fold probability; excluded rows neither
-    assert np.array_equal(trusted[c.p_rows].astype(bool), c.p_prob >= t)
+    assert cs["certified_share"] == pytest.approx(np.mean([f["share"] for f in cs["folds"]]))
+    assert t == min(f["threshold"] for f in cs["folds"] if f["share"] > 0)
     # realised agreement on trusted validation rows, by hand
     val = (frame["puaudit_split"] == "validation").to_numpy() & (trusted == True)  # noqa: E712
     agree = (frame["judge_winner"] == frame["human_winner"]).to_numpy()[val]
@@ -244,14 +369,18 @@ def test_recertifying_at_another_target_needs_no_refit(planted_audits):
         [looser.summary()["coverage"], res.summary()["coverage"], stricter.summary()["coverage"]])
 
 
-def test_too_few_p_items_export_with_nobody_trusted(planted):
-    df, e_a, e_b, _ = planted
+def test_too_few_annotated_items_export_with_nobody_trusted():
+    from tests.conftest import planted_set
+
+    df, e_a, e_b, _ = planted_set(n=150)
     table = load_comparisons(df)
     res = audit_table(table, PairEmbeddings(e_a, e_b),
-                      AuditConfig(target_agreement=0.97, p_ratio=0.1))
+                      AuditConfig(target_agreement=0.97, p_ratio=0.3))
     s = res.summary()
+    need = rows_needed(0.97, risk=0.1 / CERTIFY_FOLDS)   # each fold certifies at risk / K
+    assert s["certification"]["n_items"] < need
+    assert "at risk 0.1 (0.02 in each of 5 certification folds)" in s["certification"]["message"]
     assert s["coverage"] == 0 and math.isinf(res.certification.threshold)
-    need = rows_needed(0.97, risk=0.1)
     assert f"at least {need} items" in s["certification"]["message"]
     frame = res.to_frame(table)
     assert not frame.loc[frame["puaudit_split"].isin(["unlabelled", "validation"]),
@@ -305,12 +434,12 @@ def test_only_escalated_rows_go_to_the_second_judge_and_the_rerun_certifies(
     from tests.judge_stub import StubJudgeServer
     from tests.conftest import planted_set
 
-    # about 36 P items, nearly all judged right: whether the 11 most confident hold a wrong one
-    # (then nothing certifies) is the draw's; seed 1 certifies a part, as the cascade needs
+    # about 118 annotated items, nearly all judged right; at 0.85 seed 1 certifies a part, as
+    # the cascade needs (at 0.8 it trusts every row)
     df, e_a, e_b, _ = planted_set(n=300, judge_acc=0.85, seed=1)
     table = load_comparisons(df)
     res = audit_table(table, PairEmbeddings(e_a, e_b),
-                      AuditConfig(target_agreement=0.8, risk=0.2))
+                      AuditConfig(target_agreement=0.85, risk=0.2))
     export = tmp_path / "audited.csv"
     write_table(res.to_frame(table), export)
     trusted = res.certification.trusted
@@ -334,7 +463,7 @@ def test_only_escalated_rows_go_to_the_second_judge_and_the_rerun_certifies(
     # the re-audit of the second judge's verdicts certifies again (its own P among these rows)
     monkeypatch.setenv("PUAUDIT_TEST_ENCODER", "hashing")
     rc = main(["audit", str(out), "-o", str(tmp_path / "again.csv"), "--judge-col",
-               "judge2_winner", "--target-agreement", "0.8", "--json"])
+               "judge2_winner", "--target-agreement", "0.85", "--json"])
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     summary = json.loads(captured.out.strip().splitlines()[-1])

@@ -13,8 +13,8 @@ exclude a row from the cascade: it goes to people without being sent to any judg
    judge :math:`k`'s ties and blanks excluded): its scorers, its evidence and its calibration
    are fitted on the region, as they would be with a judge that was asked about those rows only;
 2. certifies it at target :math:`\alpha` and risk :math:`\delta / K` by fixed-sequence testing
-   with exact Clopper–Pearson bounds on the P items of :math:`R_k` (:mod:`puaudit.audit
-   .certify`);
+   with exact Clopper–Pearson bounds on the P and validation items of :math:`R_k`,
+   cross-certified over folds (:mod:`puaudit.audit.certify`);
 3. trusts the certified rows of :math:`R_k`; the rest (including P rows by their out-of-fold
    probability, so the next stage has annotated rows of its own region) form :math:`R_{k+1}`.
 
@@ -31,10 +31,11 @@ added, every earlier stage gives the same answer.
 **The guarantee.** Stage :math:`k`'s trusted rows agree with people at least :math:`\alpha` of
 the time except with probability :math:`\delta / K`; by the union bound all :math:`K` hold
 together with probability at least :math:`1 - \delta`, and then so does their union (a mixture
-of sets that each meet :math:`\alpha`). Assumption, per region: the P items of :math:`R_k` are
-exchangeable with the audited rows of :math:`R_k` (the split is random by item, and the region is
-cut by the same rule on both sides: P rows by their out-of-fold probability, audited rows by the
-certified share; see :mod:`puaudit.audit.certify`).
+of sets that each meet :math:`\alpha`). Assumption, per region: the annotated items of
+:math:`R_k` are exchangeable with the audited rows of :math:`R_k` (the split is random by item,
+and the region is cut by one rule per certification fold: validation and unlabelled rows by the
+fold's threshold, P rows by their out-of-fold probability at the fold's share; see
+:mod:`puaudit.audit.certify`).
 """
 
 from __future__ import annotations

@@ -1,56 +1,93 @@
 r"""Certified trust or escalate: the verdicts that meet an agreement target, with a guarantee.
 
-From the calibrated probability :math:`q_i` that the judge is right on P rows the calibration
-never saw, and their outcomes :math:`y_i = [\text{judge} = \text{human}]`, choose the lowest
-threshold :math:`t` such that, with probability at least :math:`1 - \delta` (``risk`` =
-:math:`\delta`), the agreement among rows with :math:`q \ge t` is at least the target
-:math:`\alpha`. Audited rows whose calibrated probability is :math:`\ge t` are *trusted*; the
-others are *escalated* to people.
+From calibrated probabilities :math:`q_i` that the judge is right on annotated items whose own
+outcome the probability never saw, and their outcomes :math:`y_i = [\text{judge} =
+\text{human}]`, choose the largest share :math:`s` such that, with probability at least
+:math:`1 - \delta` (``risk`` = :math:`\delta`), the agreement among the most confident share
+:math:`s` is at least the target :math:`\alpha`. Audited rows in that most confident share are
+*trusted*; the others are *escalated* to people.
+
+The items certified on (the *sources*; :func:`choose_share`):
+
+* **P**, by its *out-of-fold* probabilities (each P row scored and calibrated by fits that never
+  saw it, averaged over the cross-fitting repetitions);
+* **validation**, by the audit's own probabilities: the scorer and the calibrator were fitted on
+  P only, so a validation row's probability never saw its outcome either, and it is exactly
+  the kind of probability an unlabelled row gets.
 
 Procedure (fixed-sequence testing, Learn-then-Test: Angelopoulos, Bates et al. 2021; applied to
-LLM judges as "Trust or Escalate", Jung et al. 2024). The candidate thresholds are the distinct
-values of :math:`q`, from the most confident down: :math:`t_1 > t_2 > \dots`. For each,
-:math:`H_j`: "agreement among :math:`\{q \ge t_j\}` is below :math:`\alpha`" is rejected when the
+LLM judges as "Trust or Escalate", Jung et al. 2024). The candidates are a grid of shares fixed
+before any outcome is seen, :math:`s_1 = 0.30 < s_2 = 0.35 < \dots < 1` (:data:`START_SHARE`,
+:data:`SHARE_STEP`). Candidate :math:`s_j`'s set holds, from every source, its
+:math:`\lceil s_j n_{\text{source}} \rceil` most confident items (with any item tied with the
+last one); :math:`H_j`: "agreement in that set is below :math:`\alpha`" is rejected when the
 one-sided exact (Clopper–Pearson) lower bound
 
 .. math:: L_j = \mathrm{Beta}^{-1}(\delta;\; k_j,\; n_j - k_j + 1) \ge \alpha
 
-(:math:`n_j` items at or above :math:`t_j`, :math:`k_j` of them right). Testing stops at the first
-:math:`H_j` not rejected; the threshold is the last rejected :math:`t_j`. Because the sequence is
-fixed before the outcomes are looked at, every rejection holds at level :math:`\delta` together
-(no multiplicity correction). The sequence starts at the candidate holding the most confident
-30% of P's items (:data:`START_SHARE`; at least :func:`rows_needed`, below which no set could pass
-even if every verdict were right) and ends at probability 0.5; how many items lie above a
-threshold depends on the probabilities only, not on the outcomes, so both ends keep the sequence
-fixed.
+(:math:`n_j` items in the set, :math:`k_j` of them right). Testing stops at the first
+:math:`H_j` not rejected; the certified share is the last rejected :math:`s_j`. The sets grow
+with :math:`j` and are fixed by the probabilities alone, so the sequence is fixed before the
+outcomes are looked at and every rejection holds at level :math:`\delta` together (no
+multiplicity correction). Given the probabilities, each item's outcome is an independent draw
+(its probability never saw it), so each :math:`L_j` is a valid bound on its set's agreement
+(exactly for validation, whose probabilities come from a fit on P alone; for P up to the
+out-of-fold fits having seen the *other* P items, as with one source before). The
+sequence skips shares whose set has fewer than :func:`rows_needed` items (no such set could pass
+even if every verdict were right) and ends before the first share at which some source's
+probability falls below 0.5: both depend on the probabilities only.
+
+Why a coarse grid of shares over P and validation together, not every distinct probability of P
+alone (the procedure until December 2026): on MT-Bench GPT-4 at target 0.90 (20 seeds, 369 P
+items) the set of P's most confident 30% had a lower bound within 0.03 of the target in most
+seeds, so a seed either passed at the start and went far or stopped at once (coverage 0 in 4
+seeds, 0.77 in another; sd 0.26), and with ~250 candidates one unlucky dip anywhere ended the
+sequence. Pooling P with the validation items roughly triples the items behind each bound, and
+14 candidates instead of hundreds leave fewer places to stop by chance.
+
+Which threshold each row gets (cross-certification). Validation rows are certified on too, so
+a validation row must never be trusted by a threshold its own outcome helped choose (the
+agreement shown on trusted validation rows would no longer be a held-out measurement). Every row
+of the audit is dealt at random (by item, from ``random_state``, before any outcome is read)
+into one of :math:`K` = :data:`CERTIFY_FOLDS` folds. The audited rows of fold :math:`f`,
+validation and unlabelled alike, are trusted when their probability reaches the threshold
+certified on P and the validation items of the *other* folds at risk :math:`\delta / K` (those
+items' probability at their certified share); P rows of fold :math:`f` (for the export and a
+cascade's routing) by P's out-of-fold probability at that share. The :math:`K` certifications
+hold together with probability at least :math:`1 - \delta` (union bound), so every trusted row,
+validation or unlabelled, meets the target with the same :math:`\delta` as before. The realised
+agreement of trusted validation rows is measured on rows that chose nothing, and it measures
+exactly the rule the unlabelled rows of the same folds get (one rule for both also keeps a
+cascade's next region the same mixture of annotated and unlabelled rows).
+
+From P to the other sources: by share. P's out-of-fold probabilities run less confident than
+the full fit's (on MT-Bench GPT-4, seed 11: 54% of audited rows at or above a value 42% of P's
+items reach), so the same number would pick different shares of the two; each source
+contributes the same share of its own items instead. When there are no validation items
+(``p_ratio`` = 1) every fold's test is the same test on P, so it is made once at risk
+:math:`\delta`, and the unlabelled rows trusted in fold :math:`f` are its top
+:math:`\lfloor s_f \cdot n_{U,f} \rfloor` by probability (ties broken by the raw score, then by
+row) that also reach P's threshold at :math:`s_f`.
 
 Items, not votes: several votes on one item are not independent evidence. Each item counts once,
 with the share of its votes that agree with the judge (:math:`k_j` may then be fractional; with one
 vote per item this is the exact Clopper–Pearson bound). The realised agreement on validation rows
 is counted the same way.
 
-From P to the audited rows: by share, not by number. The threshold is certified on *out-of-fold*
-probabilities (each P row scored and calibrated by fits that never saw it); the audited rows'
-probabilities come from the full fit on all of P, which runs more confident than the out-of-fold
-fits (on MT-Bench GPT-4, seed 11: 54% of audited rows at or above a threshold that 42% of P's items
-reach). Trusting every audited row above the same number would trust more rows than were
-certified, and the realised agreement fell below the target in 4 of 20 seeds at 0.90. What
-carries over under exchangeability is the share: the certified set is the top
-:math:`s = n_j / n` of P's items by out-of-fold probability, so the audited rows trusted are the
-top :math:`\lfloor s \cdot n_U \rfloor` by their own probability (ties broken by the raw score,
-then by row), and of those only the ones at or above the certified threshold itself (where the
-full fit is the *less* confident one, a row below every certified P item is not trusted on the
-strength of its rank). ``u_threshold`` is the lowest probability among the trusted rows.
-
-Assumption: P is a random sample of the annotated items, exchangeable with the audited rows (the
-audit's split draws P at random per question type). It breaks when the rows people labelled were
-chosen (the hard ones, one model's answers, an earlier review queue), when the audited rows come
-from another distribution than the labelled ones, or when the judge changed between them.
+Assumption: the annotated items (P and validation) are a random sample of the items,
+exchangeable with the audited rows (the audit's split draws P at random per question type), and
+P's top share by out-of-fold probability agrees with people no more often than the full fit's
+top share of the same size (the full fit is trained on more rows; this is the one step that is
+not exact, and validation's items make it carry less of the weight). It breaks when the rows
+people labelled were chosen (the hard ones, one model's answers, an earlier review queue), when
+the audited rows come from another distribution than the labelled ones, or when the judge
+changed between them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -60,20 +97,41 @@ from puaudit.audit.config import check_risk, check_target
 from puaudit.audit.splits import SPLIT_VAL
 from puaudit.errors import PUAuditError
 
-__all__ = ["START_SHARE", "lower_bound", "two_sided_interval", "rows_needed", "item_outcomes",
-           "choose_threshold", "out_of_fold_probabilities", "realised_agreement",
+__all__ = ["START_SHARE", "SHARE_STEP", "share_grid", "lower_bound", "two_sided_interval",
+           "rows_needed", "item_outcomes", "choose_share", "CERTIFY_FOLDS",
+           "certify_folds",
+           "out_of_fold_probabilities", "realised_agreement",
            "Certification", "certify_split", "with_target",
            "escalated_rows", "cascade_escalated_rows", "merge_asked_verdicts"]
 
 
-#: Where the fixed sequence starts: the most confident 30% of P's items (at least
-#: :func:`rows_needed`). Started at the smallest set that could pass (22 items at 0.9 / 0.1), one
-#: unlucky wrong verdict among the first few dozen ends the sequence before the larger sets
-#: that would pass are tested: on MT-Bench GPT-4 (seeds 0-3, target 0.9) coverage was 0.05, 0,
-#: 0, 0 from 22 items and 0.43, 0, 0.41, 0.64 from 30%. Where the sequence starts depends on the
-#: probabilities only, never on the outcomes, so the guarantee is unchanged; the price is that a
-#: set smaller than 30% of P is never certified.
+#: Where the fixed sequence starts: the most confident 30% of each source's items. Started at
+#: the smallest set that could pass (22 items at 0.9 / 0.1), one unlucky wrong verdict among the
+#: first few dozen ends the sequence before the larger sets that would pass are tested: on
+#: MT-Bench GPT-4 (seeds 0-3, target 0.9) coverage was 0.05, 0, 0, 0 from 22 items and 0.43, 0,
+#: 0.41, 0.64 from 30%; with P and validation pooled, starting at 20% instead of 30% lowered
+#: the mean coverage over 20 seeds (0.54 vs 0.56). The price is that a share below 30% is never
+#: certified.
 START_SHARE = 0.3
+#: Steps of the grid of shares: 0.30, 0.35, ..., 1. Steps of 0.10 gave 0.53 mean coverage
+#: against 0.56 (MT-Bench GPT-4, 0.90, 20 seeds), and every distinct probability (steps of one
+#: item) more stops by chance.
+SHARE_STEP = 0.05
+#: Folds for cross-certification: the rows of each fold are trusted by a threshold certified on
+#: P and the other folds' validation items at ``risk / CERTIFY_FOLDS``. With two halves,
+#: one half certifying nothing (its start set's bound at 0.8998 against 0.90) halved a seed's
+#: coverage; over 20 seeds on MT-Bench GPT-4 at 0.90 the coverage sd was 0.118 with 2 folds,
+#: 0.086-0.095 with 3-5 (0.085 with 5) at the same mean (0.55-0.57).
+CERTIFY_FOLDS = 5
+
+
+def share_grid(*, start_share: float = START_SHARE, step: float = SHARE_STEP) -> np.ndarray:
+    """The candidate shares, from ``start_share`` up to 1 in steps of ``step`` (1 included)."""
+    if not (0 < start_share <= 1 and 0 < step <= 1):
+        raise PUAuditError(f"start_share and step must be in (0, 1]; got {start_share}, {step}.")
+    n = int(math.floor((1 - start_share) / step + 1e-9))
+    grid = np.round(start_share + step * np.arange(n + 1), 12)
+    return grid if grid[-1] >= 1 - 1e-12 else np.r_[grid, 1.0]
 
 
 def lower_bound(k: float, n: float, *, risk: float) -> float:
@@ -98,6 +156,7 @@ def two_sided_interval(k: float, n: float, *, level: float = 0.95) -> tuple[floa
     return (float(lo), float(hi))
 
 
+@functools.lru_cache(maxsize=256)
 def rows_needed(target: float, *, risk: float) -> int:
     r"""Fewest items whose lower bound can reach ``target``: the smallest :math:`n` with
     :math:`L(n, n) = \delta^{1/n} \ge \alpha`, i.e. :math:`\lceil \ln\delta / \ln\alpha \rceil`
@@ -129,103 +188,138 @@ def item_outcomes(prob: np.ndarray, correct: np.ndarray, groups: np.ndarray | No
     return p_item, share, inv
 
 
-def _uncertified_message(target: float, risk: float, floor: float, n_start: int, n_needed: int,
-                         n_items: int, first_fail) -> str:
-    """Why no threshold was certified, and what to do."""
-    if first_fail is None and n_items >= n_needed:
-        return (f"No threshold certifies agreement >= {target:g} at risk {risk:g}: fewer than "
-                f"{n_start} P items have a calibrated P(judge right) of at least {floor:g}. "
-                "Nobody is trusted (every audited verdict is escalated).")
+def _uncertified_message(target: float, risk: float, floor: float, n_needed: int,
+                         n_items: int, first_fail, start_share: float) -> str:
+    """Why no share was certified, and what to do."""
     if n_items < n_needed:
-        return (f"Too few P items to certify agreement >= {target:g} at risk {risk:g}: even if "
-                f"the judge were right on every one, at least {n_needed} items are needed and P "
-                f"has {n_items} with a cross-fitted probability. Nobody is trusted (every "
-                "audited verdict is escalated); label more items or raise p_ratio.")
+        return (f"Too few annotated items to certify agreement >= {target:g} at risk {risk:g}: "
+                f"even if the judge were right on every one, at least {n_needed} items are "
+                f"needed and P and validation have {n_items} with a held-out probability. "
+                "Nobody is trusted (every audited verdict is escalated); label more items.")
+    if first_fail is None:
+        return (f"No share certifies agreement >= {target:g} at risk {risk:g}: the most "
+                f"confident {start_share:.0%} of the annotated items (at least {n_needed}) do "
+                f"not all have a calibrated P(judge right) of at least {floor:g}. Nobody is "
+                "trusted (every audited verdict is escalated).")
     n_j, k_j, lo = first_fail
-    return (f"No threshold certifies agreement >= {target:g} at risk {risk:g}: the "
-            f"{n_j} most confident P items agree with people {k_j / n_j:.1%} of the time, "
-            f"lower bound {lo:.3f}. Nobody is trusted (every audited verdict is escalated); "
-            "try a lower target or a higher risk, or label more items.")
+    return (f"No share certifies agreement >= {target:g} at risk {risk:g}: the "
+            f"{n_j} most confident annotated items agree with people {k_j / n_j:.1%} of the "
+            f"time, lower bound {lo:.3f}. Nobody is trusted (every audited verdict is "
+            "escalated); try a lower target or a higher risk, or label more items.")
 
 
-def choose_threshold(prob: np.ndarray, correct: np.ndarray, *, target: float, risk: float,
-                     groups: np.ndarray | None = None, floor: float = 0.5,
-                     start_share: float = START_SHARE, log: bool = False) -> dict:
-    """The lowest threshold certified by fixed-sequence testing (see the module's docstring).
-
-    Parameters
-    ----------
-    prob : (n,) float
-        Calibrated P(judge right) of rows the calibration did not see (NaN: never trusted).
-    correct : (n,) bool
-        Judge == human on those rows.
-    target, risk : float
-        :math:`\\alpha` in (0.5, 1) and :math:`\\delta` in (0, 0.5].
-    groups : (n,) optional
-        Item of each row (votes of one item count once).
-    floor : float, default 0.5
-        Lowest candidate threshold: a verdict more likely wrong than right is never trusted,
-        however good the rows above it (the sequence ends there; it depends on the
-        probabilities only, so the test stays valid).
-    start_share : float, default 0.3
-        The sequence starts at the candidate holding this share of the items (at least
-        :func:`rows_needed`): see :data:`START_SHARE`.
-    log : bool
-        Add ``path``: every tested candidate (threshold, n, k, lower bound, passed).
-
-    Returns
-    -------
-    dict with ``threshold`` (``inf`` when nothing is certified), ``lower`` (its bound; NaN when
-    none), ``n`` and ``k`` (items at or above it, their right share summed), ``n_items``
-    (finite-probability items), ``n_needed`` (:func:`rows_needed`), ``n_tested``, ``stopped_at``
-    (the first candidate not rejected, or None) and ``message`` (why nothing was certified, or "").
-    """
-    target, risk = check_target(target), check_risk(risk)
+def _sorted_source(prob, correct, groups) -> tuple[np.ndarray, np.ndarray]:
+    """One source's items from the most confident down: ``(probability, cumulative right)``."""
     p_item, share, _ = item_outcomes(prob, correct, groups)
     ok = np.isfinite(p_item)
     p_item, share = p_item[ok], share[ok]
     order = np.argsort(-p_item, kind="stable")
-    p_sorted, s_sorted = p_item[order], share[order]
-    n_needed = rows_needed(target, risk=risk)
-    n_start = max(n_needed, math.ceil(start_share * len(p_sorted)))
-    # candidate j: every item with probability >= the j-th distinct value; its n is the index
-    # after the last item of that value
-    last = np.flatnonzero(np.r_[p_sorted[1:] != p_sorted[:-1], True]) if len(p_sorted) else []
-    k_cum = np.cumsum(s_sorted)
-    out = {"threshold": math.inf, "lower": float("nan"), "n": 0, "k": 0.0,
-           "n_items": int(len(p_sorted)), "n_needed": n_needed, "n_start": n_start,
-           "n_tested": 0,
-           "stopped_at": None, "target": target, "risk": risk, "message": ""}
+    return p_item[order], np.cumsum(share[order])
+
+
+def _top_count(p_sorted: np.ndarray, share: float) -> int:
+    """How many of a source's items (sorted down) its top ``share`` holds: the first
+    :math:`\\lceil s n \\rceil`, and every item tied with the last of them."""
+    m = min(len(p_sorted), int(math.ceil(share * len(p_sorted) - 1e-9)))
+    if m == 0:
+        return 0
+    return int(np.searchsorted(-p_sorted, -p_sorted[m - 1], side="right"))
+
+
+def choose_share(sources, *, target: float, risk: float, floor: float = 0.5,
+                 start_share: float = START_SHARE, step: float = SHARE_STEP,
+                 log: bool = False) -> dict:
+    """The largest share certified by fixed-sequence testing over a grid of shares (see the
+    module's docstring), pooling the sources' items by share.
+
+    Parameters
+    ----------
+    sources : sequence of (prob, correct, groups)
+        Each source's held-out calibrated P(judge right) per row (NaN: never trusted), judge ==
+        human per row, and the item of each row (None: every row its own item; votes of one
+        item count once).
+    target, risk : float
+        :math:`\\alpha` in (0.5, 1) and :math:`\\delta` in (0, 0.5].
+    floor : float, default 0.5
+        The sequence ends before the first share at which some source's probability is below
+        ``floor``: a verdict more likely wrong than right is never trusted.
+    start_share, step : float
+        The grid (:func:`share_grid`).
+    log : bool
+        Add ``path``: every tested candidate (share, n, k, lower bound, passed).
+
+    Returns
+    -------
+    dict with ``share`` (0 when nothing is certified), ``thresholds`` (per source, its lowest
+    probability in the certified set; ``inf`` when none), ``lower`` (the bound; NaN when none),
+    ``n`` and ``k`` (items in the set, their right share summed), ``n_items`` (pooled
+    finite-probability items), ``n_items_by_source``, ``n_needed`` (:func:`rows_needed`),
+    ``n_start`` (items in the first candidate tested), ``n_tested``, ``stopped_at`` (the share
+    of the first candidate not rejected, or None) and ``message`` (why nothing was certified,
+    or "").
+    """
+    return _choose_sorted([_sorted_source(*s) for s in sources], target=target, risk=risk,
+                          floor=floor, start_share=start_share, step=step, log=log)
+
+
+def _choose_sorted(srcs, *, target: float, risk: float, floor: float, start_share: float,
+                   step: float, log: bool) -> dict:
+    """:func:`choose_share` on sources already collapsed and sorted (:func:`_sorted_source`)."""
     from puaudit.stats.proportions import proportion_interval
 
-    # the sequence: candidates from the start (n >= n_start) down to the floor, in order
-    last = np.asarray(last, dtype=np.int64)
-    seq = last[(last + 1 >= n_start) & (p_sorted[last] >= floor)] if len(last) else last
-    n_seq = (seq + 1).astype(float)
-    k_seq = k_cum[seq] if len(seq) else np.zeros(0)
-    lower = proportion_interval(k_seq, n_seq, alpha=2 * risk, method="beta")[0]
+    target, risk = check_target(target), check_risk(risk)
+    n_needed = rows_needed(target, risk=risk)
+    n_items = int(sum(len(p) for p, _ in srcs))
+    # the sequence: the grid's shares whose set could pass, until a source falls below the floor
+    seq = []
+    for s in share_grid(start_share=start_share, step=step):
+        counts = [_top_count(p, s) for p, _ in srcs]
+        if any(m and p[m - 1] < floor for m, (p, _) in zip(counts, srcs)):
+            break
+        n = sum(counts)
+        if n >= n_needed:
+            seq.append((float(s), counts, n, float(sum(kc[m - 1] for m, (_, kc) in
+                                                       zip(counts, srcs) if m))))
+    out = {"share": 0.0, "thresholds": [math.inf] * len(srcs), "lower": float("nan"), "n": 0,
+           "k": 0.0, "n_items": n_items, "n_items_by_source": [len(p) for p, _ in srcs],
+           "n_needed": n_needed, "n_start": seq[0][2] if seq else 0, "n_tested": 0,
+           "stopped_at": None, "target": target, "risk": risk, "message": ""}
+    n_seq = np.array([c[2] for c in seq], dtype=float)
+    k_seq = np.array([c[3] for c in seq], dtype=float)
+    lower = (proportion_interval(k_seq, n_seq, alpha=2 * risk, method="beta")[0] if seq
+             else np.zeros(0))
     passed = lower >= target
     # fixed-sequence testing: everything before the first failure is rejected, nothing after
     n_run = int(np.argmin(passed)) if not passed.all() else len(seq)
     out["n_tested"] = min(n_run + 1, len(seq))
     first_fail = None
     if n_run < len(seq):
-        j = seq[n_run]
-        out["stopped_at"] = float(p_sorted[j])
-        first_fail = (int(j + 1), float(k_cum[j]), float(lower[n_run]))
+        out["stopped_at"] = seq[n_run][0]
+        first_fail = (seq[n_run][2], seq[n_run][3], float(lower[n_run]))
     if n_run > 0:
-        j = seq[n_run - 1]
-        out.update(threshold=float(p_sorted[j]), lower=float(lower[n_run - 1]), n=int(j + 1),
-                   k=float(k_cum[j]))
-    path = [{"threshold": float(p_sorted[j]), "n": int(j + 1), "k": float(k_cum[j]),
-             "lower": float(lower[i]), "passed": bool(passed[i])}
-            for i, j in enumerate(seq[:out["n_tested"]])] if log else []
-    if not math.isfinite(out["threshold"]):
-        out["message"] = _uncertified_message(target, risk, floor, n_start, n_needed,
-                                              len(p_sorted), first_fail)
+        s, counts, n, k = seq[n_run - 1]
+        out.update(share=s, lower=float(lower[n_run - 1]), n=n, k=k,
+                   thresholds=[float(p[m - 1]) if m else math.inf
+                               for m, (p, _) in zip(counts, srcs)])
+    else:
+        out["message"] = _uncertified_message(target, risk, floor, n_needed, n_items,
+                                              first_fail, start_share)
     if log:
-        out["path"] = path
+        out["path"] = [{"share": c[0], "n": c[2], "k": c[3], "lower": float(lower[i]),
+                        "passed": bool(passed[i])} for i, c in enumerate(seq[:out["n_tested"]])]
     return out
+
+
+def certify_folds(groups: np.ndarray, *, n_folds: int = CERTIFY_FOLDS,
+                  random_state: int | None = 0) -> np.ndarray:
+    """(n,) int: each row's certification fold, 0 .. ``n_folds - 1``, by item, the distinct
+    items dealt evenly at random (drawn from ``random_state`` and the item names only, never
+    from an outcome)."""
+    items, inv = np.unique(np.asarray(groups).astype(str), return_inverse=True)
+    rng = np.random.default_rng(random_state)
+    fold = np.zeros(len(items), dtype=np.int64)
+    fold[rng.permutation(len(items))] = np.arange(len(items)) % n_folds
+    return fold[inv]
 
 
 def out_of_fold_probabilities(scores: np.ndarray, correct: np.ndarray, folds: np.ndarray, *,
@@ -273,7 +367,12 @@ class Certification:
 
     Arrays ``p_*`` are over P rows (``p_prob``: out-of-fold calibrated probabilities), ``u_*``
     over audited rows (``u_prob``: the audit's calibrated probabilities before any prior shift,
-    ``u_val``: validation rows among them). ``choice`` is :func:`choose_threshold`'s answer.
+    ``u_val``: validation rows among them); ``p_fold`` / ``u_fold``: each row's certification
+    fold (:func:`certify_folds`). ``choice["folds"]`` holds, per fold, :func:`choose_share`'s
+    answer on P and the validation items of the *other* folds at ``risk / n_folds``: the one
+    that trusts that fold's rows (see the module's docstring); the rest of ``choice`` sums them
+    up (``share``: their mean; ``lower``: the smallest bound certified; ``message``: why no fold
+    certified anything).
     """
 
     n_rows: int
@@ -292,6 +391,10 @@ class Certification:
     choice: dict = field(default_factory=dict)
     #: raw scores of the audited rows: break ties of ``u_prob`` (a calibrator's flat steps)
     u_raw: np.ndarray | None = None
+    #: certification folds of the P and the audited rows; None: dealt by :func:`certify_folds`
+    #: over both, from a seed of 0
+    p_fold: np.ndarray | None = None
+    u_fold: np.ndarray | None = None
     #: audited rows from the most confident down (probability, then raw score, then row);
     #: filled once from ``u_prob`` and ``u_raw``, and carried by :meth:`at`, so certifying again
     #: at each target of a curve does not sort the audited rows again
@@ -303,19 +406,48 @@ class Certification:
             raw = (np.zeros(len(prob)) if self.u_raw is None
                    else np.nan_to_num(np.asarray(self.u_raw, dtype=np.float64), nan=-np.inf))
             self.u_order = np.lexsort((np.arange(len(prob)), -raw, -prob))
+        if self.p_fold is None or self.u_fold is None:
+            fold = certify_folds(np.r_[np.asarray(self.p_groups).astype(str),
+                                       np.asarray(self.u_groups).astype(str)])
+            self.p_fold, self.u_fold = fold[:len(self.p_rows)], fold[len(self.p_rows):]
+
+    @property
+    def n_folds(self) -> int:
+        return max(1, int(max(self.p_fold.max(initial=-1), self.u_fold.max(initial=-1)) + 1))
+
+    def _sources(self, leave_out: int):
+        """P (every item) and the validation items outside fold ``leave_out``."""
+        v = np.asarray(self.u_val, bool) & (self.u_fold != leave_out)
+        return [(self.p_prob, self.p_correct, self.p_groups),
+                (self.u_prob[v], self.u_correct[v], np.asarray(self.u_groups)[v])]
+
+    def _fold_sources(self) -> list:
+        """Each fold's sources collapsed to items and sorted (:func:`_sorted_source`), once per
+        instance (a :meth:`curve` certifies the same instance at every target; an instance
+        made with other arrays, by :func:`dataclasses.replace` too, sorts its own)."""
+        cache = self.__dict__.get("_fold_sources_cache")
+        if cache is None:
+            cache = self.__dict__["_fold_sources_cache"] = [
+                [_sorted_source(*src) for src in self._sources(f)] for f in range(self.n_folds)]
+        return cache
+
+    @property
+    def _has_validation(self) -> bool:
+        return bool(np.isfinite(self.u_prob[np.asarray(self.u_val, bool)]).any())
+
+    def _certified_folds(self) -> list:
+        return [f for f in self.choice.get("folds", []) if f["share"] > 0]
 
     @property
     def threshold(self) -> float:
-        """The certified threshold on P's out-of-fold probabilities (``inf``: none)."""
-        return float(self.choice.get("threshold", math.inf))
+        """The lowest threshold any fold certified for its audited rows (``inf``: none)."""
+        thr = [f["thresholds"][1 if self._has_validation else 0] for f in self._certified_folds()]
+        return float(min(thr)) if thr else math.inf
 
     @property
     def share(self) -> float:
-        """Share of P's items in the certified set (0 when nothing is certified)."""
-        n_items = self.choice.get("n_items", 0)
-        if not math.isfinite(self.threshold) or not n_items:
-            return 0.0
-        return self.choice["n"] / n_items
+        """The certified share, averaged over the folds (0 when nothing is certified)."""
+        return float(self.choice.get("share", 0.0))
 
     @property
     def u_threshold(self) -> float:
@@ -325,44 +457,91 @@ class Certification:
 
     def at(self, target: float, risk: float, *, log: bool = False) -> "Certification":
         """The same inputs certified at another target / risk (cheap: no refitting)."""
-        choice = choose_threshold(self.p_prob, self.p_correct, target=target, risk=risk,
-                                  groups=self.p_groups, log=log)
+        target, risk = check_target(target), check_risk(risk)
+        k = self.n_folds
+        # fold f's rows are trusted by P and the other folds, at risk / K each (union bound);
+        # without validation items every fold's test is the same test on P, one event: risk
+        risk_f = risk / k if self._has_validation else risk
+        srcs = self._fold_sources()
+        folds = [dict(_choose_sorted(srcs[f], target=target, risk=risk_f,
+                                     floor=0.5, start_share=START_SHARE, step=SHARE_STEP,
+                                     log=log), fold=f) for f in range(k)]
+        done = [f for f in folds if f["share"] > 0]
+        head = min(done, key=lambda f: f["lower"]) if done else folds[0]
+        choice = {"target": target, "risk": risk, "folds": folds,
+                  "share": float(np.mean([f["share"] for f in folds])),
+                  "lower": head["lower"] if done else float("nan"),
+                  "n": head["n"] if done else 0, "n_items": folds[0]["n_items"],
+                  "n_items_by_source": [folds[0]["n_items_by_source"][0],
+                                        int(len(np.unique(np.asarray(self.u_groups)[
+                                            np.asarray(self.u_val, bool)
+                                            & np.isfinite(self.u_prob)])))],
+                  "n_needed": head["n_needed"], "n_start": head["n_start"],
+                  "n_tested": head["n_tested"], "n_folds_certified": len(done),
+                  "message": ""}
+        if not done:
+            choice["message"] = head["message"] if risk_f == risk else head["message"].replace(
+                f"at risk {risk_f:g}",
+                f"at risk {risk:g} ({risk_f:g} in each of {k} certification folds)")
+        choice["n_items"] = int(sum(choice["n_items_by_source"]))
         return dataclasses.replace(self, choice=choice)
 
+    def _fold_thresholds(self, source: int) -> np.ndarray:
+        """(n_folds,) each fold's certified threshold on ``source`` (0: P, 1: validation)."""
+        thr = np.full(self.n_folds, math.inf)
+        for f in self.choice.get("folds", []):
+            thr[f["fold"]] = f["thresholds"][source]
+        return thr
+
     def _u_top(self) -> np.ndarray:
-        """(n_U,) bool: the top ``share`` of audited rows with a probability, at or above
-        :attr:`threshold`."""
+        """(n_U,) bool: audited rows at or above their fold's threshold (validation's
+        probability at the fold's certified share); without validation items, each fold's top
+        share of its audited rows with a probability, at or above P's threshold."""
+        prob = np.nan_to_num(self.u_prob, nan=-np.inf)
+        if self._has_validation:
+            return prob >= self._fold_thresholds(1)[self.u_fold]
         top = np.zeros(len(self.u_prob), bool)
-        k = int(math.floor(self.share * int(np.isfinite(self.u_prob).sum()) + 1e-9))
-        top[self.u_order[:k]] = True
-        return top & (np.nan_to_num(self.u_prob, nan=-np.inf) >= self.threshold)
+        p_thr = self._fold_thresholds(0)
+        for f in self.choice.get("folds", []):
+            rows = self.u_order[(self.u_fold[self.u_order] == f["fold"])
+                                & np.isfinite(self.u_prob[self.u_order])]
+            top[rows[:int(math.floor(f["share"] * len(rows) + 1e-9))]] = True
+        return top & (prob >= p_thr[self.u_fold])
 
     def _u_trusted(self) -> np.ndarray:
         top = self._u_top()
         return top if self.u_reversed is None else top & ~self.u_reversed
 
+    def _p_thresholds(self) -> np.ndarray:
+        return self._fold_thresholds(0)[self.p_fold]
+
     @property
     def trusted(self) -> np.ndarray:
-        """(n,) object: True / False on audited rows (their probability) and P rows (their
-        out-of-fold probability), None on excluded rows."""
+        """(n,) object: True / False on audited rows (their probability against their fold's
+        threshold) and P rows (their out-of-fold probability against their fold's threshold on
+        P), None on excluded rows."""
         out = np.full(self.n_rows, None, dtype=object)
-        t = self.threshold
         with np.errstate(invalid="ignore"):
-            out[self.p_rows] = self.p_prob >= t
+            out[self.p_rows] = self.p_prob >= self._p_thresholds()
         out[self.u_rows] = self._u_trusted()
         return out
 
     def distance_below(self) -> np.ndarray:
-        """(n,) threshold minus probability (> 0: escalated; NaN where none): P rows against
-        :attr:`threshold`, audited rows against :attr:`u_threshold`. With nothing certified the
-        threshold is taken as 1, so the order is by probability."""
-        t = self.threshold if math.isfinite(self.threshold) else 1.0
-        tu = self.u_threshold if math.isfinite(self.u_threshold) else 1.0
+        """(n,) threshold minus probability (> 0: escalated; NaN where none), each row against
+        its fold's threshold; where a fold certified nothing its threshold is taken as 1, so
+        the order is by probability."""
         out = np.full(self.n_rows, np.nan)
-        out[self.p_rows] = t - self.p_prob
-        below = tu - self.u_prob
-        # an escalated row tied with the last trusted one (cut by rank) is still below it
-        out[self.u_rows] = np.where(self._u_trusted(), below, np.maximum(below, 1e-12))
+        tp = self._p_thresholds()
+        out[self.p_rows] = np.where(np.isfinite(tp), tp, 1.0) - self.p_prob
+        if self._has_validation:
+            tu = self._fold_thresholds(1)[self.u_fold]
+            below = np.where(np.isfinite(tu), tu, 1.0) - self.u_prob
+        else:
+            tu = self.u_threshold if math.isfinite(self.u_threshold) else 1.0
+            below = tu - self.u_prob
+        # an escalated row at or above its threshold (cut by rank, or reversed) is still below
+        out[self.u_rows] = np.where(self._u_trusted(), np.minimum(below, 0.0),
+                                    np.maximum(below, 1e-12))
         return out
 
     def coverage(self) -> float:
@@ -372,7 +551,9 @@ class Certification:
         return float(np.mean(self._u_trusted()))
 
     def realised(self) -> dict:
-        """Agreement among trusted validation rows (items once) with its exact 95% interval."""
+        """Agreement among trusted validation rows (items once) with its exact 95% interval:
+        each fold trusted by a threshold certified without its outcomes, so it is held out, and
+        by the same threshold as the fold's unlabelled rows."""
         v = self.u_val & self._u_trusted()
         return realised_agreement(self.u_prob[v], self.u_correct[v], -np.inf,
                                   groups=self.u_groups[v])
@@ -396,6 +577,7 @@ class Certification:
         c, r = self.choice, self.realised()
         trusted = self._u_trusted()
         n_trusted = int(np.sum(trusted))
+        by_source = c["n_items_by_source"]
         info = {"target": c["target"], "risk": c["risk"], "threshold": self.threshold,
                 "threshold_audited": self.u_threshold, "certified_share": self.share,
                 "certified_lower": c["lower"], "coverage": self.coverage(),
@@ -403,8 +585,16 @@ class Certification:
                 # escalated rows with no human verdict yet: the ones a person still has to see
                 # (the others are validation rows, already labelled)
                 "n_escalated_unlabelled": int(np.sum(~trusted & ~np.asarray(self.u_val, bool))),
-                "n_certified_items": c["n"], "n_p_items": c["n_items"],
+                "n_certified_items": c["n"], "n_items": c["n_items"],
+                "n_p_items": by_source[0], "n_validation_items": by_source[1],
                 "n_needed": c["n_needed"], "n_start": c["n_start"], "n_tested": c["n_tested"],
+                "n_folds": len(c.get("folds", [])), "n_folds_certified": c["n_folds_certified"],
+                "folds": [
+                    {"fold": f["fold"], "share": f["share"], "certified_lower": f["lower"],
+                     "risk": f["risk"], "threshold": f["thresholds"][1],
+                     "threshold_p": f["thresholds"][0], "n_certified_items": f["n"],
+                     "n_items": f["n_items"], "message": f["message"]}
+                    for f in c.get("folds", [])],
                 "realised": r["agreement"], "realised_ci": r["ci"],
                 "n_validation_trusted": r["n"], "message": c["message"]}
         return {"coverage": info["coverage"], "certified_lower": info["certified_lower"],
@@ -446,9 +636,12 @@ def certify_split(prep, scored, config, *, reversed_rows: np.ndarray | None = No
     (:func:`out_of_fold_probabilities`, the audit's ``calibration`` and ``calibration_bags``)
     and averaged over the repetitions. Audited rows: the audit's calibrator on their scores,
     before any prior shift (the guarantee rests on P's outcomes, not on a belief about m; a
-    prior shift is monotone, so it would not change which rows are the most confident); the
-    certified share of them is trusted (see the module's docstring). ``reversed_rows`` (n,)
-    bool: rows the relabel rule reversed, never trusted.
+    prior shift is monotone, so it would not change which rows are the most confident). Both
+    are certified on (:func:`choose_share`); every row is dealt into a fold from
+    ``config.random_state`` (:func:`certify_folds`), and a fold's rows are trusted by the
+    threshold certified on P and the other folds' validation items (see the module's
+    docstring). ``reversed_rows`` (n,) bool: rows the
+    relabel rule reversed, never trusted.
     """
     target, risk = check_target(config.target_agreement), check_risk(config.risk)
     n = len(prep.split)
@@ -459,10 +652,13 @@ def certify_split(prep, scored, config, *, reversed_rows: np.ndarray | None = No
     if scored.calibrator is not None and len(u):
         u_prob = scored.calibrator.predict(scored.score[u])
     p_rows, p_prob = _p_probabilities(prep, scored, config)
+    u_val = np.asarray(prep.split)[u] == SPLIT_VAL
+    # every row of the audit dealt into folds by item (P items and audited items are disjoint)
+    fold = certify_folds(items, n_folds=CERTIFY_FOLDS, random_state=config.random_state)
     cert = Certification(
         n_rows=n, p_rows=p_rows, p_prob=p_prob,
         p_correct=np.asarray(judge[p_rows] == human[p_rows], dtype=bool), p_groups=items[p_rows],
-        u_rows=u, u_prob=u_prob, u_val=np.asarray(prep.split)[u] == SPLIT_VAL,
+        u_rows=u, u_prob=u_prob, u_val=u_val, p_fold=fold[p_rows], u_fold=fold[u],
         u_correct=np.asarray(judge[u] == human[u], dtype=bool), u_groups=items[u],
         u_reversed=None if reversed_rows is None else np.asarray(reversed_rows, dtype=bool)[u],
         u_raw=np.asarray(scored.score, dtype=np.float64)[u])

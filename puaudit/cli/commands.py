@@ -382,9 +382,10 @@ def _certify_line(cert: dict) -> str:
     n_open = cert.get("n_escalated_unlabelled", cert["n_escalated"])
     return (f"certified: {cert['n_trusted']} of {cert['n_trusted'] + cert['n_escalated']} "
             f"audited rows trusted (coverage {_fmt(cert['coverage'])}: the certified share "
-            f"{_fmt(cert['certified_share'])} of P's items, P(judge right) >= "
-            f"{_fmt(cert['threshold_audited'])}; agreement lower bound "
-            f"{_fmt(cert['certified_lower'])} >= {cert['target']:g} at risk {cert['risk']:g}); "
+            f"{_fmt(cert['certified_share'])} of the annotated items, P and validation, "
+            f"P(judge right) >= {_fmt(cert['threshold_audited'])}; agreement lower bound "
+            f"{_fmt(cert['certified_lower'])} >= {cert['target']:g} at risk {cert['risk']:g}; "
+            "each validation row by a threshold certified without it); "
             f"{realised}; the other {cert['n_escalated']} are escalated ({n_open} without a "
             "human verdict, for people)")
 

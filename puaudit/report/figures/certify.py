@@ -62,10 +62,12 @@ def certification_text(summary: dict) -> str:
     floor_txt = f"P(judge right) ≥ {floor:.3f}" if math.isfinite(floor) else "none"
     return (f"{c['n_trusted']:,} of {c['n_trusted'] + c['n_escalated']:,} audited verdicts are "
             f"trusted ({c['coverage']:.1%}; {floor_txt}): the most confident "
-            f"{c.get('certified_share', 0):.0%}, as certified on P, whose "
-            f"{c['n_certified_items']:,} most confident items (held-out P(judge right) ≥ "
-            f"{c['threshold']:.3f}) agree with people at least {c['certified_lower']:.3f} ≥ "
-            f"{c['target']:g} with {1 - c['risk']:.0%} confidence. The other "
+            f"{c.get('certified_share', 0):.0%}, as certified on the annotated items, whose "
+            f"{c['n_certified_items']:,} most confident (that share of P by held-out P(judge "
+            f"right), and of validation) agree with people at least "
+            f"{c['certified_lower']:.3f} ≥ {c['target']:g} with {1 - c['risk']:.0%} confidence; "
+            "each validation row is trusted by a threshold certified without its own verdict, "
+            f"so the check below is held out. The other "
             f"{c['n_escalated']:,} are escalated: {escalated_destination(c)}. Check: {real_txt}.")
 
 
