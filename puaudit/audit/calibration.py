@@ -12,8 +12,8 @@ from puaudit.errors import PUAuditError
 from puaudit.stats.bootstrap import cluster_bootstrap_indices
 from puaudit.stats.proportions import wilson_interval
 
-__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "prior_shift", "logit", "log_loss", "row_log_loss",
-           "cross_fitted_probabilities", "gain_over_base_rate"]
+__all__ = ["MonotoneCalibrator", "CALIBRATIONS", "sorted_quantiles", "prior_shift", "logit",
+           "log_loss", "row_log_loss", "cross_fitted_probabilities", "gain_over_base_rate"]
 
 
 CALIBRATIONS = ("isotonic", "platt")
@@ -154,7 +154,7 @@ class MonotoneCalibrator:
         from scipy.stats import norm
 
         n = len(s)
-        grid = np.unique(np.quantile(s, np.linspace(0.0, 1.0, min(n, 1024))))
+        grid = np.unique(sorted_quantiles(s, np.linspace(0.0, 1.0, min(n, 1024))))
         single = MonotoneCalibrator("isotonic", min_bin=self.min_bin,
                                     prior_strength=self.prior_strength, bounds=False)
         curves = np.empty((int(self.n_bags), len(grid)))
@@ -199,6 +199,32 @@ class MonotoneCalibrator:
         return np.interp(s, self.bin_centres_, self.bin_values_)
 
 
+def sorted_quantiles(s: np.ndarray, q: np.ndarray) -> np.ndarray:
+    r"""``np.quantile(s, q)`` (its default ``"linear"`` method) of an already sorted float array,
+    bit for bit, without numpy's copy and partition.
+
+    A bagged calibrator fits hundreds of isotonic maps (certification's out-of-fold maps: 15
+    calibrators x 51 fits on MT-Bench), and ``np.quantile``'s set-up was a quarter of that
+    time. Same virtual index :math:`(n - 1) q`, same neighbours, same interpolation as numpy's
+    ``_lerp`` (``b - (b - a)(1 - g)`` where :math:`g \ge 0.5`), so the values are identical
+    (``tests/test_audit_calibration.py`` checks it against ``np.quantile``).
+    """
+    n = len(s)
+    vi = (n - 1) * np.asarray(q, dtype=np.float64)
+    prev = np.floor(vi)
+    nxt = prev + 1
+    top = vi >= n - 1
+    prev[top] = -1
+    nxt[top] = -1
+    prev, nxt = prev.astype(np.intp), nxt.astype(np.intp)
+    a, b = s[prev], s[nxt]
+    gamma = vi - prev
+    diff = b - a
+    out = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
+
+
 def _kernel_levels(s: np.ndarray, y: np.ndarray, min_bin: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Local means of the outcome at score quantiles: the levels the isotonic fit pools.
@@ -222,7 +248,7 @@ def _kernel_levels(s: np.ndarray, y: np.ndarray, min_bin: int
     n = len(s)
     k = int(min(max(min_bin, 1), n))
     # the k nearest scores to t_j lie among the k sorted ones either side of its position
-    t = np.unique(np.quantile(s, np.linspace(0.0, 1.0, max(2, int(round(n / max(min_bin, 1)))))))
+    t = np.unique(sorted_quantiles(s, np.linspace(0.0, 1.0, max(2, int(round(n / max(min_bin, 1)))))))
     pos = np.searchsorted(s, t)
     cand = pos[:, None] + np.arange(-k, k)[None, :]
     ok = (cand >= 0) & (cand < n)
