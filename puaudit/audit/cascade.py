@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.audit.config import check_risk, check_target
-from puaudit.audit.certify import item_outcomes, two_sided_interval
+from puaudit.audit.fixed_sequence import item_outcomes, two_sided_interval
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL,
                                   split_rows)

@@ -82,232 +82,36 @@ not exact, and validation's items make it carry less of the weight). It breaks w
 people labelled were chosen (the hard ones, one model's answers, an earlier review queue), when
 the audited rows come from another distribution than the labelled ones, or when the judge
 changed between them.
+
+Where it lives: the fixed-sequence test over shares and its exact bounds in
+:mod:`puaudit.audit.fixed_sequence`; the folds, the out-of-fold probabilities and
+:class:`Certification` here; the rows an audit escalates to the next judge in
+:mod:`puaudit.audit.escalation`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from puaudit.audit.config import check_risk, check_target
+from puaudit.audit.fixed_sequence import (SHARE_STEP, START_SHARE, choose_share_sorted,
+                                          item_outcomes, sorted_items, two_sided_interval)
 from puaudit.audit.splits import SPLIT_VAL
 from puaudit.errors import PUAuditError
-
-__all__ = ["START_SHARE", "SHARE_STEP", "share_grid", "lower_bound", "two_sided_interval",
-           "rows_needed", "item_outcomes", "choose_share", "CERTIFY_FOLDS",
-           "certify_folds",
-           "out_of_fold_probabilities", "realised_agreement",
-           "Certification", "certify_split", "with_target",
-           "escalated_rows", "cascade_escalated_rows", "merge_asked_verdicts"]
+__all__ = ["CERTIFY_FOLDS", "certify_folds", "out_of_fold_probabilities", "realised_agreement",
+           "Certification", "certify_split", "with_target"]
 
 
-#: Where the fixed sequence starts: the most confident 30% of each source's items. Started at
-#: the smallest set that could pass (22 items at 0.9 / 0.1), one unlucky wrong verdict among the
-#: first few dozen ends the sequence before the larger sets that would pass are tested: on
-#: MT-Bench GPT-4 (seeds 0-3, target 0.9) coverage was 0.05, 0, 0, 0 from 22 items and 0.43, 0,
-#: 0.41, 0.64 from 30%; with P and validation pooled, starting at 20% instead of 30% lowered
-#: the mean coverage over 20 seeds (0.54 vs 0.56). The price is that a share below 30% is never
-#: certified.
-START_SHARE = 0.3
-#: Steps of the grid of shares: 0.30, 0.35, ..., 1. Steps of 0.10 gave 0.53 mean coverage
-#: against 0.56 (MT-Bench GPT-4, 0.90, 20 seeds), and every distinct probability (steps of one
-#: item) more stops by chance.
-SHARE_STEP = 0.05
 #: Folds for cross-certification: the rows of each fold are trusted by a threshold certified on
 #: P and the other folds' validation items at ``risk / CERTIFY_FOLDS``. With two halves,
 #: one half certifying nothing (its start set's bound at 0.8998 against 0.90) halved a seed's
 #: coverage; over 20 seeds on MT-Bench GPT-4 at 0.90 the coverage sd was 0.118 with 2 folds,
 #: 0.086-0.095 with 3-5 (0.085 with 5) at the same mean (0.55-0.57).
 CERTIFY_FOLDS = 5
-
-
-def share_grid(*, start_share: float = START_SHARE, step: float = SHARE_STEP) -> np.ndarray:
-    """The candidate shares, from ``start_share`` up to 1 in steps of ``step`` (1 included)."""
-    if not (0 < start_share <= 1 and 0 < step <= 1):
-        raise PUAuditError(f"start_share and step must be in (0, 1]; got {start_share}, {step}.")
-    n = int(math.floor((1 - start_share) / step + 1e-9))
-    grid = np.round(start_share + step * np.arange(n + 1), 12)
-    return grid if grid[-1] >= 1 - 1e-12 else np.r_[grid, 1.0]
-
-
-def lower_bound(k: float, n: float, *, risk: float) -> float:
-    r"""One-sided exact (Clopper–Pearson) lower confidence bound of a share, level ``1 − risk``.
-
-    :math:`L = \mathrm{Beta}^{-1}(\delta; k, n - k + 1)` (0 when :math:`k = 0` or :math:`n = 0`);
-    the lower end of :func:`puaudit.stats.proportions.proportion_interval` at ``alpha = 2 *
-    risk``, method ``"beta"``.
-    """
-    from puaudit.stats.proportions import proportion_interval
-
-    if n <= 0 or k <= 0:
-        return 0.0
-    return float(proportion_interval(k, n, alpha=2 * risk, method="beta")[0])
-
-
-def two_sided_interval(k: float, n: float, *, level: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper–Pearson) two-sided interval of a share; ``(nan, nan)`` when ``n == 0``."""
-    from puaudit.stats.proportions import proportion_interval
-
-    lo, hi = proportion_interval(k, n, alpha=1 - level, method="beta")
-    return (float(lo), float(hi))
-
-
-@functools.lru_cache(maxsize=256)
-def rows_needed(target: float, *, risk: float) -> int:
-    r"""Fewest items whose lower bound can reach ``target``: the smallest :math:`n` with
-    :math:`L(n, n) = \delta^{1/n} \ge \alpha`, i.e. :math:`\lceil \ln\delta / \ln\alpha \rceil`
-    (22 at :math:`\alpha = 0.9, \delta = 0.1`), checked with the beta quantile itself."""
-    n = max(1, math.ceil(math.log(risk) / math.log(target)))
-    while n > 1 and lower_bound(n - 1, n - 1, risk=risk) >= target:
-        n -= 1
-    while lower_bound(n, n, risk=risk) < target:
-        n += 1
-    return n
-
-
-def item_outcomes(prob: np.ndarray, correct: np.ndarray, groups: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Collapse votes to items: each item's mean probability and share of right verdicts.
-
-    Returns ``(item_prob, item_share, inverse)``; ``inverse[i]`` is row i's item. Without
-    ``groups`` every row is its own item.
-    """
-    prob = np.asarray(prob, dtype=np.float64)
-    correct = np.asarray(correct, dtype=np.float64)
-    if groups is None:
-        return prob, correct, np.arange(len(prob))
-    _, inv = np.unique(np.asarray(groups).astype(str), return_inverse=True)
-    count = np.bincount(inv, minlength=inv.max() + 1 if len(inv) else 0).astype(float)
-    with np.errstate(invalid="ignore"):
-        p_item = np.bincount(inv, weights=prob, minlength=len(count)) / count
-        share = np.bincount(inv, weights=correct, minlength=len(count)) / count
-    return p_item, share, inv
-
-
-def _uncertified_message(target: float, risk: float, floor: float, n_needed: int,
-                         n_items: int, first_fail, start_share: float) -> str:
-    """Why no share was certified, and what to do."""
-    if n_items < n_needed:
-        return (f"Too few annotated items to certify agreement >= {target:g} at risk {risk:g}: "
-                f"even if the judge were right on every one, at least {n_needed} items are "
-                f"needed and P and validation have {n_items} with a held-out probability. "
-                "Nobody is trusted (every audited verdict is escalated); label more items.")
-    if first_fail is None:
-        return (f"No share certifies agreement >= {target:g} at risk {risk:g}: the most "
-                f"confident {start_share:.0%} of the annotated items (at least {n_needed}) do "
-                f"not all have a calibrated P(judge right) of at least {floor:g}. Nobody is "
-                "trusted (every audited verdict is escalated).")
-    n_j, k_j, lo = first_fail
-    return (f"No share certifies agreement >= {target:g} at risk {risk:g}: the "
-            f"{n_j} most confident annotated items agree with people {k_j / n_j:.1%} of the "
-            f"time, lower bound {lo:.3f}. Nobody is trusted (every audited verdict is "
-            "escalated); try a lower target or a higher risk, or label more items.")
-
-
-def _sorted_source(prob, correct, groups) -> tuple[np.ndarray, np.ndarray]:
-    """One source's items from the most confident down: ``(probability, cumulative right)``."""
-    p_item, share, _ = item_outcomes(prob, correct, groups)
-    ok = np.isfinite(p_item)
-    p_item, share = p_item[ok], share[ok]
-    order = np.argsort(-p_item, kind="stable")
-    return p_item[order], np.cumsum(share[order])
-
-
-def _top_count(p_sorted: np.ndarray, share: float) -> int:
-    """How many of a source's items (sorted down) its top ``share`` holds: the first
-    :math:`\\lceil s n \\rceil`, and every item tied with the last of them."""
-    m = min(len(p_sorted), int(math.ceil(share * len(p_sorted) - 1e-9)))
-    if m == 0:
-        return 0
-    return int(np.searchsorted(-p_sorted, -p_sorted[m - 1], side="right"))
-
-
-def choose_share(sources, *, target: float, risk: float, floor: float = 0.5,
-                 start_share: float = START_SHARE, step: float = SHARE_STEP,
-                 log: bool = False) -> dict:
-    """The largest share certified by fixed-sequence testing over a grid of shares (see the
-    module's docstring), pooling the sources' items by share.
-
-    Parameters
-    ----------
-    sources : sequence of (prob, correct, groups)
-        Each source's held-out calibrated P(judge right) per row (NaN: never trusted), judge ==
-        human per row, and the item of each row (None: every row its own item; votes of one
-        item count once).
-    target, risk : float
-        :math:`\\alpha` in (0.5, 1) and :math:`\\delta` in (0, 0.5].
-    floor : float, default 0.5
-        The sequence ends before the first share at which some source's probability is below
-        ``floor``: a verdict more likely wrong than right is never trusted.
-    start_share, step : float
-        The grid (:func:`share_grid`).
-    log : bool
-        Add ``path``: every tested candidate (share, n, k, lower bound, passed).
-
-    Returns
-    -------
-    dict with ``share`` (0 when nothing is certified), ``thresholds`` (per source, its lowest
-    probability in the certified set; ``inf`` when none), ``lower`` (the bound; NaN when none),
-    ``n`` and ``k`` (items in the set, their right share summed), ``n_items`` (pooled
-    finite-probability items), ``n_items_by_source``, ``n_needed`` (:func:`rows_needed`),
-    ``n_start`` (items in the first candidate tested), ``n_tested``, ``stopped_at`` (the share
-    of the first candidate not rejected, or None) and ``message`` (why nothing was certified,
-    or "").
-    """
-    return _choose_sorted([_sorted_source(*s) for s in sources], target=target, risk=risk,
-                          floor=floor, start_share=start_share, step=step, log=log)
-
-
-def _choose_sorted(srcs, *, target: float, risk: float, floor: float, start_share: float,
-                   step: float, log: bool) -> dict:
-    """:func:`choose_share` on sources already collapsed and sorted (:func:`_sorted_source`)."""
-    from puaudit.stats.proportions import proportion_interval
-
-    target, risk = check_target(target), check_risk(risk)
-    n_needed = rows_needed(target, risk=risk)
-    n_items = int(sum(len(p) for p, _ in srcs))
-    # the sequence: the grid's shares whose set could pass, until a source falls below the floor
-    seq = []
-    for s in share_grid(start_share=start_share, step=step):
-        counts = [_top_count(p, s) for p, _ in srcs]
-        if any(m and p[m - 1] < floor for m, (p, _) in zip(counts, srcs)):
-            break
-        n = sum(counts)
-        if n >= n_needed:
-            seq.append((float(s), counts, n, float(sum(kc[m - 1] for m, (_, kc) in
-                                                       zip(counts, srcs) if m))))
-    out = {"share": 0.0, "thresholds": [math.inf] * len(srcs), "lower": float("nan"), "n": 0,
-           "k": 0.0, "n_items": n_items, "n_items_by_source": [len(p) for p, _ in srcs],
-           "n_needed": n_needed, "n_start": seq[0][2] if seq else 0, "n_tested": 0,
-           "stopped_at": None, "target": target, "risk": risk, "message": ""}
-    n_seq = np.array([c[2] for c in seq], dtype=float)
-    k_seq = np.array([c[3] for c in seq], dtype=float)
-    lower = (proportion_interval(k_seq, n_seq, alpha=2 * risk, method="beta")[0] if seq
-             else np.zeros(0))
-    passed = lower >= target
-    # fixed-sequence testing: everything before the first failure is rejected, nothing after
-    n_run = int(np.argmin(passed)) if not passed.all() else len(seq)
-    out["n_tested"] = min(n_run + 1, len(seq))
-    first_fail = None
-    if n_run < len(seq):
-        out["stopped_at"] = seq[n_run][0]
-        first_fail = (seq[n_run][2], seq[n_run][3], float(lower[n_run]))
-    if n_run > 0:
-        s, counts, n, k = seq[n_run - 1]
-        out.update(share=s, lower=float(lower[n_run - 1]), n=n, k=k,
-                   thresholds=[float(p[m - 1]) if m else math.inf
-                               for m, (p, _) in zip(counts, srcs)])
-    else:
-        out["message"] = _uncertified_message(target, risk, floor, n_needed, n_items,
-                                              first_fail, start_share)
-    if log:
-        out["path"] = [{"share": c[0], "n": c[2], "k": c[3], "lower": float(lower[i]),
-                        "passed": bool(passed[i])} for i, c in enumerate(seq[:out["n_tested"]])]
-    return out
 
 
 def certify_folds(groups: np.ndarray, *, n_folds: int = CERTIFY_FOLDS,
@@ -422,13 +226,13 @@ class Certification:
                 (self.u_prob[v], self.u_correct[v], np.asarray(self.u_groups)[v])]
 
     def _fold_sources(self) -> list:
-        """Each fold's sources collapsed to items and sorted (:func:`_sorted_source`), once per
+        """Each fold's sources collapsed to items and sorted (:func:`sorted_items`), once per
         instance (a :meth:`curve` certifies the same instance at every target; an instance
         made with other arrays, by :func:`dataclasses.replace` too, sorts its own)."""
         cache = self.__dict__.get("_fold_sources_cache")
         if cache is None:
             cache = self.__dict__["_fold_sources_cache"] = [
-                [_sorted_source(*src) for src in self._sources(f)] for f in range(self.n_folds)]
+                [sorted_items(*src) for src in self._sources(f)] for f in range(self.n_folds)]
         return cache
 
     @property
@@ -463,7 +267,7 @@ class Certification:
         # without validation items every fold's test is the same test on P, one event: risk
         risk_f = risk / k if self._has_validation else risk
         srcs = self._fold_sources()
-        folds = [dict(_choose_sorted(srcs[f], target=target, risk=risk_f,
+        folds = [dict(choose_share_sorted(srcs[f], target=target, risk=risk_f,
                                      floor=0.5, start_share=START_SHARE, step=SHARE_STEP,
                                      log=log), fold=f) for f in range(k)]
         done = [f for f in folds if f["share"] > 0]
@@ -672,86 +476,3 @@ def with_target(result, target: float, risk: float):
         raise PUAuditError("This audit was run without certification: set target_agreement.")
     params = {**result.params, "target_agreement": check_target(target), "risk": check_risk(risk)}
     return dataclasses.replace(result, certification=cert.at(target, risk), params=params)
-
-
-def escalated_rows(frame, *, column: str = "puaudit_trusted"):
-    """The escalated rows of an audit export (``column`` false), without the ``puaudit_*``
-    columns: the input of the next judge of a cascade (``puaudit judge --only-escalated``).
-
-    Rows neither trusted nor escalated (excluded from the audit, empty cells) are left out. A
-    re-audit of the next judge's verdicts on these rows certifies again, on their annotated rows.
-    """
-    import pandas as pd
-
-    if column not in frame.columns:
-        raise PUAuditError(
-            f"This table has no '{column}' column, so it does not say which rows were escalated. "
-            "Pass an export of a certified audit (puaudit audit FILE -o EXPORT "
-            "--target-agreement 0.9).", column=column)
-    v = frame[column]
-    text = v.astype(str).str.strip().str.lower()
-    bad = v.notna() & ~text.isin(["true", "false", "1", "0", "1.0", "0.0", "", "nan", "none"])
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise PUAuditError(f"Row {i + 1} of column '{column}' holds {v.iloc[i]!r}; expected "
-                           "true, false or empty (as puaudit audit writes it).", row=i + 1,
-                           column=column)
-    esc = v.notna().to_numpy() & text.isin(["false", "0", "0.0"]).to_numpy()
-    if not esc.any():
-        raise PUAuditError(f"No row of this export is escalated ('{column}' is never false): "
-                           "there is nothing to send to another judge.", column=column)
-    keep = [c for c in frame.columns if not str(c).startswith("puaudit_")]
-    return pd.DataFrame(frame.loc[esc, keep]).reset_index(drop=True)
-
-
-def cascade_escalated_rows(frame):
-    """The rows of a cascade's export (``puaudit cascade``) left for people, to ask the next
-    judge about: ``(rows, positions)``, the rows without the ``puaudit_*`` columns and their
-    positions in the export.
-
-    These are the routed rows no stage trusted (``puaudit_cascade_stage`` is ``people`` and
-    ``puaudit_cascade_split`` is not ``excluded``): unlabelled and validation rows, and the P
-    rows of that region, so the next stage can be calibrated on its own region.
-    """
-    for col in ("puaudit_cascade_stage", "puaudit_cascade_split"):
-        if col not in frame.columns:
-            raise PUAuditError(f"This table has no '{col}' column: pass the export of puaudit "
-                               "cascade.", column=col)
-    stage = frame["puaudit_cascade_stage"].astype(str).str.strip()
-    routed = frame["puaudit_cascade_split"].astype(str).str.strip() != "excluded"
-    left = (stage == "people") & routed
-    if not left.any():
-        raise PUAuditError("No row of this cascade export is left for people: there is nothing "
-                           "to send to another judge.", column="puaudit_cascade_stage")
-    keep = [c for c in frame.columns if not str(c).startswith("puaudit_")]
-    positions = np.flatnonzero(left.to_numpy())
-    return frame.iloc[positions][keep].reset_index(drop=True), positions
-
-
-def merge_asked_verdicts(export, positions, asked, *, winner_column: str):
-    """The whole table again, with the next judge's answers on the rows it was asked about.
-
-    ``export``: the cascade's export; ``positions``: the rows asked
-    (:func:`cascade_escalated_rows`); ``asked``: those rows as the judge wrote them (same order).
-    Every row and input column of the export is kept (the ``puaudit_*`` columns are dropped, so
-    the cascade can run again on it); each column the judge added is filled on the asked rows and
-    empty elsewhere. Columns other than ``winner_column`` are named ``<winner_column>_<name>``
-    unless they already start with it, so the cascade counts them as that judge's and no earlier
-    stage reads them (:func:`puaudit.audit.cascade.judge_columns_of`).
-    """
-    import pandas as pd
-
-    if len(asked) != len(positions):
-        raise PUAuditError(f"{len(asked)} judged rows for {len(positions)} rows asked: they must "
-                           "match one to one.")
-    keep = [c for c in export.columns if not str(c).startswith("puaudit_")]
-    out = pd.DataFrame(export[keep]).reset_index(drop=True)
-    for c in asked.columns:
-        if c in out.columns:
-            continue
-        name = c if (c == winner_column or str(c).startswith(f"{winner_column}_")) \
-            else f"{winner_column}_{c}"
-        values = pd.Series([None] * len(out), dtype=object)
-        values.iloc[positions] = asked[c].to_numpy(dtype=object)
-        out[name] = values
-    return out

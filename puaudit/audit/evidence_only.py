@@ -36,7 +36,6 @@ from puaudit.audit.crossfit import (ScoredSplit, default_cv_repeats, fit_pooled,
                                     snap)
 from puaudit.audit.evidence_model import EVIDENCE, EvidenceModel, _coef_summary, _one_hot
 from puaudit.audit.splits import PreparedSplit
-from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
 
 __all__ = ["PRELIMINARY", "EVIDENCE_ONLY", "score_evidence_only",

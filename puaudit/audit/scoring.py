@@ -18,8 +18,8 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
-from puaudit.audit.calibration import (MonotoneCalibrator, cross_fitted_probabilities,
-                                       gain_over_base_rate, log_loss, logit, row_log_loss)
+from puaudit.audit.calibration import (cross_fitted_probabilities, gain_over_base_rate,
+                                       log_loss, logit)
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer, fit_pooled
 from puaudit.audit.evidence_model import EVIDENCE, score_evidence
