@@ -69,8 +69,13 @@ def _install_checkpoints() -> None:
     (:data:`_UMAP_CHECKPOINT`) calls it: :func:`_install_epoch_checkpoints` and
     :func:`_install_distance_checkpoints`. Other threads' UMAPs run as before."""
     with _INSTALL_LOCK:
-        _install_epoch_checkpoints()
-        _install_distance_checkpoints()
+        for install in (_install_epoch_checkpoints, _install_distance_checkpoints):
+            try:
+                install()
+            except (ImportError, AttributeError):
+                # another umap-learn without these names: that part runs without checkpoints
+                # (to its end, as before) rather than failing the projection
+                pass
 
 
 def _install_epoch_checkpoints() -> None:
