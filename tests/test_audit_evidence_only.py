@@ -95,9 +95,10 @@ def test_cli_no_texts_loads_no_encoder_and_writes_every_row(planted, monkeypatch
     assert len(exported) == len(planted) and "puaudit_trusted" in exported
     assert list(exported.columns[:len(planted.frame.columns)]) == list(planted.frame.columns)
     rc = main(["evaluate", str(src), "--no-texts", "--seeds", "2", "--json"])
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert rc == 0 and "evidence only (--no-texts)" in lines[0]
-    assert json.loads(lines[-1])["encoder"] is None
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    assert rc == 0 and "evidence only (--no-texts)" in captured.err.splitlines()[0]
+    assert len(lines) == 1 and json.loads(lines[0])["encoder"] is None
 
 
 def test_same_split_as_the_full_audit(planted):

@@ -50,7 +50,10 @@ def test_evaluate_json_matches_direct_computation(planted_files, capsys):
     rc = main(["evaluate", str(d / "in.csv"), "--embeddings", str(d / "emb.npz"), "--seeds", "3",
                "--scorers", "centroid,probe", "--rules", "all", "--json"])
     assert rc == 0
-    js = _last_json(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    # stdout is the JSON line alone (| jq reads it); the table went to stderr
+    assert len(captured.out.strip().splitlines()) == 1 and "Cons_orig" in captured.err
+    js = _last_json(captured.out)
     for key in ("cons_orig_mean", "cons_orig_sd", "cons_adj_mean", "cons_adj_sd", "delta_mean",
                 "delta_sd", "per_type", "leaderboard", "n_validation", "m"):
         assert key in js
@@ -88,7 +91,9 @@ def test_sweep_json(planted_files, capsys):
     rc = main(["sweep", str(d / "in.csv"), "--embeddings", str(d / "emb.npz"), "--param", "m",
                "--values", "0.5", "0.7", "0.9", "--seeds", "2", "--scorer", "centroid", "--json"])
     assert rc == 0
-    js = _last_json(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 1 and "value" in captured.err
+    js = _last_json(captured.out)
     assert [r["value"] for r in js["results"]] == [0.5, 0.7, 0.9]
     assert all(0 <= r["cons_adj_mean"] <= 1 for r in js["results"])
 

@@ -2,13 +2,14 @@
 models | review``.
 
 Bad input prints one clear message on stderr and exits with status 2 (never a traceback).
-With ``--json`` the last line printed is one JSON object; ``audit --json`` prints that line
-alone on stdout (the report goes to stderr), so ``| jq`` reads it.
+With ``--json`` the last line printed is one JSON object; ``audit``, ``evaluate`` and ``sweep``
+print that line alone on stdout (their report goes to stderr), so ``| jq`` reads it.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -330,8 +331,6 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
     """The audit's report: counts, m, the scorer used, evidence, consistency and certification.
 
     On stdout, or on stderr with ``--json`` (stdout then holds the JSON line alone)."""
-    import functools
-
     from puaudit.audit.evaluate import spread_sentence
 
     print = functools.partial(_print, file=sys.stderr if args.json else sys.stdout)  # noqa: A001
@@ -455,6 +454,8 @@ def cmd_evaluate(args) -> int:
     res = evaluate(table, emb, seeds=args.seeds, scorers=scorers, rules=rules, config=cfg)
     lb = res["leaderboard"]
     judge = table.judge_column
+    # with --json the table goes to stderr: stdout holds the JSON line alone, as for audit
+    print = functools.partial(_print, file=sys.stderr if args.json else sys.stdout)  # noqa: A001
     print(f"{args.seeds} seeds, p_ratio {cfg.p_ratio}, judge '{judge}', "
           f"{time.perf_counter() - t0:.1f}s"
           + ("" if cfg.texts else "; evidence only (--no-texts)"))
@@ -474,7 +475,7 @@ def cmd_evaluate(args) -> int:
                                         "cons_adj_sd", "delta_mean", "delta_sd")},
                "cons_orig": first["cons_orig_mean"], "cons_adj": first["cons_adj_mean"],
                "per_type": first["per_type"], "leaderboard": lb}
-        print(dumps(out))
+        _print(dumps(out))
     return 0
 
 
@@ -485,9 +486,10 @@ def cmd_sweep(args) -> int:
     emb = _embeddings(args, table)
     df = sweep(table, emb, param=args.param, values=args.values, seeds=args.seeds,
                config=config_from_args(args))
-    print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    _print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"),
+           file=sys.stderr if args.json else sys.stdout)
     if args.json:
-        print(dumps({"param": args.param, "scorer": args.cfg_scorer, "rule": args.cfg_rule,
+        _print(dumps({"param": args.param, "scorer": args.cfg_scorer, "rule": args.cfg_rule,
                      "results": df.to_dict(orient="records")}))
     return 0
 
