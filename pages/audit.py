@@ -62,7 +62,8 @@ with st.expander("Advanced"):
                           "the judge's own habits — favourite models, lengths, position, "
                           "both-order consistency, probabilities, other judges — together with "
                           "the embedding scorers). prior-ot: "
-                          "two-sided transport with m as the prior (graded scores); pot: the "
+                          "two-sided transport with P's agreement rate as the prior (graded "
+                          "scores; m moves its probabilities by the prior shift); pot: the "
                           "paper's partial OT (0/1 scores); full-ot: full transport; centroid, "
                           "probe, knn: simpler baselines.")
     with c:
