@@ -14,8 +14,6 @@ import gzip
 import io
 import json
 import struct
-import subprocess
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +24,7 @@ from puaudit.cli.input_limits import DEFAULT_MAX_DECODED_MB, max_decoded_bytes_f
 from puaudit.data.io import read_table
 from puaudit.data.parquet_stream import read_comparisons_parquet
 from puaudit.errors import PUAuditError
+from tests.child_support import run_measured
 from tests.conftest import ROOT
 
 ROWS = 64
@@ -116,22 +115,6 @@ def test_the_generated_bombs_are_small_files_that_decode_to_5_gb(bombs):
     assert group.num_rows == 1 and len(group.column("extra")[0]) == ZEROS
 
 
-def _run(code: str, cwd, env_extra: dict | None = None, timeout: int = 300):
-    """Run ``code`` in a fresh interpreter; returns (returncode, stderr, peak MB)."""
-    script = (code + "\nimport sys as _s\n"
-              # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across exec
-              "hwm = next(l.split()[1] for l in open('/proc/self/status') "
-              "if l.startswith('VmHWM'))\n"
-              "print('PEAK', hwm, file=_s.stderr)\n"
-              "_s.exit(RC)\n")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(cwd),
-           **(env_extra or {})}
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
-    peak_mb = int(proc.stderr.split("PEAK")[1].split()[0]) / 1024
-    return proc.returncode, proc.stderr, peak_mb
-
-
 @pytest.mark.parametrize("name,output,env,limit", [
     ("bomb.parquet", "out.csv", {}, DEFAULT_MAX_DECODED_MB),
     ("bomb.parquet", "out.parquet", {}, DEFAULT_MAX_DECODED_MB),  # streamed export path
@@ -148,7 +131,7 @@ def test_the_cli_refuses_a_bomb_before_embedding_within_1_gb(bombs, name, output
             "loaded = [m for m in ('torch', 'transformers', 'puaudit.embed.encoders') "
             "if m in sys.modules]\n"
             "print('LOADED', loaded, file=sys.stderr)\n")
-    rc, err, peak_mb = _run(code, d, env)
+    rc, err, peak_mb, _ = run_measured(code, cwd=d, env_extra=env)
     assert rc == 2, err[-2000:]
     assert "Traceback" not in err
     assert name in err and f"more than {limit:,} MB" in err and "the limit here" in err
@@ -170,7 +153,7 @@ def test_the_dashboard_upload_refuses_a_bomb_within_1_gb(bombs, name):
             f"    read_upload(data, {name!r}, max_upload_mb=200)\n"
             "except PUAuditError as exc:\n"
             "    import sys; print('REFUSED', exc, file=sys.stderr); RC = 2\n")
-    rc, err, peak_mb = _run(code, ROOT)
+    rc, err, peak_mb, _ = run_measured(code, cwd=ROOT)
     assert rc == 2, err[-2000:]
     message = err.split("REFUSED", 1)[1]
     assert name in message and "more than 200 MB" in message and "the limit here" in message
@@ -219,7 +202,7 @@ def test_repeated_text_is_measured_before_it_is_expanded(tmp_path, nested):
             "        read()\n"
             "    except PUAuditError as exc:\n"
             "        print('REFUSED', exc, file=sys.stderr); RC += 1\n")
-    rc, err, peak_mb = _run(f"P = {str(path)!r}\n" + code, ROOT)
+    rc, err, peak_mb, _ = run_measured(f"P = {str(path)!r}\n" + code, cwd=ROOT)
     assert rc == 2, err[-2000:]  # both readers refused
     assert err.count("more than 200 MB of data once decoded (the limit here; passed in row "
                      "group 1 of 1)") == 2, err

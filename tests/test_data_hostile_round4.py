@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -28,6 +25,7 @@ from puaudit.data.io import read_table
 from puaudit.data.writers import table_to_bytes
 from puaudit.data.parquet_read import decoded_nbytes
 from puaudit.errors import PUAuditError
+from tests.child_support import run_measured
 from tests.conftest import ROOT
 
 # --- the constructions (bench/hostile_memory.py builds its cases with these) ----------------
@@ -113,35 +111,7 @@ def argilla_record(path: Path, *, responses: int = 5_000) -> Path:
     return path
 
 
-# --- running a case under a memory limit ------------------------------------------------------
-
-
-def run_limited(code: str, *, cwd, limit_mb: int, timeout: int = 300,
-                env_extra: dict | None = None) -> tuple[int, str, float, float]:
-    """Run ``code`` (which sets ``RC``) in a fresh interpreter whose address space is capped at
-    ``limit_mb``; returns (returncode, stderr, peak resident MB, seconds)."""
-    import time
-
-    script = (code + "\nimport sys as _s\n"
-              "hwm = next(l.split()[1] for l in open('/proc/self/status') "
-              "if l.startswith('VmHWM'))\n"
-              "print('PEAK', hwm, file=_s.stderr)\n"
-              "_s.exit(RC)\n")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(cwd),
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           **{k: v for k, v in os.environ.items() if k == "PUAUDIT_CACHE_DIR"},
-           **(env_extra or {})}
-
-    def cap():
-        resource.setrlimit(resource.RLIMIT_AS, (limit_mb * 2**20, limit_mb * 2**20))
-
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout, preexec_fn=cap)
-    seconds = time.perf_counter() - t0
-    assert "PEAK" in proc.stderr, proc.stderr[-3000:]  # it ended, not killed
-    peak_mb = int(proc.stderr.rsplit("PEAK", 1)[1].split()[0]) / 1024
-    return proc.returncode, proc.stderr, peak_mb, seconds
+# --- the command line in a child (tests/child_support.run_measured caps its memory) ---------
 
 
 _CLI = ("import sys\nfrom puaudit.cli.commands import main\nRC = main({args!r})\n"
@@ -194,7 +164,7 @@ def test_a_save_to_disk_bomb_is_refused_before_it_is_expanded(tmp_path, kind):
             "    try:\n        read()\n"
             "    except PUAuditError as exc:\n"
             "        print('REFUSED', exc, file=sys.stderr); RC += 1\n")
-    rc, err, peak_mb, _ = run_limited(code, cwd=ROOT, limit_mb=3000)
+    rc, err, peak_mb, _ = run_measured(code, cwd=ROOT, limit_mb=3000)
     assert rc == 2, err[-3000:]  # the folder and the dashboard's upload of its zip
     for message in err.split("REFUSED")[1:]:
         assert "more than 200 MB of data once decoded" in message
@@ -207,7 +177,7 @@ def test_the_cli_refuses_the_dictionary_bomb_zip_with_exit_2(tmp_path):
     folder = hf_bomb(tmp_path / "ds", "dictionary", rows=15_000)
     archive = zip_folder(folder, tmp_path / "ds.zip")
     assert archive.stat().st_size < 2**20
-    rc, err, peak_mb, _ = run_limited(
+    rc, err, peak_mb, _ = run_measured(
         _CLI.format(args=["audit", str(archive), "-o", str(tmp_path / "out.csv")]),
         cwd=tmp_path, limit_mb=3000)
     assert rc == 2, err[-3000:]
@@ -252,7 +222,7 @@ def test_argilla_5000_responses_read_under_1_5_gb(tmp_path):
     path = argilla_record(tmp_path / "records.json", responses=5000)
     code = ("from puaudit.data.formats import read_comparison_input\n"
             f"df = read_comparison_input({str(path)!r})\nRC = 0 if len(df) == 5000 else 1\n")
-    rc, err, peak_mb, _ = run_limited(code, cwd=ROOT, limit_mb=2500)
+    rc, err, peak_mb, _ = run_measured(code, cwd=ROOT, limit_mb=2500)
     assert rc == 0, err[-3000:]
     assert peak_mb < 1536, peak_mb
 
@@ -266,7 +236,7 @@ def test_label_studio_rows_are_counted_before_they_are_built(tmp_path):
     for args in (["audit", str(path), "-o", str(tmp_path / "out.csv"), "--max-rows", "1000"],
                  ["review", "import", str(path), "--db", str(tmp_path / "r.sqlite"),
                   "--max-rows", "1000"]):
-        rc, err, peak_mb, _ = run_limited(_CLI.format(args=args), cwd=tmp_path, limit_mb=3000)
+        rc, err, peak_mb, _ = run_measured(_CLI.format(args=args), cwd=tmp_path, limit_mb=3000)
         assert rc == 2, err[-3000:]
         assert "expands to more than 1,000 rows (one per vote)" in err
         assert "refused at task 1, before any row is built" in err and "--max-rows" in err
@@ -393,7 +363,7 @@ def test_a_fifo_among_shards_or_given_alone_is_refused_at_once(tmp_path):
     pq.write_table(comparison_columns(pa.array(["p0", "p1"])), shards / "a.parquet")
     os.mkfifo(shards / "b.parquet")  # nobody ever writes to it
     for target in (shards, shards / "b.parquet"):
-        rc, err, _, seconds = run_limited(
+        rc, err, _, seconds = run_measured(
             _CLI.format(args=["audit", str(target), "-o", str(tmp_path / "o.csv")]),
             cwd=tmp_path, limit_mb=3000, timeout=120)
         assert rc == 2, err[-3000:]
