@@ -93,7 +93,7 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
     cache = audit_runs.stage_cache(table, emb)
     m0 = cfg.m if cfg.m is not None else cache.split(cfg).m_estimate
     m0 = round(float(m0) / m_step) * m_step  # the slider's grid (it shows the estimate rounded)
-    # m first (an m step refits at most the transport scorer), then p_ratio (a new split)
+    # m first (an m step relabels; only pot, by name, refits), then p_ratio (a new split)
     todo = [cfg.replace(m=mv) for k in (1, -1, 2, -2)
             if m_range[0] <= (mv := round(float(m0) + k * m_step, 6)) <= m_range[1]]
     todo += [cfg.replace(p_ratio=pv) for k in (1, -1)
