@@ -1,11 +1,13 @@
 """A cascade of judges over seeds: does the guarantee hold, how much is trusted, who is asked?
 
 For each data set, target and seed: ``run_cascade`` of the cheap judge then the strong one
-(risk split R/K), and the strong judge alone on the same judge-independent split at risk R
+(each stage certified on its region at R/K to route, the union certified jointly at R: the
+default), the same stages answered per stage (``CascadeResult.as_per_stage``: Trust or
+Escalate's rule), and the strong judge alone on the same judge-independent split at risk R
 (``run_cascade`` with one judge: the same rows, the same denominator). Reported per set and
 target: the share of seeds whose trusted validation rows (items once) agree at least T (a seed
 trusting nothing meets it trivially), coverage mean (sd), the share of rows each judge was asked,
-the strong judge alone's coverage, and per-stage coverage.
+the strong judge alone's coverage, per-stage coverage, and the per-stage answer's coverage.
 
     python -m bench.cascade [--seeds 20] [--sets mtbench llmfao] [--targets 0.85 0.9]
 
@@ -63,6 +65,8 @@ def main() -> None:
                 cfg = AuditConfig(random_state=seed, human_source=source)
                 res = run_cascade(table, emb, judges, target=target, risk=args.risk, config=cfg)
                 s = res.summary()
+                ps = res.as_per_stage().summary()  # the same stages, each certified on its own
+                ps_met = ps["n_validation_trusted"] == 0 or ps["realised"] >= target
                 alone = run_cascade(table, emb, judges[-1:], target=target, risk=args.risk,
                                     config=cfg)
                 a = alone.summary()
@@ -70,13 +74,15 @@ def main() -> None:
                 a_met = a["n_validation_trusted"] == 0 or a["realised"] >= target
                 st = s["stages"]
                 rows.append((met, s["coverage"], s["realised"], [x["asked"] for x in st],
-                             [x["coverage"] for x in st], a["coverage"], a_met, a["realised"]))
+                             [x["coverage"] for x in st], a["coverage"], a_met, a["realised"],
+                             ps["coverage"], ps_met))
                 print(f"  T={target:g} seed {seed}: met {met} coverage {s['coverage']:.3f} "
                       f"realised {s['realised']:.3f} asked "
                       f"{' / '.join(f'{x:.3f}' for x in rows[-1][3])} stage coverage "
                       f"{' / '.join(f'{x:.3f}' for x in rows[-1][4])} | alone coverage "
-                      f"{a['coverage']:.3f} met {a_met} realised {a['realised']:.3f}",
-                      flush=True)
+                      f"{a['coverage']:.3f} met {a_met} realised {a['realised']:.3f} | "
+                      f"per-stage coverage {ps['coverage']:.3f} met {ps_met} realised "
+                      f"{ps['realised']:.3f}", flush=True)
                 assert (res.stage[res.audited] != PEOPLE).mean() == s["coverage"]
             secs = (time.perf_counter() - t0) / len(rows)
             met = [r[0] for r in rows]
@@ -95,7 +101,9 @@ def main() -> None:
                   + f"; {judges[-1]} alone coverage {alone_cov.mean():.3f} "
                   f"({alone_cov.std(ddof=1):.3f}), meets T in {sum(r[6] for r in rows)}/"
                   f"{len(rows)}; cascade >= alone in {(cov >= alone_cov).sum()}/{len(rows)} "
-                  f"seeds; {secs:.0f}s per seed", flush=True)
+                  f"seeds; per-stage answer coverage {np.mean([r[8] for r in rows]):.3f}, "
+                  f"meets T in {sum(r[9] for r in rows)}/{len(rows)}; {secs:.0f}s per seed",
+                  flush=True)
             if first_ratio is None and name == "mtbench":
                 first_ratio = cov.mean() / max(alone_cov.mean(), 1e-9)
     if first_ratio is not None:

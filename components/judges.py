@@ -90,10 +90,11 @@ def other_judges_table(result, table) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _cascade(content_hash: str, encoder_label: str, judges: tuple, target: float, risk: float,
-             config, _table, _emb):
+             config, certify: str, _table, _emb):
     from puaudit.audit.cascade import run_cascade
 
-    res = run_cascade(_table, _emb, list(judges), target=target, risk=risk, config=config)
+    res = run_cascade(_table, _emb, list(judges), target=target, risk=risk, config=config,
+                      certify=certify)
     return res.summary(), res.to_frame(_table)
 
 
@@ -111,18 +112,28 @@ def cascade_section(table, emb, params: dict) -> None:
     judges = st.multiselect(
         "Judges, cheapest first", options, key="w_cascade_judges",
         help="Stage k certifies judge k on the rows the stages before it did not trust, at "
-             "risk / K, reading only judges 1..k; people get the rest. CLI: puaudit cascade "
-             "FILE --judges COL1 COL2 ...")
+             "risk / K, reading only judges 1..k: that decides who the next judge is asked "
+             "about; people get the rest. CLI: puaudit cascade FILE --judges COL1 COL2 ...")
     if not judges:
         st.caption("Choose two or more judges (a rule such as rule:longer counts as one).")
         ss.pop("review_cascade", None)  # no cascade: the Review queue goes back to the audit's
         return
+    certify = st.radio(
+        "Certify the trusted rows", ["joint", "per-stage"], horizontal=True,
+        key="w_cascade_certify",
+        format_func={"joint": "together (one test at the risk)",
+                     "per-stage": "each stage on its own (risk / K)"}.get,
+        help="Together: every trusted row, each with its judge's verdict, is certified by one "
+             "fixed-sequence test at the section's risk, so a stage that agrees well above the "
+             "target lends its margin to the next. Each stage on its own: every stage's "
+             "trusted rows meet the target by themselves (Trust or Escalate's rule; trusts "
+             "less). CLI: --certify joint | per-stage.")
     cfg = state.audit_config(params).replace(target_agreement=None, m=None, other_judges=None)
     target, risk = float(params["target_agreement"]), float(params["risk"])
     try:
         with st.spinner(f"Running the cascade of {len(judges)} judges…"):
             summary, export = _cascade(state.table_hash(table), params["encoder"],
-                                       tuple(judges), target, risk, cfg, table, emb)
+                                       tuple(judges), target, risk, cfg, certify, table, emb)
     except PUAuditError as exc:
         audit_runs.show_error(exc)
         return
@@ -137,13 +148,19 @@ def cascade_section(table, emb, params: dict) -> None:
         f"Coverage {summary['coverage']:.1%} of {summary['n_audited']:,} audited rows; "
         + ("no trusted validation rows" if real is None or real != real else
            f"trusted validation rows agree {real:.1%} (95% interval {lo:.1%}–{hi:.1%})")
-        + f"; guarantee: agreement ≥ {target:g} with probability ≥ {1 - risk:.0%} (each stage "
-          f"at risk {risk / len(judges):.3g})."))
+        + f"; guarantee: agreement ≥ {target:g} with probability ≥ {1 - risk:.0%} ("
+        + ("the trusted rows certified together; " if summary["guarantee"]["certification"]
+           == "joint" else "each stage certified on its own; ")
+        + f"each stage routes the rest at risk {risk / len(judges):.3g})."))
     st.plotly_chart(cascade_funnel_figure(summary), width="stretch", key="cascade_funnel")
     st.dataframe(cascade_stage_frame(summary), hide_index=True, width="stretch",
                  column_config={
                      "asked": st.column_config.NumberColumn("share asked", format="%.3f"),
                      "trusted": st.column_config.NumberColumn("share trusted", format="%.3f"),
+                     "trusted_alone": st.column_config.NumberColumn(
+                         "trusted on its own", format="%.3f",
+                         help="share its own certification at risk / K trusted: what sent "
+                              "the rest to the next judge"),
                      "realised": st.column_config.NumberColumn("realised", format="%.3f"),
                      "realised_lo": st.column_config.NumberColumn("95% low", format="%.3f"),
                      "realised_hi": st.column_config.NumberColumn("95% high", format="%.3f")})

@@ -136,14 +136,19 @@ def test_risk_is_split_evenly_across_the_stages(panel):
         assert set(np.flatnonzero(st.region)[cert.u_rows[val]]) <= set(
             np.flatnonzero(res.split == "validation"))
     s = res.summary()
-    assert s["guarantee"] == {"target": 0.85, "risk": 0.1, "risk_per_stage": 0.05}
+    assert s["guarantee"] == {"target": 0.85, "risk": 0.1, "risk_per_stage": 0.05,
+                              "certification": "joint"}
+    # the union is one test at the whole risk, cross-certified over the folds
+    assert s["union"]["risk_fold"] == pytest.approx(0.1 / CERTIFY_FOLDS)
+    assert [f["risk"] for f in s["union"]["folds"]] == pytest.approx([0.02] * CERTIFY_FOLDS)
     three = run_cascade(table, emb, ["cheap", "judge_winner", "rule:longer"], target=0.85,
                         risk=0.09)
     assert [st.risk for st in three.stages] == pytest.approx([0.03] * 3)
     assert three.stages[0].audit.certification.choice["risk"] == pytest.approx(0.03)
-    # stage 1 of a K-judge cascade is judge 1 alone certified at risk R/K
+    # stage 1 of a K-judge cascade is judge 1 alone certified at risk R/K: that routes
     alone = run_cascade(table, emb, ["cheap"], target=0.85, risk=0.05)
-    np.testing.assert_array_equal(alone.stages[0].trusted, res.stages[0].trusted)
+    np.testing.assert_array_equal(alone.stages[0].trusted, res.stages[0].certified)
+    assert alone.certification == "per-stage"              # one judge: nothing to join
 
 
 def test_stages_cover_disjoint_regions_and_people_take_the_rest(panel):
@@ -153,7 +158,9 @@ def test_stages_cover_disjoint_regions_and_people_take_the_rest(panel):
     assert not (s1.trusted & s2.trusted).any()
     routed = res.split != "excluded"
     np.testing.assert_array_equal(s1.region, routed)
-    np.testing.assert_array_equal(s2.region, routed & ~s1.trusted)
+    # judge 2 is asked about what stage 1's own certification did not trust
+    np.testing.assert_array_equal(s2.region, routed & ~s1.certified)
+    assert not (s2.trusted & ~s2.region).any()
     np.testing.assert_array_equal(res.stage == "cheap", s1.trusted)
     np.testing.assert_array_equal(res.stage == "judge_winner", s2.trusted)
     assert set(res.stage) == {"cheap", "judge_winner", PEOPLE}
@@ -165,7 +172,7 @@ def test_stages_cover_disjoint_regions_and_people_take_the_rest(panel):
     assert s["coverage"] == pytest.approx(np.mean(res.stage[a] != PEOPLE))
     assert sum(st["coverage"] for st in s["stages"]) == pytest.approx(s["coverage"])
     assert s["stages"][0]["asked"] == 1.0
-    assert s["stages"][1]["asked"] == pytest.approx((routed & ~s1.trusted).sum() / routed.sum())
+    assert s["stages"][1]["asked"] == pytest.approx((routed & ~s1.certified).sum() / routed.sum())
     # realised agreement on trusted validation rows, by hand, with each row's stage judge
     val = (res.split == "validation") & (res.stage != PEOPLE)
     v = np.where(res.stage == "cheap", df["cheap"], df["judge_winner"])
@@ -204,7 +211,10 @@ def test_a_judge_column_with_ties_and_blanks(panel):
     assert s2.trusted.any() and not (s2.trusted & no_verdict).any()
     # such rows of stage 2's region end with people; the trusted verdicts are always A or B
     left = s2.region & no_verdict & (res.split != "excluded")
-    assert left.any() and (res.stage[left] == PEOPLE).all()
+    assert left.any() and not (res.stage[left] == "judge_winner").any()
+    # stage by stage they go to people; jointly only judge 1 can still take them
+    assert (res.as_per_stage().stage[left] == PEOPLE).all()
+    assert set(res.stage[left]) <= {"cheap", PEOPLE}
     assert set(res.verdict[res.stage != PEOPLE]) <= {"A", "B"}
     reasons = s2.audit.reason
     assert {"judge tie", "no judge verdict"} <= set(reasons)
@@ -219,8 +229,9 @@ def test_stage_k_never_reads_a_later_judges_columns(panel):
     changed["judge_winner_p_a"] = 0.3
     t2 = load_comparisons(changed, judge_column="cheap")
     again = run_cascade(t2, emb, ["cheap", "judge_winner"], target=0.85, risk=0.1)
-    # ...and stage 1 gives the same answer, from the same evidence
-    np.testing.assert_array_equal(again.stages[0].trusted, res.stages[0].trusted)
+    # ...and stage 1 certifies the same rows (who judge 2 is asked about), from the same
+    # evidence; the joint answer reads judge 2's verdicts by design
+    np.testing.assert_array_equal(again.stages[0].certified, res.stages[0].certified)
     ev1 = res.stages[0].audit.evidence
     assert not any("judge_winner" in k or k.startswith("agrees_") for k in ev1)
     np.testing.assert_allclose(again.stages[0].audit.p_judge_right,
@@ -274,7 +285,9 @@ def test_a_judge_not_asked_yet_certifies_nothing_and_says_what_to_run(panel):
     df, emb, table, res = panel
     t = load_comparisons(df.drop(columns="judge_winner"), judge_column="cheap")
     out = run_cascade(t, emb, ["cheap", "judge2_winner"], target=0.85, risk=0.1)
-    np.testing.assert_array_equal(out.stages[0].trusted, res.stages[0].trusted)
+    # not asked yet: the per-stage answer, whose people rows are whom to ask next
+    assert out.certification == "per-stage" and out.union is None
+    np.testing.assert_array_equal(out.stages[0].trusted, res.stages[0].certified)
     assert not out.stages[1].trusted.any()
     assert "--only-escalated --winner-column judge2_winner" in out.stages[1].message
 
@@ -305,7 +318,8 @@ def test_cli_cascade_writes_the_export_and_one_json_line(tmp_path, capsys, panel
     assert [st["judge"] for st in s["stages"]] == ["cheap", "judge_winner"]
     for st in s["stages"]:
         assert {"judge", "coverage", "n_trusted", "realised", "realised_ci", "asked"} <= set(st)
-    assert s["guarantee"] == {"target": 0.85, "risk": 0.1, "risk_per_stage": 0.05}
+    assert s["guarantee"] == {"target": 0.85, "risk": 0.1, "risk_per_stage": 0.05,
+                              "certification": "joint"}
     assert s["coverage"] == pytest.approx(res.coverage())
     written = read_table(out)
     assert len(written) == len(df)
@@ -406,9 +420,12 @@ def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tm
     assert rc == 0, cap.err
     s2 = json.loads(cap.out.strip().splitlines()[-1])
     final = read_table(tmp_path / "final.csv")
-    np.testing.assert_array_equal(final["puaudit_cascade_stage"] == "cheap",
-                                  export["puaudit_cascade_stage"] == "cheap")
-    assert s2["stages"][0] == s1["stages"][0]
+    assert s1["guarantee"]["certification"] == "per-stage"
+    assert s2["guarantee"]["certification"] == "joint"
+    # stage 1's own certification (who judge 2 was asked about) is unchanged
+    keep = ("coverage_alone", "n_asked", "asked", "threshold", "certified_lower")
+    assert {k: s2["stages"][0][k] for k in keep} == {k: s1["stages"][0][k] for k in keep}
+    assert s1["stages"][0]["coverage"] == s1["stages"][0]["coverage_alone"]
     assert s2["stages"][1]["n_trusted"] > 0 and s2["coverage"] > s1["coverage"]
     assert s2["stages"][1]["asked"] == pytest.approx(left.sum() / (export[
         "puaudit_cascade_split"] != "excluded").sum())

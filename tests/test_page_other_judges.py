@@ -79,3 +79,14 @@ def test_certify_section_runs_a_cascade_and_shows_its_funnel():
     assert stages.loc[0, "asked"] == 1.0
     assert any("Coverage" in m.value and "guarantee" in m.value for m in at.markdown)
     assert any(b.label.startswith("Download the cascade's export") for b in at.get("download_button"))
+    # certified together by default; each stage on its own on request, where a stage's trusted
+    # share is what its own certification trusted
+    how = next(r for r in at.radio if r.label == "Certify the trusted rows")
+    assert how.value == "joint"
+    assert any("certified together" in m.value for m in at.markdown)
+    how.set_value("per-stage").run()
+    assert not at.exception, at.exception
+    assert any("each stage certified on its own" in m.value for m in at.markdown)
+    alone = next(d.value for d in at.dataframe if "trusted_alone" in d.value.columns)
+    np.testing.assert_allclose(alone["trusted"][:2], alone["trusted_alone"][:2])
+    np.testing.assert_allclose(alone["trusted_alone"][:2], stages["trusted_alone"][:2])

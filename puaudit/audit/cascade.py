@@ -54,11 +54,14 @@ from puaudit.audit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_
 from puaudit.data.schema import JUDGE_RULES, ComparisonTable, apply_judge_rule, normalize_verdicts
 from puaudit.errors import PUAuditError
 
-__all__ = ["PEOPLE", "CASCADE_COLUMNS", "CascadeStage", "CascadeResult", "run_cascade",
-           "judge_columns_of"]
+__all__ = ["PEOPLE", "CASCADE_COLUMNS", "CERTIFY_MODES", "JOINT", "PER_STAGE", "CascadeStage",
+           "CascadeResult", "run_cascade", "stage_probabilities", "judge_columns_of"]
 
 #: The stage of rows no judge is trusted on.
 PEOPLE = "people"
+#: How the trusted rows are certified (:func:`run_cascade`'s ``certify``).
+JOINT, PER_STAGE = "joint", "per-stage"
+CERTIFY_MODES = (JOINT, PER_STAGE)
 #: Columns the cascade's export adds to the input.
 CASCADE_COLUMNS = ("puaudit_cascade_split", "puaudit_cascade_stage", "puaudit_cascade_verdict")
 
@@ -67,7 +70,7 @@ CASCADE_COLUMNS = ("puaudit_cascade_split", "puaudit_cascade_stage", "puaudit_ca
 class CascadeStage:
     """One stage: the rows sent to its judge (``region``) and the rows it trusts.
 
-    ``region`` and ``trusted`` are (n,) bool over the input rows; ``verdicts`` the judge's
+    ``region``, ``trusted`` and ``certified`` are (n,) bool over the input rows; ``verdicts`` the judge's
     (A / B / tie / None); ``audit`` the stage's :class:`AuditResult` on its region (None when it
     could not run); ``message`` says why nothing was certified ("" otherwise).
     """
@@ -80,6 +83,10 @@ class CascadeStage:
     message: str = ""
     audit: object = None
     rows: np.ndarray | None = None
+    #: rows the stage's own certification (risk / K, its region alone) trusted: they decide
+    #: who the next judge is asked about; ``trusted`` is the final answer (the union's rule
+    #: when the cascade is certified jointly, else the same rows)
+    certified: np.ndarray | None = None
 
 
 @dataclass
@@ -91,7 +98,9 @@ class CascadeResult:
     judges : tuple of str
     target, risk : float
         The guarantee: trusted rows agree with people at least ``target`` of the time, with
-        probability at least ``1 - risk``; each stage certified at ``risk / K``.
+        probability at least ``1 - risk``: one test of the union when ``certification`` is
+        ``"joint"``, else each stage certified at ``risk / K`` (the stages' own certifications
+        at ``risk / K`` decide who is asked either way).
     split, reason : (n,) str
         The cascade's own roles (P, validation, unlabelled, excluded) and why a row is excluded.
     human : (n,) object
@@ -115,6 +124,12 @@ class CascadeResult:
     stage: np.ndarray | None = None
     verdict: np.ndarray | None = None
     params: dict = field(default_factory=dict)
+    #: ``"joint"``: the union certified by one test (:mod:`puaudit.audit.cascade_union`);
+    #: ``"per-stage"``: each stage's own certification is the answer
+    certification: str = "per-stage"
+    #: the joint certification's answer (:func:`~puaudit.audit.cascade_union.certify_union`,
+    #: without its per-row ``stage``); None when per-stage
+    union: dict | None = None
 
     @property
     def audited(self) -> np.ndarray:
@@ -147,7 +162,9 @@ class CascadeResult:
 
     def stage_summaries(self) -> list[dict]:
         """Per stage: ``judge``, ``coverage`` (share of all audited rows it trusts),
-        ``coverage_of_region``, ``n_trusted`` (audited rows), ``realised`` (its trusted
+        ``coverage_alone`` (share its own certification at ``risk / K`` trusted: what routed
+        the rest to the next judge), ``coverage_of_region``, ``n_trusted`` (audited rows),
+        ``realised`` (its trusted
         validation rows, items once, with ``realised_ci``), ``asked`` (share of routed rows
         sent to its judge), ``risk``, ``threshold``, ``certified_lower`` and ``message``."""
         a, routed = self.audited, self.routed
@@ -157,12 +174,14 @@ class CascadeResult:
             r = self._realised(st.trusted, st.verdicts)
             n_t = int((st.trusted & a).sum())
             n_reg = int((st.region & a).sum())
+            alone = st.trusted if st.certified is None else st.certified
             cert = getattr(st.audit, "certification", None)
             out.append({
                 "judge": st.judge, "risk": st.risk,
                 "coverage": n_t / n_a if n_a else float("nan"),
                 "coverage_of_region": n_t / n_reg if n_reg else float("nan"),
                 "n_trusted": n_t, "n_asked": int(st.region.sum()),
+                "coverage_alone": float((alone & a).sum() / n_a) if n_a else float("nan"),
                 "asked": float(st.region.sum() / n_routed) if n_routed else float("nan"),
                 "realised": r["agreement"], "realised_ci": r["ci"], "n_validation_trusted": r["n"],
                 "threshold": float("inf") if cert is None else cert.threshold,
@@ -173,20 +192,38 @@ class CascadeResult:
 
     def summary(self) -> dict:
         """The cascade in one dict: ``stages`` (:meth:`stage_summaries`), overall
-        ``coverage``, ``realised`` (with ``realised_ci``), ``guarantee`` (target, risk, each
-        stage's risk) and the row counts."""
+        ``coverage``, ``realised`` (with ``realised_ci``), ``guarantee`` (target, risk,
+        ``certification`` — ``joint`` or ``per-stage`` — and each stage's own risk), ``union``
+        (the joint test per fold; None when per-stage) and the row counts."""
         r = self.realised()
         a = self.audited
         return {"judges": list(self.judges), "stages": self.stage_summaries(),
                 "coverage": self.coverage(), "realised": r["agreement"],
                 "realised_ci": r["ci"], "n_validation_trusted": r["n"],
                 "guarantee": {"target": self.target, "risk": self.risk,
+                              "certification": self.certification,
                               "risk_per_stage": self.risk / max(len(self.judges), 1)},
+                "union": self.union,
                 "n_rows": int(len(self.split)), "n_routed": int(self.routed.sum()),
                 "n_audited": int(a.sum()), "n_people": int((self.stage[a] == PEOPLE).sum()),
                 "n_p": int((self.split == SPLIT_P).sum()),
                 "n_validation": int((self.split == SPLIT_VAL).sum()),
                 "params": self.params}
+
+    def as_per_stage(self) -> "CascadeResult":
+        """The same run answered stage by stage: each stage trusts what its own certification
+        at ``risk / K`` trusted (no refitting; the stages' audits and regions are shared)."""
+        if self.certification == PER_STAGE:
+            return self
+        stages = [dataclasses.replace(st, trusted=st.certified.copy()) for st in self.stages]
+        stage = np.full(len(self.split), PEOPLE, dtype=object)
+        verdict = np.where(np.array([h is not None for h in self.human]), self.human,
+                           None).astype(object)
+        for j, st in zip(self.judges, stages):
+            stage[st.trusted], verdict[st.trusted] = j, st.verdicts[st.trusted]
+        return dataclasses.replace(self, stages=stages, stage=stage, verdict=verdict,
+                                   certification=PER_STAGE, union=None,
+                                   params={**self.params, "certify": PER_STAGE})
 
     def to_frame(self, table: ComparisonTable) -> pd.DataFrame:
         """Every input row and column, plus :data:`CASCADE_COLUMNS`."""
@@ -354,7 +391,7 @@ def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, hu
 
 
 def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, risk: float = 0.1,
-                config: AuditConfig | None = None) -> CascadeResult:
+                config: AuditConfig | None = None, certify: str = "joint") -> CascadeResult:
     """Run the cascade of ``judges`` (cheapest first) at ``target`` agreement and ``risk``.
 
     Parameters
@@ -369,7 +406,13 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
         absent (not asked yet): their stages certify nothing.
     target : float in (0.5, 1)
     risk : float in (0, 0.5]
-        Split evenly: each of the K stages certifies at ``risk / K``.
+        Each of the K stages certifies its own region at ``risk / K``, which decides who the
+        next judge is asked about.
+    certify : {"joint", "per-stage"}, default "joint"
+        ``"joint"``: the trusted rows are those of one fixed-sequence test of the union at
+        ``risk`` (:mod:`puaudit.audit.cascade_union`); with one judge, or a judge not asked
+        yet, the per-stage answer. ``"per-stage"``: each stage's own certification is the
+        answer (Trust or Escalate's rule: every stage's trusted rows meet ``target``).
     config : AuditConfig, optional
         Everything else of each stage's audit (``p_ratio``, ``random_state``, ``scorer``,
         ``human_source`` — ``votes``, ``consensus`` or ``ds`` —, ...). Its ``target_agreement``,
@@ -382,6 +425,8 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     from puaudit.audit.stages import human_labels
 
     target, risk = check_target(target), check_risk(risk)
+    if certify not in CERTIFY_MODES:
+        raise PUAuditError(f"certify must be one of {list(CERTIFY_MODES)}, got {certify!r}.")
     config = AuditConfig() if config is None else config
     if config.human_source == "crowdlab":
         raise PUAuditError("human_source 'crowdlab' needs one judge's audit for its consensus; a "
@@ -400,13 +445,54 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     for k in range(K):
         st = _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human,
                         config, target, risk / K)
+        st.certified = st.trusted.copy()
         stages.append(st)
+        region = region & ~st.trusted
+    items = np.asarray(table.item_id).astype(str)
+    union = None
+    # a judge not asked yet: the per-stage answer, whose escalations are whom to ask next
+    if certify == JOINT and K > 1 and all(v is not None for v in verdicts):
+        union = _certify_jointly(stages, split, human, items, config.random_state,
+                                 target=target, risk=risk)
+    for k, st in enumerate(stages):
         stage[st.trusted] = judges[k]
         verdict[st.trusted] = st.verdicts[st.trusted]
-        region = region & ~st.trusted
     params = {**config.replace(target_agreement=target, risk=risk).to_dict(),
-              "judges": list(judges)}
+              "judges": list(judges), "certify": certify}
     params.pop("other_judges", None)
     return CascadeResult(judges=tuple(judges), target=target, risk=risk, split=split,
-                         reason=reason, human=human, item_id=np.asarray(table.item_id).astype(str),
-                         stages=stages, stage=stage, verdict=verdict, params=params)
+                         reason=reason, human=human, item_id=items, stages=stages, stage=stage,
+                         verdict=verdict, params=params,
+                         certification=JOINT if union is not None else PER_STAGE, union=union)
+
+
+def stage_probabilities(stages: list, n: int) -> np.ndarray:
+    """(K, n) each stage's held-out P(judge right) over the input rows: P rows out of fold,
+    audited rows by the stage's calibrator (before any prior shift); NaN outside its region or
+    where its audit did not run."""
+    prob = np.full((len(stages), n), np.nan)
+    for k, st in enumerate(stages):
+        cert = getattr(st.audit, "certification", None)
+        if cert is None or st.rows is None:
+            continue
+        prob[k, st.rows[cert.p_rows]] = cert.p_prob
+        prob[k, st.rows[cert.u_rows]] = cert.u_prob
+    return prob
+
+
+def _certify_jointly(stages, split, human, items, random_state, *, target, risk) -> dict:
+    """Certify the union (:func:`puaudit.audit.cascade_union.certify_union`) and set each
+    stage's ``trusted`` to the rows the union's rule gives its judge."""
+    from puaudit.audit.cascade_union import certify_union
+    from puaudit.audit.certify import certify_folds
+
+    n = len(split)
+    prob = stage_probabilities(stages, n)
+    correct = np.array([[v is not None and v == h for v, h in zip(st.verdicts, human)]
+                        for st in stages], dtype=float)
+    out = certify_union(prob, correct, split, items, certify_folds(items,
+                        random_state=random_state), target=target, risk=risk)
+    who = out.pop("stage")
+    for k, st in enumerate(stages):
+        st.trusted = who == k
+    return out

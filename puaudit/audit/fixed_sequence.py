@@ -21,7 +21,8 @@ from puaudit.audit.config import check_risk, check_target
 from puaudit.errors import PUAuditError
 
 __all__ = ["START_SHARE", "SHARE_STEP", "share_grid", "lower_bound", "two_sided_interval",
-           "rows_needed", "item_outcomes", "sorted_items", "choose_share", "choose_share_sorted"]
+           "rows_needed", "item_outcomes", "sorted_items", "top_count", "choose_share",
+           "choose_share_sorted"]
 
 
 #: Where the fixed sequence starts: the most confident 30% of each source's items. Started at
@@ -130,7 +131,7 @@ def sorted_items(prob, correct, groups) -> tuple[np.ndarray, np.ndarray]:
     return p_item[order], np.cumsum(share[order])
 
 
-def _top_count(p_sorted: np.ndarray, share: float) -> int:
+def top_count(p_sorted: np.ndarray, share: float) -> int:
     """How many of a source's items (sorted down) its top ``share`` holds: the first
     :math:`\\lceil s n \\rceil`, and every item tied with the last of them."""
     m = min(len(p_sorted), int(math.ceil(share * len(p_sorted) - 1e-9)))
@@ -186,7 +187,7 @@ def choose_share_sorted(srcs, *, target: float, risk: float, floor: float, start
     # the sequence: the grid's shares whose set could pass, until a source falls below the floor
     seq = []
     for s in share_grid(start_share=start_share, step=step):
-        counts = [_top_count(p, s) for p, _ in srcs]
+        counts = [top_count(p, s) for p, _ in srcs]
         if any(m and p[m - 1] < floor for m, (p, _) in zip(counts, srcs)):
             break
         n = sum(counts)

@@ -1,7 +1,10 @@
 """``puaudit cascade FILE --judges COL1 COL2 ... --target-agreement T --risk R -o OUT``.
 
 Judges cheapest first; stage k certifies judge k on the rows earlier stages did not trust, at
-risk R/K (:mod:`puaudit.audit.cascade`); the rows no stage trusts go to people. The export keeps
+risk R/K, which decides who judge k+1 is asked about (:mod:`puaudit.audit.cascade`); the trusted
+rows are then certified together by one test at risk R (``--certify joint``, the default,
+:mod:`puaudit.audit.cascade_union`), or stage by stage (``--certify per-stage``); the rows no
+stage trusts go to people. The export keeps
 every input row and column and adds ``puaudit_cascade_split``, ``puaudit_cascade_stage`` (the
 judge trusted, or ``people``) and ``puaudit_cascade_verdict``. With ``--json`` the last line is
 one JSON object (per stage and overall).
@@ -31,8 +34,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "people for the rest",
         description="Stage k certifies judge k's verdicts on the rows the stages before it did "
                     "not trust (fixed-sequence test, exact binomial bounds, risk R/K on the P "
-                    "items of that region); stage k reads only judges 1..k. Rows no stage "
-                    "trusts go to people. See docs/method.md and docs/judge.md.")
+                    "items of that region), which decides who the next judge is asked about; "
+                    "stage k reads only judges 1..k. The trusted rows of all stages are then "
+                    "certified together at risk R (--certify joint, the default) or each "
+                    "stage's own answer is kept (--certify per-stage). Rows no stage trusts go "
+                    "to people. See docs/method.md and docs/judge.md.")
     p.add_argument("input")
     p.add_argument("-o", "--output", required=True,
                    help="export (.csv, .parquet or .jsonl): every input row and column plus "
@@ -44,8 +50,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-agreement", type=float, required=True, metavar="T",
                    help="trusted verdicts agree with people at least this often (e.g. 0.85)")
     p.add_argument("--risk", type=float, default=0.1, metavar="R",
-                   help="probability that the trusted verdicts miss T; each of the K stages gets "
-                        "R/K (default 0.1)")
+                   help="probability that the trusted verdicts miss T (default 0.1); each of "
+                        "the K stages routes at R/K")
+    p.add_argument("--certify", choices=("joint", "per-stage"), default="joint",
+                   help="joint (default): one test of every trusted row together at risk R; "
+                        "per-stage: each stage's trusted rows meet T on their own (Trust or "
+                        "Escalate's rule)")
     _add_table_args(p)
     _add_audit_args(p, exclude=_EXCLUDED)
 
@@ -55,8 +65,11 @@ def _print(summary: dict) -> None:
         return "n/a" if x is None or x != x or x in (float("inf"), float("-inf")) else f"{x:.{nd}f}"
 
     g = summary["guarantee"]
+    how = ("the trusted rows certified together" if g["certification"] == "joint"
+           else "each stage certified on its own")
     print(f"cascade of {len(summary['stages'])} judges: agreement >= {g['target']:g} with "
-          f"probability >= {1 - g['risk']:g} (each stage at risk {g['risk_per_stage']:.4g})")
+          f"probability >= {1 - g['risk']:g}, {how} (each stage routes at risk "
+          f"{g['risk_per_stage']:.4g})")
     for i, st in enumerate(summary["stages"], 1):
         lo, hi = st["realised_ci"]
         print(f"  stage {i} {st['judge']}: asked {f(st['asked'])} of the rows, trusted "
@@ -97,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
                            "--only-escalated writes one).", column=clash[0])
     emb = _embeddings(args, table)
     t0 = time.perf_counter()
-    res = run_cascade(table, emb, args.judges, target=target, risk=risk, config=cfg)
+    res = run_cascade(table, emb, args.judges, target=target, risk=risk, config=cfg,
+                      certify=args.certify)
     print(f"cascade ran in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     write_table(res.to_frame(table), args.output)
     summary = res.summary()

@@ -86,7 +86,8 @@ def escalated_destination(c: dict) -> str:
 
 def cascade_stage_frame(summary: dict):
     """One row per stage of a cascade (``CascadeResult.summary()``) and one for people: who,
-    the share of routed rows asked, the share of audited rows trusted, realised agreement with
+    the share of routed rows asked, the share of audited rows trusted (and the share its own
+    certification at risk / K trusted, which routed the rest), realised agreement with
     its exact 95% interval, and the message of a stage that certified nothing."""
     import pandas as pd
 
@@ -94,12 +95,15 @@ def cascade_stage_frame(summary: dict):
     for i, st in enumerate(summary["stages"], 1):
         lo, hi = st["realised_ci"]
         rows.append({"stage": f"{i}. {st['judge']}", "asked": st["asked"],
-                     "trusted": st["coverage"], "n_trusted": st["n_trusted"],
+                     "trusted": st["coverage"],
+                     "trusted_alone": st.get("coverage_alone", st["coverage"]),
+                     "n_trusted": st["n_trusted"],
                      "realised": st["realised"], "realised_lo": lo, "realised_hi": hi,
                      "note": st["message"]})
     n_a = summary["n_audited"]
     rows.append({"stage": "people", "asked": (summary["n_people"] / n_a) if n_a else math.nan,
-                 "trusted": math.nan, "n_trusted": summary["n_people"], "realised": math.nan,
+                 "trusted": math.nan, "trusted_alone": math.nan,
+                 "n_trusted": summary["n_people"], "realised": math.nan,
                  "realised_lo": math.nan, "realised_hi": math.nan, "note": ""})
     return pd.DataFrame(rows)
 
