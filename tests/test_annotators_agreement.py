@@ -307,15 +307,16 @@ def test_annotator_score_disagreement(hand_table):
 # CLI
 # ------------------------------------------------------------------------------------------
 
-def test_cli_json_last_line(tmp_path, capsys):
+def test_cli_json_alone_on_stdout(tmp_path, capsys):
     path = tmp_path / "votes.csv"
     hand_frame().to_csv(path, index=False)
     out_csv = tmp_path / "report.csv"
     rc = cli_main([str(path), "--json", "--min-votes", "1", "-o", str(out_csv)])
-    out = capsys.readouterr().out
+    cap = capsys.readouterr()
     assert rc == 0
-    assert "4 annotators" in out
-    payload = json.loads(out.strip().splitlines()[-1])
+    # the summary a person reads goes to stderr; stdout holds the JSON object alone (| jq)
+    assert "4 annotators" in cap.err and f"Annotator report written to {out_csv}" in cap.err
+    payload = json.loads(cap.out)
     assert {"annotators", "overall"} <= set(payload)  # + "models" (test_annotator_models_cli)
     by_name = {a["annotator"]: a for a in payload["annotators"]}
     assert by_name["p2"]["agree_peers"] == pytest.approx(0.5)
@@ -326,6 +327,9 @@ def test_cli_json_last_line(tmp_path, capsys):
         annotator_report(load_comparisons(hand_frame())).overall["krippendorff_alpha"])
     written = read_table(out_csv)
     assert written["annotator"].tolist()[0] == "LLM judge" and len(written) == 5
+    # without --json the summary is on stdout, as before
+    assert cli_main([str(path), "--min-votes", "1", "-o", str(out_csv)]) == 0
+    assert capsys.readouterr().out == cap.err
 
 
 def test_cli_errors_exit_2(tmp_path, capsys):
@@ -383,7 +387,7 @@ def test_main_cli_dispatches_to_annotators(tmp_path, capsys):
     path = tmp_path / "votes.csv"
     hand_frame().to_csv(path, index=False)
     assert puaudit_main(["annotators", str(path), "--json"]) == 0
-    payload = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    payload = json.loads(capsys.readouterr().out)
     assert payload["overall"]["n_items_multi"] == 4 and len(payload["annotators"]) == 5
 
 

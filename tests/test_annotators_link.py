@@ -40,7 +40,7 @@ def test_annotators_command_reports_audit_disagreement_on_exports(tmp_path, caps
     export = res.to_frame(t)
     export.to_csv(tmp_path / "export.csv", index=False)
     assert main(["annotators", str(tmp_path / "export.csv"), "--json"]) == 0
-    js = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    js = json.loads(capsys.readouterr().out)
     people = {a["annotator"]: a for a in js["annotators"] if a["annotator"].startswith("ann")}
     # direct computation for ann1 on audited rows
     audited = np.isin(res.split, ["validation", "unlabelled"])

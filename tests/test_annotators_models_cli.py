@@ -24,15 +24,16 @@ def planted_csv(tmp_path_factory):
 
 
 def _payload(capsys):
-    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    """The ``--json`` object: stdout holds it alone (the summary goes to stderr)."""
+    return json.loads(capsys.readouterr().out)
 
 
 def test_default_model_is_dawid_skene_with_its_fields(planted_csv, capsys, tmp_path):
     path, df, info = planted_csv
     out_csv = tmp_path / "report.csv"
     assert cli_main([str(path), "--json", "--n-boot", "30", "-o", str(out_csv)]) == 0
-    text = capsys.readouterr().out
-    payload = json.loads(text.strip().splitlines()[-1])
+    cap = capsys.readouterr()
+    payload, text = json.loads(cap.out), cap.err
     assert "Dawid-Skene (people only" in text and "Fleiss' kappa" in text
     assert set(payload["models"]) == {"ds"}
     ann = {a["annotator"]: a for a in payload["annotators"]}
@@ -63,8 +64,8 @@ def test_default_model_is_dawid_skene_with_its_fields(planted_csv, capsys, tmp_p
 def test_all_models_and_none(planted_csv, capsys):
     path, *_ = planted_csv
     assert cli_main([str(path), "--json", "--model", "all", "--n-boot", "10"]) == 0
-    text = capsys.readouterr().out
-    payload = json.loads(text.strip().splitlines()[-1])
+    cap = capsys.readouterr()
+    payload, text = json.loads(cap.out), cap.err
     assert set(payload["models"]) == {"ds", "mace"}           # no probabilities: no CROWDLAB
     assert "CROWDLAB skipped" in text
     assert "competence" in payload["models"]["mace"]["annotators"][0]
@@ -104,9 +105,9 @@ def test_model_that_cannot_run_is_skipped_by_default_but_an_error_when_asked(tmp
     path = tmp_path / "single.csv"
     single.to_csv(path, index=False)
     assert cli_main([str(path), "--json"]) == 0
-    out = capsys.readouterr().out
-    assert "Dawid-Skene skipped" in out and "two or more votes" in out
-    assert "skill" not in json.loads(out.strip().splitlines()[-1])["annotators"][0]
+    cap = capsys.readouterr()
+    assert "Dawid-Skene skipped" in cap.err and "two or more votes" in cap.err
+    assert "skill" not in json.loads(cap.out)["annotators"][0]
     assert cli_main([str(path), "--model", "ds"]) == 2
     assert "two or more votes" in capsys.readouterr().err
     assert cli_main([str(path), "--n-boot", "-1"]) == 2

@@ -314,7 +314,10 @@ def test_cli_cascade_writes_the_export_and_one_json_line(tmp_path, capsys, panel
                "0.85", "--risk", "0.1", "-o", str(out), "--embeddings", str(npz), "--json"])
     captured = capsys.readouterr()
     assert rc == 0, captured.err
-    s = json.loads(captured.out.strip().splitlines()[-1])
+    s = json.loads(captured.out)  # stdout holds the JSON object alone (| jq reads it)
+    # the summary a person reads went to stderr
+    assert "cascade of 2 judges: agreement >= 0.85" in captured.err
+    assert f"wrote {len(df)} rows to {out}" in captured.err
     assert [st["judge"] for st in s["stages"]] == ["cheap", "judge_winner"]
     for st in s["stages"]:
         assert {"judge", "coverage", "n_trusted", "realised", "realised_ci", "asked"} <= set(st)
@@ -391,7 +394,7 @@ def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tm
     rc = main(run1 + extra)
     cap = capsys.readouterr()
     assert rc == 0, cap.err
-    s1 = json.loads(cap.out.strip().splitlines()[-1])
+    s1 = json.loads(cap.out)
     assert "--only-escalated" in s1["stages"][1]["message"]
     export = read_table(tmp_path / "stage1.csv")
     left = ((export["puaudit_cascade_stage"] == "people")
@@ -418,7 +421,7 @@ def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tm
     rc = main(run2 + extra)
     cap = capsys.readouterr()
     assert rc == 0, cap.err
-    s2 = json.loads(cap.out.strip().splitlines()[-1])
+    s2 = json.loads(cap.out)
     final = read_table(tmp_path / "final.csv")
     assert s1["guarantee"]["certification"] == "per-stage"
     assert s2["guarantee"]["certification"] == "joint"

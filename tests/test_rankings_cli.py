@@ -28,8 +28,9 @@ def _sim_csv(tmp_path, *, share=0.2, n=1500, seed=0):
     return path, df, truth
 
 
-def _last_json(out: str) -> dict:
-    return json.loads(out.strip().splitlines()[-1])
+def _stdout_json(out: str) -> dict:
+    """The ``--json`` object: stdout holds it alone (``| jq`` reads it)."""
+    return json.loads(out)
 
 
 def test_json_has_every_source_with_an_audit_export(tmp_path, capsys):
@@ -42,9 +43,9 @@ def test_json_has_every_source_with_an_audit_export(tmp_path, capsys):
     out_csv = tmp_path / "models.csv"
     rc = main(["models", str(path), "--audit-export", str(export_path), "--resamples", "80",
                "--json", "-o", str(out_csv)])
-    out = capsys.readouterr().out
+    cap = capsys.readouterr()
     assert rc == 0
-    doc = _last_json(out)
+    doc, out = _stdout_json(cap.out), cap.err  # the leaderboard a person reads: on stderr
     assert len(doc["models"]) == 5 and doc["input"] == "sim.csv"
     for rec in doc["models"]:
         assert {"model", "n"} <= set(rec)
@@ -56,18 +57,19 @@ def test_json_has_every_source_with_an_audit_export(tmp_path, capsys):
     written = pd.read_csv(out_csv)
     assert written["model"].tolist() == [r["model"] for r in doc["models"]]
     assert "rank judge" in out and "Win rate against the field" in out
+    assert f"wrote 5 models to {out_csv}" in out
     # INPUT may itself be the export.
     rc = main(["models", str(export_path), "--resamples", "60", "--json"])
-    assert rc == 0 and _last_json(capsys.readouterr().out)["models"][0]["rank_audited"] is not None
+    assert rc == 0 and _stdout_json(capsys.readouterr().out)["models"][0]["rank_audited"] is not None
 
 
 def test_without_audit_and_length_control(tmp_path, capsys):
     path, _, _ = _sim_csv(tmp_path, seed=1)
     rc = main(["models", str(path), "--resamples", "60", "--length-control", "--ties",
                "exclude", "--json"])
-    out = capsys.readouterr().out
+    cap = capsys.readouterr()
     assert rc == 0
-    doc = _last_json(out)
+    doc, out = _stdout_json(cap.out), cap.err
     assert doc["models"][0]["rank_audited"] is None
     assert any("No audited verdicts" in n for n in doc["notes"])
     assert doc["params"]["ties"] == "exclude" and "lc_winrate_ppi" in doc["models"][0]
@@ -92,7 +94,7 @@ def test_model_columns_by_flag_and_bad_export(tmp_path, capsys):
     df.rename(columns={"model_a": "left", "model_b": "right"}).to_csv(renamed, index=False)
     rc = main(["models", str(renamed), "--model-a-col", "left", "--model-b-col", "right",
                "--resamples", "60", "--json"])
-    assert rc == 0 and len(_last_json(capsys.readouterr().out)["models"]) == 5
+    assert rc == 0 and len(_stdout_json(capsys.readouterr().out)["models"]) == 5
     short = tmp_path / "short.csv"
     df.head(10).assign(puaudit_adjusted="A").to_csv(short, index=False)
     rc = main(["models", str(path), "--audit-export", str(short)])
@@ -102,11 +104,15 @@ def test_model_columns_by_flag_and_bad_export(tmp_path, capsys):
 
 def test_mtbench_cli(mtbench_path, capsys):
     rc = main(["models", str(mtbench_path), "--resamples", "100", "--json"])
-    out = capsys.readouterr().out
+    cap = capsys.readouterr()
     assert rc == 0
-    doc = _last_json(out)
+    doc = _stdout_json(cap.out)
     assert [r["model"] for r in doc["models"]][0] == "gpt-4" and len(doc["models"]) == 6
-    assert "gpt-4" in out.split("Judge vs people")[1]
+    assert "gpt-4" in cap.err.split("Judge vs people")[1]
+    # without --json the same leaderboard is on stdout, and stderr holds no part of it
+    rc = main(["models", str(mtbench_path), "--resamples", "100"])
+    plain = capsys.readouterr()
+    assert rc == 0 and plain.out == cap.err and "Judge vs people" not in plain.err
 
 
 @pytest.mark.slow
@@ -114,6 +120,6 @@ def test_llmfao_cli(capsys):
     if not LLMFAO.exists():
         pytest.skip("../shared/data is not present")
     rc = main(["models", str(LLMFAO), "--resamples", "60", "--json"])
-    doc = _last_json(capsys.readouterr().out)
+    doc = _stdout_json(capsys.readouterr().out)
     assert rc == 0 and len(doc["models"]) >= 50
     assert all(r["rank_human"] is not None and r["rank_judge"] is not None for r in doc["models"])

@@ -35,8 +35,9 @@ def _embed(df, path) -> None:
              e_b=enc.encode(df["prompt"] + " " + df["response_b"]))
 
 
-def _last_json(out: str) -> dict:
-    return json.loads(out.strip().splitlines()[-1])
+def _stdout_json(out: str) -> dict:
+    """The ``--json`` object: stdout holds it alone (``| jq`` reads it)."""
+    return json.loads(out)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def hostile_report(tmp_path_factory):
          "--embeddings", str(d / "emb.npz"), "--json", *AUDIT],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
-    return (d / "r.html").read_text(encoding="utf-8"), _last_json(out.stdout), \
+    return (d / "r.html").read_text(encoding="utf-8"), _stdout_json(out.stdout), \
         time.perf_counter() - t0
 
 
@@ -71,7 +72,7 @@ def test_json_card_numbers_are_the_audit_json(demo, capsys):
     d = demo
     assert main(["audit", str(d / "demo.csv"), "-o", str(d / "out.csv"), "--embeddings",
                  str(d / "emb.npz"), "--json", *AUDIT]) == 0
-    audit = _last_json(capsys.readouterr().out)
+    audit = _stdout_json(capsys.readouterr().out)
     assert main(["report", str(d / "demo.csv"), "-o", str(d / "card.json"), "--embeddings",
                  str(d / "emb.npz"), *AUDIT]) == 0
     card = json.loads((d / "card.json").read_text())
@@ -127,6 +128,12 @@ def test_gate_exit_codes(demo, capsys):
     assert line.startswith("FAIL: ") and "below 0.99" in line
     assert main(["report", *common, "--fail-under-agreement", "1.5"]) == 2
     assert "--fail-under-agreement" in capsys.readouterr().err
+    # with --json stdout holds the card alone; the report's lines and the gate's go to stderr
+    assert main(["report", *common, "--fail-under-agreement", "0.99", "--json"]) == 1
+    cap = capsys.readouterr()
+    assert _stdout_json(cap.out) == json.loads((d / "gate.json").read_text())
+    assert "wrote the audit card (json" in cap.err
+    assert cap.err.strip().splitlines()[-1] == line
 
 
 def test_gate_reads_the_lower_bound():

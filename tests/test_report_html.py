@@ -119,7 +119,7 @@ def test_alpaca_eval_response_a_is_the_reference_not_a_position(tmp_path, capsys
     table = load_comparisons(read_comparison_input(path))
     assert judge_tendencies(table)["response_a"] == REFERENCE
     assert main(["report", str(path), "-o", str(tmp_path / "r.html"), "--json"]) == 0
-    card = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    card = json.loads(capsys.readouterr().out)  # stdout holds the card alone under --json
     assert card["data"]["judge_tendencies"]["response_a"] == REFERENCE
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     tendencies = _section(page, "The judge&#x27;s tendencies")

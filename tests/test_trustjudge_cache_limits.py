@@ -27,7 +27,7 @@ from puaudit.trustjudge.response_cache import CachedResponses, ResponseCache
 from puaudit.trustjudge.runner import _read_capped
 from tests.conftest import ROOT
 from tests.judge_stub import StubJudgeServer
-from tests.test_trustjudge_runner import FAST, judge, last_json
+from tests.test_trustjudge_runner import FAST, judge, stdout_json
 
 MB = 1_000_000
 
@@ -69,7 +69,7 @@ def test_a_response_larger_than_the_request_allows_fails_naming_it(ten_pairs, tm
                              "--both-orders", "--max-tokens", "16", "--top-logprobs", "0",
                              "--max-response-mb", "2", "-o", tmp_path / "p.csv", "--json", *FAST)
     assert rc == 0, err
-    assert last_json(out)["stats"]["n_new"] == 10
+    assert stdout_json(out)["stats"]["n_new"] == 10
 
 
 class _Streamed:
@@ -110,7 +110,7 @@ def test_the_cache_stops_at_its_limit_and_a_rerun_continues(ten_pairs, tmp_path,
         common[1] = stub.url
         rc, out, err = judge(capsys, ten_pairs, *common, "--max-cache-mb", "20")
     assert rc == 0, err
-    stats = last_json(out)["stats"]
+    stats = stdout_json(out)["stats"]
     assert stats["n_cached"] == 2 and stats["n_new"] == 8
 
 

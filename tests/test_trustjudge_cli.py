@@ -27,15 +27,18 @@ def demo_files(tmp_path):
     return p, s
 
 
-def test_json_last_line(demo_files, capsys, tmp_path):
+def test_json_alone_on_stdout(demo_files, capsys, tmp_path):
     p, s = demo_files
     out_csv = tmp_path / "viol.csv"
-    rc, out, err = _run([str(p), "--scores", str(s), "--method", "bidirectional", "--delta", "0.01",
-                         "--k", "3", "4", "--json", "--violations-out", str(out_csv)], capsys)
+    argv = [str(p), "--scores", str(s), "--method", "bidirectional", "--delta", "0.01", "--k", "3",
+            "4", "--violations-out", str(out_csv)]
+    rc, out, err = _run([*argv, "--json"], capsys)
     assert rc == 0, err
-    lines = out.strip().splitlines()
-    assert lines[0].startswith("TrustJudge: method=bidirectional")
-    obj = json.loads(lines[-1])
+    obj = json.loads(out)  # stdout holds the JSON object alone (| jq reads it)
+    # the summary went to stderr, the same lines stdout holds without --json
+    rc, plain, _ = _run(argv, capsys)
+    assert rc == 0 and plain.startswith("TrustJudge: method=bidirectional")
+    assert err == plain and "violating triples to" in err
     assert set(obj["ntr"]) == {"3", "4"} and 0 <= obj["cr"] <= 1
     assert set(obj["per_judge"]) == {"judge-large", "judge-small"}
     for block in (*obj["per_judge"].values(), *obj["per_type"].values()):
@@ -53,7 +56,7 @@ def test_matches_library(demo_files, capsys):
     from puaudit.trustjudge import analyse
     p, _ = demo_files
     rc, out, _ = _run([str(p), "--json"], capsys)
-    obj = json.loads(out.strip().splitlines()[-1])
+    obj = json.loads(out)
     rep = analyse(pd.read_csv(p))
     assert obj["cr"] is None
     assert obj["ntr"] == {str(k): v for k, v in rep.ntr.items()}

@@ -36,8 +36,8 @@ from tests.test_trustjudge_runner import (
     WORDS,
     _tok,
     judge,
-    last_json,
     scripted,
+    stdout_json,
 )
 from tests.test_trustjudge_runner import _ONE as ONE_RE
 from tests.test_trustjudge_runner import _PAIR as PAIR_RE
@@ -72,7 +72,7 @@ def test_trickling_endpoint_is_cut_off_and_the_other_rows_finish(answers, tmp_pa
         normal = [c for c in stub.calls if c["fault"] is None]
         _wait_for(lambda: all("trickled" in c for c in trickled))  # the server saw the hang-ups
     assert rc == 0, err
-    stats = last_json(out)["stats"]
+    stats = stdout_json(out)["stats"]
     # the first request trickled on both attempts (1 try + 1 retry), the 5 others answered
     assert len(trickled) == 2 and len(normal) == 5
     assert stats["n_failed"] == 1 and stats["n_new"] == 5 and stats["n_retries"] == 1
@@ -195,7 +195,7 @@ def test_malformed_logprobs_keep_the_verdict_and_are_listed(answers, tmp_path, c
         n_calls = len(stub.calls)
     assert rc == 0, err
     assert "bug" not in err and n_calls == 9  # no retries: asking again gives the same answer
-    assert last_json(out)["n_problems"] == 7
+    assert stdout_json(out)["n_problems"] == 7
 
     pairs = pd.read_csv(tmp_path / "p.csv")
     pairs = pairs.set_index(pairs["candidate_i"] + pairs["candidate_j"])
@@ -232,7 +232,7 @@ def test_malformed_logprobs_keep_the_verdict_and_are_listed(answers, tmp_path, c
     with StubJudgeServer(reply=spoiled_reply) as stub:
         rc, out, err = judge(capsys, answers, "--endpoint", stub.url, *args)
         assert rc == 0 and stub.calls == [], err
-    assert last_json(out)["stats"]["n_cached"] == 9
+    assert stdout_json(out)["stats"]["n_cached"] == 9
     for n, frame in first.items():
         pd.testing.assert_frame_equal(read_table(tmp_path / f"p{n}.csv"), frame)
 
@@ -334,7 +334,7 @@ def test_echoed_api_key_is_never_written(answers, tmp_path, capsys, monkeypatch)
     assert pairs.loc["xy", ["p1_A", "p1_B", "p1_tie"]].tolist() == pytest.approx(PAIRS[("ans-x", "ans-y")][:3])
     assert pairs.loc["xy", "rationale_1"].startswith("Your key *** works. Judgment.")
     problems = read_table(out_dir / "pairs.problems.csv")
-    assert len(problems) == 9 and last_json(out)["n_problems"] == 9
+    assert len(problems) == 9 and stdout_json(out)["n_problems"] == 9
     assert all(n.startswith("the response held the API key (replaced by ***") for n in problems["note"])
 
 

@@ -103,8 +103,9 @@ def judge(capsys, *argv):
     return rc, out.out, out.err
 
 
-def last_json(out):
-    return json.loads(out.strip().splitlines()[-1])
+def stdout_json(out):
+    """The JSON object of a ``--json`` run: stdout holds it alone (``| jq`` reads it)."""
+    return json.loads(out)
 
 
 FAST = ["--backoff", "0.01", "--max-backoff", "0.05", "--no-progress"]
@@ -117,8 +118,13 @@ def test_both_orders_probabilities_and_report_by_hand(answers, tmp_path, capsys)
                              "--both-orders", "--scores", "-o", tmp_path / "pairs.csv", "--json",
                              *FAST)
     assert rc == 0, err
-    info = last_json(out)
+    info = stdout_json(out)
     assert info["stats"]["n_new"] == 9 and info["n_pairs"] == 3 and info["n_scores"] == 3
+    assert info["written"] == {"pairs": str(tmp_path / "pairs.csv"),
+                               "scores": str(tmp_path / "pairs.scores.csv")}
+    # the lines a person reads went to stderr, after the request summary
+    assert "wrote 3 pairs to" in err and "wrote 3 scores to" in err
+    assert "next: puaudit trustjudge" in err.splitlines()[-1]
 
     pairs = pd.read_csv(tmp_path / "pairs.csv")
     pairs = pairs.set_index(pairs["candidate_i"] + pairs["candidate_j"])
@@ -147,7 +153,8 @@ def test_both_orders_probabilities_and_report_by_hand(answers, tmp_path, capsys)
         rc, out, err = main_out(capsys, "trustjudge", tmp_path / "pairs.csv", "--scores",
                                 tmp_path / "pairs.scores.csv", "--k", "3", "--json", *extra)
         assert rc == 0, err
-        return last_json(out)
+        assert "TrustJudge: method=" in err  # the summary, on stderr under --json
+        return stdout_json(out)
 
     # baseline: x=y (orders disagree), y>z, x=z (a tie in order 2): x=y, x=z, y≠z
     base = report("--method", "baseline")
@@ -216,7 +223,7 @@ def test_injected_faults_are_retried_and_lose_nothing(answers, tmp_path, capsys)
         answered = stub.answered_keys()
         faults = [c["fault"] for c in stub.calls]
     assert rc == 0, err
-    stats = last_json(out)["stats"]
+    stats = stdout_json(out)["stats"]
     # 9 distinct requests; the first attempt of 8 of them hit a fault, each retried once
     assert sorted(f for f in faults if f) == sorted(kinds[i % 6] for i in range(9) if kinds[i % 6])
     assert stats["n_retries"] == 8 and stats["n_new"] == 9 and stats["n_failed"] == 0
@@ -252,7 +259,7 @@ def test_retries_used_up_then_rerun_asks_only_the_failed_one(answers, tmp_path, 
                              "-o", out_csv, "--json", *FAST)
         assert [cache_key(c["body"]) for c in stub.calls] == [failed]  # only the failed request
     assert rc == 0, err
-    assert last_json(out)["stats"]["n_cached"] == 5 and out_csv.exists()
+    assert stdout_json(out)["stats"]["n_cached"] == 5 and out_csv.exists()
 
 
 def test_allow_partial_writes_what_arrived(answers, tmp_path, capsys):
@@ -296,8 +303,13 @@ def _wait_for_lines(path: Path, n: int, proc, timeout: float = 60.0) -> None:
     raise AssertionError("the cache did not grow")
 
 
+#: the signal each way of stopping a run sends, and the exit status it gives (None: killed)
+_STOPS = {"kill": (signal.SIGKILL, None), "ctrl-c": (signal.SIGINT, 130),
+          "sigterm": (signal.SIGTERM, 143)}
+
+
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("how", ["kill", "ctrl-c"])
+@pytest.mark.parametrize("how", list(_STOPS))
 def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, how):
     answers_csv = tmp_path / "answers.csv"
     stub_answers(n_candidates=4, n_questions=4).to_csv(answers_csv, index=False)  # 24 pairs, 16 answers
@@ -306,13 +318,16 @@ def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, h
     with StubJudgeServer(delay_s=0.05) as stub:
         proc = _subprocess_judge(stub.url, answers_csv, out_csv)
         _wait_for_lines(cache_path, 12, proc)
-        proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        sig, status = _STOPS[how]
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
         if how == "kill":
             assert proc.returncode == -signal.SIGKILL
-        else:
-            assert proc.returncode == 130, err
-            assert "rerun the same command to continue" in err
+        else:  # SIGTERM stops the run as Ctrl-C does, with the shell's status for it (128 + 15)
+            assert proc.returncode == status, err
+            word = "terminated" if how == "sigterm" else "interrupted"
+            assert f"{word}: " in err and "rerun the same command to continue" in err
+            assert out == ""
         assert not out_csv.exists()
         answered_before = set(stub.answered_cache_keys())
         with ResponseCache(cache_path) as cache:
@@ -320,7 +335,7 @@ def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, h
         assert 12 <= len(cached) < 64
         # every finished response is in the cache; only requests in flight at the kill are lost
         assert cached <= answered_before and len(answered_before - cached) <= 2
-        if how == "ctrl-c":
+        if how != "kill":
             assert answered_before == cached  # requests in flight finished and were cached
         n_calls = len(stub.calls)
         rc, out, err = judge(capsys, answers_csv, "--endpoint", stub.url, "--model", "m",
@@ -330,7 +345,7 @@ def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, h
         rerun_keys = [cache_key(c["body"]) for c in stub.calls[n_calls:]]
     assert not set(rerun_keys) & cached, "a cached response was asked for again"
     assert len(rerun_keys) == len(set(rerun_keys)) == 64 - len(cached)
-    assert last_json(out)["stats"]["n_cached"] == len(cached)
+    assert stdout_json(out)["stats"]["n_cached"] == len(cached)
     # the resumed run writes what an uninterrupted run writes
     with StubJudgeServer() as stub:
         rc, _, err = judge(capsys, answers_csv, "--endpoint", stub.url, "--model", "m",
@@ -401,7 +416,7 @@ def test_concurrency_limit_is_respected(tmp_path, capsys):
                              "--json", *FAST)
         assert rc == 0, err
         assert stub.max_in_flight == 3
-    stats = last_json(out)["stats"]
+    stats = stdout_json(out)["stats"]
     assert stats["n_new"] == 24 and stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
 
 

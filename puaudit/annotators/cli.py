@@ -1,12 +1,12 @@
 """``puaudit annotators INPUT``: audit every annotator of a comparison table, the judge included.
 
-Prints a human summary; with ``--json`` the last line of stdout is one JSON object with
-``annotators`` (one object per annotator, the fields of :class:`AnnotatorReport.annotators` and
-``flags``, plus the latent-truth model's ``skill``, ``skill_lo``, ``skill_hi``, ``cohen_kappa``,
-... and ``model_flags``), ``overall`` (``krippendorff_alpha``, ``n_items_multi``, ...,
-``fleiss_kappa`` where defined) and ``models`` (one full report per fitted model, confusion
-matrices included; see :mod:`puaudit.annotators`). Bad input prints the message on stderr
-and returns 2.
+Prints a human summary; with ``--json`` the summary goes to stderr and stdout holds one JSON
+object alone, with ``annotators`` (one object per annotator, the fields of
+:class:`AnnotatorReport.annotators` and ``flags``, plus the latent-truth model's ``skill``,
+``skill_lo``, ``skill_hi``, ``cohen_kappa``, ... and ``model_flags``), ``overall``
+(``krippendorff_alpha``, ``n_items_multi``, ..., ``fleiss_kappa`` where defined) and ``models``
+(one full report per fitted model, confusion matrices included; see :mod:`puaudit.annotators`).
+Bad input prints the message on stderr and returns 2.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--consensus-output", metavar="items.csv",
                    help="write the model's item consensus (label, its probability, P(A), P(B), "
                         "P(tie), majority vote, judge) of the first model")
-    p.add_argument("--json", action="store_true", help="end with one JSON line")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object alone on stdout (the summary goes to stderr)")
     p.add_argument("-o", "--output", metavar="report.csv", help="write the annotator table")
     # puaudit.cli.commands dispatches on ``args.run``; ``func`` serves the stand-alone entry point.
     p.set_defaults(func=run, run=run)
@@ -255,19 +256,23 @@ def run(args: argparse.Namespace) -> int:
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(_summary(report))
+    from puaudit.cli.commands import report_stream
+
+    out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
+    print(_summary(report), file=out)
     for mrep in models:
-        print(_model_summary(mrep))
+        print(_model_summary(mrep), file=out)
     for note in notes:
-        print(note)
+        print(note, file=out)
     if "audit_disagree" in report.annotators.columns:
         print("Audit link (INPUT is an audit export): share of each person's scored votes that "
-              "the audit's adjusted verdict contradicts is in the 'audit_disagree' field.")
+              "the audit's adjusted verdict contradicts is in the 'audit_disagree' field.",
+              file=out)
     if args.output:
-        print(f"Annotator report written to {args.output}")
+        print(f"Annotator report written to {args.output}", file=out)
     if getattr(args, "consensus_output", None):
         print(f"Item consensus ({models[0].overall['model_name']}) written to "
-              f"{args.consensus_output}")
+              f"{args.consensus_output}", file=out)
     if args.json:
         payload = report.to_dict()
         if models:

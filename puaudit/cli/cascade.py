@@ -6,13 +6,15 @@ rows are then certified together by one test at risk R (``--certify joint``, the
 :mod:`puaudit.audit.cascade_union`), or stage by stage (``--certify per-stage``); the rows no
 stage trusts go to people. The export keeps
 every input row and column and adds ``puaudit_cascade_split``, ``puaudit_cascade_stage`` (the
-judge trusted, or ``people``) and ``puaudit_cascade_verdict``. With ``--json`` the last line is
-one JSON object (per stage and overall).
+judge trusted, or ``people``) and ``puaudit_cascade_verdict``. With ``--json`` stdout holds one
+JSON object alone (per stage and overall) and the summary goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import builtins
+import functools
 import sys
 import time
 from pathlib import Path
@@ -60,7 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add_audit_args(p, exclude=_EXCLUDED)
 
 
-def _print(summary: dict) -> None:
+def _print(summary: dict, file=None) -> None:
+    print = functools.partial(builtins.print, file=file)  # noqa: A001
+
     def f(x, nd=3):
         return "n/a" if x is None or x != x or x in (float("inf"), float("-inf")) else f"{x:.{nd}f}"
 
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``puaudit cascade``; returns the exit status."""
     from puaudit.audit.cascade import CASCADE_COLUMNS, run_cascade
     from puaudit.audit.config import check_risk, check_target, config_from_args
-    from puaudit.cli.commands import _embeddings, _load
+    from puaudit.cli.commands import _embeddings, _load, report_stream
     from puaudit.data.writers import write_table
     from puaudit.data.jsonsafe import dumps
     from puaudit.data.writers import check_output_path
@@ -115,9 +119,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"cascade ran in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     write_table(res.to_frame(table), args.output)
     summary = res.summary()
-    _print(summary)
+    out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
+    _print(summary, file=out)
     print(f"wrote {len(table)} rows to {Path(args.output)} (stage and verdict in "
-          "puaudit_cascade_stage, puaudit_cascade_verdict)")
+          "puaudit_cascade_stage, puaudit_cascade_verdict)", file=out)
     if args.json:
         print(dumps(summary))
     return 0

@@ -2,8 +2,8 @@
 models | review``.
 
 Bad input prints one clear message on stderr and exits with status 2 (never a traceback).
-With ``--json`` the last line printed is one JSON object; ``audit``, ``evaluate`` and ``sweep``
-print that line alone on stdout (their report goes to stderr), so ``| jq`` reads it.
+With ``--json`` every command prints one JSON object alone on stdout and its human-readable
+report, tables and progress on stderr (:func:`report_stream`), so ``| jq`` reads it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from puaudit.data.jsonsafe import dumps
 from puaudit.progress import stderr_progress
 from puaudit.percents import is_known, shown_change
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "report_stream"]
 
 
 def _add_table_args(p: argparse.ArgumentParser) -> None:
@@ -64,7 +64,7 @@ def _add_audit_args(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object as the last line (audit: the only line on stdout)")
+                   help="print one JSON object alone on stdout (the report goes to stderr)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -333,7 +333,7 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
     On stdout, or on stderr with ``--json`` (stdout then holds the JSON line alone)."""
     from puaudit.audit.evaluate import spread_sentence
 
-    print = functools.partial(_print, file=sys.stderr if args.json else sys.stdout)  # noqa: A001
+    print = functools.partial(_print, file=report_stream(args))  # noqa: A001
     print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}")
     if summary.get("evidence_only"):
@@ -387,6 +387,15 @@ def _certify_line(cert: dict) -> str:
             "each validation row by a threshold certified without it); "
             f"{realised}; the other {cert['n_escalated']} are escalated ({n_open} without a "
             "human verdict, for people)")
+
+
+def report_stream(args):
+    """Where a command's human-readable report goes: stdout, or stderr under ``--json``, so that
+    stdout holds the JSON line alone (``puaudit X --json | jq`` reads it).
+
+    Looked up at each call: ``puaudit judge`` swaps ``sys.stdout`` for a stream that redacts the
+    API key while it runs."""
+    return sys.stderr if getattr(args, "json", False) else sys.stdout
 
 
 def _print(*parts, file=None) -> None:
@@ -455,7 +464,7 @@ def cmd_evaluate(args) -> int:
     lb = res["leaderboard"]
     judge = table.judge_column
     # with --json the table goes to stderr: stdout holds the JSON line alone, as for audit
-    print = functools.partial(_print, file=sys.stderr if args.json else sys.stdout)  # noqa: A001
+    print = functools.partial(_print, file=report_stream(args))  # noqa: A001
     print(f"{args.seeds} seeds, p_ratio {cfg.p_ratio}, judge '{judge}', "
           f"{time.perf_counter() - t0:.1f}s"
           + ("" if cfg.texts else "; evidence only (--no-texts)"))
@@ -486,8 +495,7 @@ def cmd_sweep(args) -> int:
     emb = _embeddings(args, table)
     df = sweep(table, emb, param=args.param, values=args.values, seeds=args.seeds,
                config=config_from_args(args))
-    _print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"),
-           file=sys.stderr if args.json else sys.stdout)
+    _print(df.to_string(index=False, float_format=lambda v: f"{v:.4f}"), file=report_stream(args))
     if args.json:
         _print(dumps({"param": args.param, "scorer": args.cfg_scorer, "rule": args.cfg_rule,
                      "results": df.to_dict(orient="records")}))
@@ -511,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = {"audit": cmd_audit, "evaluate": cmd_evaluate, "sweep": cmd_sweep, "demo": cmd_demo}
-    from puaudit.cli.termination import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
+    from puaudit.cli.termination import interrupt_status, sigterm_as_interrupt
 
     try:
         with sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does (no .tmp left behind)
@@ -522,9 +530,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        print("terminated" if terminated else "interrupted", file=sys.stderr)
-        return EXIT_TERMINATED if terminated else 130
+        status, word = interrupt_status(exc)
+        print(word, file=sys.stderr)
+        return status
     except MemoryError:
         # the advice names only options that exist (see puaudit.audit.config)
         print("error: out of memory. Try a smaller file (e.g. one question type at a time), "

@@ -15,9 +15,12 @@ import contextlib
 import signal
 import threading
 
-__all__ = ["Terminated", "sigterm_as_interrupt", "EXIT_TERMINATED"]
+__all__ = ["Terminated", "sigterm_as_interrupt", "interrupt_status", "EXIT_TERMINATED",
+           "EXIT_INTERRUPTED"]
 
+#: exit statuses the shell gives a process ended by the signal: 128 + its number
 EXIT_TERMINATED = 128 + signal.SIGTERM
+EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 class Terminated(KeyboardInterrupt):
@@ -26,6 +29,14 @@ class Terminated(KeyboardInterrupt):
 
 def _raise_terminated(signum, frame):
     raise Terminated()
+
+
+def interrupt_status(exc: KeyboardInterrupt) -> tuple[int, str]:
+    """The exit status and the word for an interruption: ``(143, "terminated")`` for SIGTERM
+    (:class:`Terminated`), ``(130, "interrupted")`` for Ctrl-C (SIGINT)."""
+    if isinstance(exc, Terminated):
+        return EXIT_TERMINATED, "terminated"
+    return EXIT_INTERRUPTED, "interrupted"
 
 
 @contextlib.contextmanager

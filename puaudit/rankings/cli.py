@@ -1,14 +1,14 @@
 """``puaudit models INPUT``: the model leaderboard four ways (judge, audited, human, PPI).
 
 Prints one line per model (ranks, win rates with 95% intervals, Bradley–Terry strengths) and the
-models whose judge win rate lies outside the prediction-powered interval. With ``--json`` the last
-line of stdout is one JSON object: ``models`` (one object per model, the first ``--top`` of the
-leaderboard, with ``model``, ``n``, ``n_human`` and, for each source s in judge, audited, human,
-ppi: ``bt_s``, ``bt_s_lo``, ``bt_s_hi``, ``winrate_s``, ``winrate_s_lo``, ``winrate_s_hi``,
-``rank_s``), ``n_models`` (all of them), ``params``, ``diagnostics`` and ``notes``; ``-o`` writes
-every model. The audited verdicts come from ``puaudit_adjusted``: INPUT may be a ``puaudit audit``
-export, or name the export with ``--audit-export``. Bad input prints the message on stderr and
-returns 2.
+models whose judge win rate lies outside the prediction-powered interval. With ``--json`` those
+lines go to stderr and stdout holds one JSON object alone: ``models`` (one object per model, the
+first ``--top`` of the leaderboard, with ``model``, ``n``, ``n_human`` and, for each source s in
+judge, audited, human, ppi: ``bt_s``, ``bt_s_lo``, ``bt_s_hi``, ``winrate_s``, ``winrate_s_lo``,
+``winrate_s_hi``, ``rank_s``), ``n_models`` (all of them), ``params``, ``diagnostics`` and
+``notes``; ``-o`` writes every model. The audited verdicts come from ``puaudit_adjusted``: INPUT
+may be a ``puaudit audit`` export, or name the export with ``--audit-export``. Bad input prints
+the message on stderr and returns 2.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="replace the judge's verdicts by a deterministic rule (a weak judge)")
     p.add_argument("-o", "--output", metavar="OUT.csv", default=None,
                    help="write the per-model table (.csv, .parquet or .jsonl)")
-    p.add_argument("--json", action="store_true", help="end with one JSON line")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object alone on stdout (the report goes to stderr)")
     p.set_defaults(func=run, run=run)
     return p
 
@@ -144,6 +145,7 @@ def _summary(res, top: int | None = None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
+    from puaudit.cli.commands import report_stream
     from puaudit.data.jsonsafe import dumps
     from puaudit.data.formats import read_comparison_input
     from puaudit.data.writers import check_output_path, write_table
@@ -172,9 +174,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     top = args.top or None
-    print(_summary(res, top))
+    report = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
+    print(_summary(res, top), file=report)
     if args.output:
-        print(f"wrote {len(res.frame)} models to {args.output}")
+        print(f"wrote {len(res.frame)} models to {args.output}", file=report)
     if args.json:
         out = res.to_dict(top=top)
         out["input"] = Path(args.input).name

@@ -4,7 +4,9 @@ Audits INPUT as ``puaudit audit`` does (same input and audit options, same numbe
 the audit card: a self-contained HTML page that opens offline (plotly's JavaScript inlined, no
 link leaves the file), or with ``--format json`` the card's numbers. ``--fail-under-agreement X``
 makes the exit status a gate for CI pipelines: 1 when the lower end of the judge's 95% agreement
-interval on validation rows is below X (or cannot be measured), 0 otherwise; one line says why.
+interval on validation rows is below X (or cannot be measured), 0 otherwise; one line says why
+(the last line of stdout). With ``--json`` stdout holds the card as one JSON object alone and
+every line above goes to stderr.
 A table without human labels is reported without the audit (what needs no labels is still
 there). Bad input prints one message on stderr and exits with status 2.
 """
@@ -145,7 +147,7 @@ def _write(args, parts, card) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``puaudit report``: 0 (or the gate's 0/1) on success, 2 on bad input."""
-    from puaudit.cli.commands import _load
+    from puaudit.cli.commands import _load, report_stream
     from puaudit.data.jsonsafe import dumps
     from puaudit.report.card import build_card, gate
     from puaudit.report.parts import assemble_report, file_sha256
@@ -166,18 +168,19 @@ def run(args: argparse.Namespace) -> int:
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     print(f"wrote the audit card ({_format(args)}, {size / 1e6:.2f} MB) to {args.output} "
-          f"in {time.perf_counter() - t0:.1f}s after the audit")
+          f"in {time.perf_counter() - t0:.1f}s after the audit", file=out)
     if card["audit"] and card["audit"].get("verdict"):
-        print(card["audit"]["verdict"])
+        print(card["audit"]["verdict"], file=out)
     for part, why in card["notes"].items():
         print(f"note: no {part}: {why}", file=sys.stderr)
+    passed = True
+    if args.fail_under_agreement is not None:
+        passed, line = gate(card, args.fail_under_agreement)
+        print(line, file=out)
     if args.json:
         print(dumps(card))
-    if args.fail_under_agreement is None:
-        return 0
-    passed, line = gate(card, args.fail_under_agreement)
-    print(line)
     return 0 if passed else 1
 
 

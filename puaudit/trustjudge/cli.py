@@ -25,7 +25,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "trustjudge", help="Conflict Ratio and non-transitivity (NTR_k) of pairwise verdicts.",
         description="Score-comparison conflicts and non-transitive pairwise judgments "
-                    "(TrustJudge). The last line printed with --json is one JSON object.")
+                    "(TrustJudge). With --json stdout holds one JSON object alone (the "
+                    "summary goes to stderr).")
     p.add_argument("pairwise", metavar="PAIRWISE", help="pairwise-verdict table (CSV/Parquet/JSONL)")
     p.add_argument("--scores", metavar="SCORES", help="single-score table; without it CR is null")
     p.add_argument("--method", choices=METHODS, default="baseline", help="pair relation")
@@ -43,7 +44,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "score token of the scores table)")
     p.add_argument("--tol", type=float, default=0.0, help="score tolerance of the Conflict Ratio")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte-Carlo NTR estimate")
-    p.add_argument("--json", action="store_true", help="end with one JSON line")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object alone on stdout (the summary goes to stderr)")
     p.add_argument("--violations-out", metavar="FILE", help="write the violating triples here")
 
 
@@ -98,10 +100,14 @@ def run(args: argparse.Namespace) -> int:
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from puaudit.cli.commands import report_stream
+
+    out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     for line in summary_lines(report):
-        print(line)
+        print(line, file=out)
     if args.violations_out:
-        print(f"Wrote {len(report.violations)} violating triples to {args.violations_out}")
+        print(f"Wrote {len(report.violations)} violating triples to {args.violations_out}",
+              file=out)
     if args.json:
         print(dumps(report.to_dict()))
     return 0

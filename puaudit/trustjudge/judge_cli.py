@@ -3,7 +3,9 @@ single scores with log-probabilities, and write the TrustJudge input tables.
 
 See ``docs/judge.md``. Exit status: 0 done, 1 some requests failed for good (nothing written
 unless ``--allow-partial``), 2 bad input or an endpoint that refuses every request, 130
-interrupted (everything finished is cached: rerun the same command).
+interrupted (Ctrl-C) and 143 terminated (SIGTERM): in both, the requests in flight finish,
+everything finished is cached and nothing is written (rerun the same command to continue).
+With ``--json`` stdout holds one JSON object alone; every other line goes to stderr.
 
 The API key never reaches a file or the terminal: responses are cleaned of it on arrival (see
 :func:`puaudit.trustjudge.completion.redact_secret`), and every table and message written here is
@@ -102,7 +104,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                             "tie (baseline); summed probabilities (bidirectional); order 1 (first)")
     out_g.add_argument("--allow-partial", action="store_true",
                        help="write the tables even when some requests failed for good")
-    out_g.add_argument("--json", action="store_true", help="end with one JSON line")
+    out_g.add_argument("--json", action="store_true",
+                       help="print one JSON object alone on stdout (the report goes to stderr)")
 
 
 def default_paths(output: str, *, scores_only: bool = False, scores_out: str | None = None,
@@ -210,8 +213,8 @@ def _run(args: argparse.Namespace) -> int:
                                              if args.max_response_mb else None))
     plan = _plan(frame, args, client, scores=scores)
     collected = _collect(plan, args, client, paths)
-    if collected is None:
-        return 130
+    if isinstance(collected, int):  # interrupted: 130 (Ctrl-C) or 143 (SIGTERM)
+        return collected
     stats, responses, echoed = collected
     if stats.n_failed and not args.allow_partial:
         first = next(iter(stats.failures.values()))
@@ -304,8 +307,9 @@ def _plan(frame: pd.DataFrame, args: argparse.Namespace, client, *, scores: bool
 
 
 def _collect(plan, args: argparse.Namespace, client, paths: dict):
-    """Send the requests not cached yet; ``(stats, responses, notes)``, or None when
-    interrupted (what was received stays cached)."""
+    """Send the requests not cached yet; ``(stats, responses, notes)``, or the exit status when
+    interrupted: 130 for Ctrl-C, 143 for SIGTERM (what was received stays cached)."""
+    from puaudit.cli.termination import interrupt_status
     from puaudit.trustjudge.request_pool import run_requests
     from puaudit.trustjudge.response_cache import CachedResponses, ResponseCache
 
@@ -317,11 +321,12 @@ def _collect(plan, args: argparse.Namespace, client, paths: dict):
             stats = run_requests(plan.requests, client=client, cache=cache,
                                  concurrency=args.concurrency, meta=plan.meta,
                                  progress=not args.no_progress)
-        except KeyboardInterrupt:
-            print(f"interrupted: {sum(k in cache for k in plan.requests)} of {len(plan.requests)} "
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as Terminated (cli.termination)
+            status, word = interrupt_status(exc)
+            print(f"{word}: {sum(k in cache for k in plan.requests)} of {len(plan.requests)} "
                   f"responses are cached in {paths['cache']}; rerun the same command to continue.",
                   file=sys.stderr)
-            return None
+            return status
         except PUAuditError as exc:
             raise PUAuditError(f"{exc} The {sum(k in cache for k in plan.requests)} responses "
                                f"received so far are cached in {paths['cache']}.") from None
@@ -340,8 +345,10 @@ def _collect(plan, args: argparse.Namespace, client, paths: dict):
 
 def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
     """Write the pairs, scores and problems tables; what was written where."""
+    from puaudit.cli.commands import report_stream
     from puaudit.data.writers import write_table
 
+    out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     written = {}
     if tables.pairs is not None:
         write_table(tables.pairs, paths["pairs"])
@@ -349,21 +356,23 @@ def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
         if plan.kind == "answers":
             print(f"wrote {len(tables.pairs)} pairs to {paths['pairs']}"
                   + (f" ({tables.counts['pairs'] - tables.counts['pairs_kept']} without a verdict "
-                     "left out)" if tables.counts["pairs"] != tables.counts["pairs_kept"] else ""))
+                     "left out)" if tables.counts["pairs"] != tables.counts["pairs_kept"] else ""),
+                  file=out)
         else:
             print(f"wrote {len(tables.pairs)} rows to {paths['pairs']} with the judge's verdict in "
-                  f"'{args.winner_column}' ({tables.counts['pairs_kept']} filled)")
+                  f"'{args.winner_column}' ({tables.counts['pairs_kept']} filled)", file=out)
     if tables.scores is not None:
         write_table(tables.scores, paths["scores"])
         written["scores"] = str(paths["scores"])
         print(f"wrote {len(tables.scores)} scores to {paths['scores']}"
               + (f" ({tables.counts['scores'] - tables.counts['scores_kept']} without a score left "
-                 "out)" if tables.counts["scores"] != tables.counts["scores_kept"] else ""))
+                 "out)" if tables.counts["scores"] != tables.counts["scores_kept"] else ""),
+              file=out)
     if len(tables.problems):
         write_table(tables.problems, paths["problems"])
         written["problems"] = str(paths["problems"])
         print(f"{len(tables.problems)} judgment(s) gave no verdict, score or probabilities: "
-              f"listed in {paths['problems']}")
+              f"listed in {paths['problems']}", file=out)
     elif paths["problems"].exists():
         paths["problems"].unlink()  # a list from an earlier run of this command
     return written
@@ -372,13 +381,16 @@ def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
 def _print_next(written: dict, plan, paths: dict, args: argparse.Namespace, *,
                 cascade: bool = False) -> None:
     """The command that reads what was written."""
+    from puaudit.cli.commands import report_stream
+
+    out = report_stream(args)
     if "pairs" in written and plan.kind == "answers":
         print("next: " + f"puaudit trustjudge {paths['pairs']}"
               + (f" --scores {paths['scores']}" if "scores" in written else "")
-              + (" --method bidirectional" if args.both_orders else ""))
+              + (" --method bidirectional" if args.both_orders else ""), file=out)
     elif "pairs" in written and cascade:
         print("next: " + f"puaudit cascade {paths['pairs']} --judges EARLIER_JUDGES "
               f"{args.winner_column} --target-agreement T -o cascade.csv (the same options as "
-              "the first run)")
+              "the first run)", file=out)
     elif "pairs" in written:
-        print("next: " + f"puaudit audit {paths['pairs']} -o audited.csv")
+        print("next: " + f"puaudit audit {paths['pairs']} -o audited.csv", file=out)
