@@ -327,6 +327,18 @@ def test_cli_cascade_writes_the_export_and_one_json_line(tmp_path, capsys, panel
     written = read_table(out)
     assert len(written) == len(df)
     assert (written["puaudit_cascade_stage"].to_numpy() == res.stage).all()
+    assert "its own certification at risk 0.05 trusted" in captured.err
+    # --certify per-stage: each stage's own answer, the same stages
+    rc = main(["cascade", str(path), "--judges", "cheap", "judge_winner", "--target-agreement",
+               "0.85", "-o", str(tmp_path / "ps.csv"), "--embeddings", str(npz), "--json",
+               "--certify", "per-stage"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    ps = json.loads(captured.out)
+    assert ps["guarantee"]["certification"] == "per-stage" and ps["union"] is None
+    assert ps["coverage"] == pytest.approx(res.as_per_stage().coverage())
+    assert (read_table(tmp_path / "ps.csv")["puaudit_cascade_stage"].to_numpy()
+            == res.as_per_stage().stage).all()
     # bad input: exit 2 with one message, no traceback
     for argv, says in (
             (["--judges", "nope_col", "cheap"], "'nope_col'"),
@@ -434,3 +446,20 @@ def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tm
         "puaudit_cascade_split"] != "excluded").sum())
     # the rows judge 2 was not asked about are never its to trust
     assert not ((final["puaudit_cascade_stage"] == "judge2_winner").to_numpy() & ~asked).any()
+
+
+def test_joint_and_per_stage_share_the_stages_and_the_union_trusts_at_least_the_start(panel):
+    df, emb, table, res = panel
+    ps = run_cascade(table, emb, ["cheap", "judge_winner"], target=0.85, risk=0.1,
+                     certify="per-stage")
+    assert ps.certification == "per-stage" and ps.union is None
+    np.testing.assert_array_equal(ps.stage, res.as_per_stage().stage)
+    np.testing.assert_array_equal(ps.verdict, res.as_per_stage().verdict)
+    for a, b in zip(ps.stages, res.stages):
+        np.testing.assert_array_equal(a.region, b.region)
+        np.testing.assert_array_equal(a.trusted, b.certified)
+    # the joint answer's folds certified the whole union at risk R / 5 each
+    assert res.union["n_folds_certified"] == 5 and res.union["lower"] >= 0.85
+    assert res.summary()["realised"] >= 0.85
+    with pytest.raises(PUAuditError, match="certify must be one of"):
+        run_cascade(table, emb, ["cheap"], target=0.85, certify="both")

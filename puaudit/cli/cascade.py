@@ -80,6 +80,9 @@ def _print(summary: dict, file=None) -> None:
               f"{st['n_trusted']} audited rows (coverage {f(st['coverage'])}); trusted "
               f"validation rows agree {f(st['realised'])} [{f(lo)}, {f(hi)}], "
               f"n={st['n_validation_trusted']}")
+        if g["certification"] == "joint":
+            print(f"    its own certification at risk {g['risk_per_stage']:.4g} trusted "
+                  f"{f(st['coverage_alone'])} (the rest went on)")
         if st["message"]:
             print(f"    {st['message']}")
     lo, hi = summary["realised_ci"]
