@@ -150,12 +150,25 @@ def idle(page, timeout_s: float = 900) -> None:
     """Wait until the script run finished (the 'running' status widget is gone)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    try:  # a rerun may take a moment to start after an interaction
-        page.wait_for_selector('[data-testid="stStatusWidget"]', state="attached", timeout=3000)
+    # a rerun may take a moment to start after an interaction. The app root's script state
+    # turns "running" as soon as it does (the status widget only shows after a display delay,
+    # and never for a short run: waiting for it alone cost 3 s per call whenever the run was
+    # short or already over)
+    try:
+        page.wait_for_function(
+            "() => { const app = document.querySelector('[data-testid=stApp]');"
+            " const s = app && app.getAttribute('data-test-script-state');"
+            " return (s && s !== 'notRunning' && s !== 'initial')"
+            " || document.querySelector('[data-testid=stStatusWidget]') !== null; }",
+            timeout=1500)
     except PlaywrightTimeout:
         pass
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached",
-                           timeout=timeout_s * 1000)
+    page.wait_for_function(
+        "() => { const app = document.querySelector('[data-testid=stApp]');"
+        " const s = app && app.getAttribute('data-test-script-state');"
+        " return (s === 'notRunning' || s === 'initial')"
+        " && document.querySelector('[data-testid=stStatusWidget]') === null; }",
+        timeout=timeout_s * 1000)
     # stale elements of the previous run are removed just after the run ends
     page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
                            timeout=30_000)
