@@ -19,8 +19,9 @@ exclude a row from the cascade: it goes to people without being sent to any judg
    probability, so the next stage has annotated rows of its own region) form :math:`R_{k+1}`.
 
 Rows of :math:`R_{K+1}` are asked of no judge. Which rows are finally trusted, and by whom, is
-certified last (below); the rest go to people. A stage that certifies nothing (too few P items in its
-region, no candidate passing, or an audit that cannot run) says why and passes every row on.
+certified last (below); the rest go to people. A stage that certifies nothing (too few P items
+in its region, no candidate passing, or an audit that cannot run) says why and passes every row
+on.
 
 **Only judges 1..k at stage k.** Judge :math:`k` decides before the later judges are asked, so
 stage :math:`k` must not read their verdicts: its table holds no column of a later judge (a
@@ -79,9 +80,9 @@ CASCADE_COLUMNS = ("puaudit_cascade_split", "puaudit_cascade_stage", "puaudit_ca
 class CascadeStage:
     """One stage: the rows sent to its judge (``region``) and the rows it trusts.
 
-    ``region``, ``trusted`` and ``certified`` are (n,) bool over the input rows; ``verdicts`` the judge's
-    (A / B / tie / None); ``audit`` the stage's :class:`AuditResult` on its region (None when it
-    could not run); ``message`` says why nothing was certified ("" otherwise).
+    ``region``, ``trusted`` and ``certified`` are (n,) bool over the input rows; ``verdicts``
+    the judge's (A / B / tie / None); ``audit`` the stage's :class:`AuditResult` on its region
+    (None when it could not run); ``message`` says why nothing was certified ("" otherwise).
     """
 
     judge: str
@@ -173,9 +174,9 @@ class CascadeResult:
         """Per stage: ``judge``, ``coverage`` (share of all audited rows it trusts),
         ``coverage_alone`` (share its own certification at ``risk / K`` trusted: what routed
         the rest to the next judge), ``coverage_of_region``, ``n_trusted`` (audited rows),
-        ``realised`` (its trusted
-        validation rows, items once, with ``realised_ci``), ``asked`` (share of routed rows
-        sent to its judge), ``risk``, ``threshold``, ``certified_lower`` and ``message``."""
+        ``realised`` (its trusted validation rows, items once, with ``realised_ci``),
+        ``asked`` (share of routed rows sent to its judge), ``risk``, ``threshold``,
+        ``certified_lower`` and ``message``."""
         a, routed = self.audited, self.routed
         n_a, n_routed = int(a.sum()), int(routed.sum())
         out = []
