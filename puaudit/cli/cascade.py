@@ -81,8 +81,10 @@ def _print(summary: dict, file=None) -> None:
               f"validation rows agree {f(st['realised'])} [{f(lo)}, {f(hi)}], "
               f"n={st['n_validation_trusted']}")
         if g["certification"] == "joint":
+            last = i == len(summary["stages"])
             print(f"    its own certification at risk {g['risk_per_stage']:.4g} trusted "
-                  f"{f(st['coverage_alone'])} (the rest went on)")
+                  f"{f(st['coverage_alone'])}"
+                  + ("" if last else f"; the rest went to stage {i + 1}"))
         if st["message"]:
             print(f"    {st['message']}")
     lo, hi = summary["realised_ci"]
