@@ -358,6 +358,30 @@ def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, h
                                   read_table(tmp_path / "fresh.scores.csv"))
 
 
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_the_progress_line_names_the_signal(tmp_path, capsys, how):
+    """With the progress bar on, the pool says how it was stopped; only after a Ctrl-C does it
+    offer a second Ctrl-C."""
+    from puaudit.cli.termination import Terminated
+    from puaudit.trustjudge.request_pool import run_requests
+
+    class Client:  # a request that gets the signal while it waits
+        def complete(self, messages, *, stop, on_retry):
+            raise Terminated() if how == "sigterm" else KeyboardInterrupt()
+
+        def redact_json(self, info):
+            return info, False
+
+    with ResponseCache(tmp_path / "c.jsonl") as cache, pytest.raises(KeyboardInterrupt) as got:
+        run_requests({"k": [{"role": "user", "content": "x"}]}, client=Client(), cache=cache,
+                     concurrency=1, progress=True)
+    err = capsys.readouterr().err
+    assert isinstance(got.value, Terminated) == (how == "sigterm")
+    word = "terminated" if how == "sigterm" else "interrupted"
+    assert f"{word}: finishing the requests in flight (they are cached too)" in err
+    assert ("Ctrl-C again abandons them" in err) == (how == "ctrl-c")
+
+
 def test_torn_cache_line_is_dropped_and_file_repaired(tmp_path):
     path = tmp_path / "c.jsonl"
     with ResponseCache(path, fsync=False) as cache:

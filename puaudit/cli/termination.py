@@ -26,6 +26,9 @@ EXIT_INTERRUPTED = 128 + signal.SIGINT
 class Terminated(KeyboardInterrupt):
     """The process received SIGTERM."""
 
+    #: how messages name it (code below the command line reads it without importing this)
+    word = "terminated"
+
 
 def _raise_terminated(signum, frame):
     raise Terminated()
@@ -35,7 +38,7 @@ def interrupt_status(exc: KeyboardInterrupt) -> tuple[int, str]:
     """The exit status and the word for an interruption: ``(143, "terminated")`` for SIGTERM
     (:class:`Terminated`), ``(130, "interrupted")`` for Ctrl-C (SIGINT)."""
     if isinstance(exc, Terminated):
-        return EXIT_TERMINATED, "terminated"
+        return EXIT_TERMINATED, Terminated.word
     return EXIT_INTERRUPTED, "interrupted"
 
 

@@ -155,8 +155,12 @@ def run_requests(requests: Mapping[str, list[dict]], *, client: JudgeClient, cac
         for fut in pending:
             fut.cancel()
         if isinstance(exc, KeyboardInterrupt) and progress:
-            shown.bar.write("interrupted: finishing the requests in flight (they are cached "
-                            "too); Ctrl-C again abandons them", file=sys.stderr)
+            # SIGTERM arrives as puaudit.cli.termination.Terminated, which carries its word;
+            # only a Ctrl-C can be followed by a second one
+            word = getattr(exc, "word", "interrupted")
+            shown.bar.write(f"{word}: finishing the requests in flight (they are cached too)"
+                            + ("; Ctrl-C again abandons them" if word == "interrupted" else ""),
+                            file=sys.stderr)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
