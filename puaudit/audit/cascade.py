@@ -226,11 +226,7 @@ class CascadeResult:
         if self.certification == PER_STAGE:
             return self
         stages = [dataclasses.replace(st, trusted=st.certified.copy()) for st in self.stages]
-        stage = np.full(len(self.split), PEOPLE, dtype=object)
-        verdict = np.where(np.array([h is not None for h in self.human]), self.human,
-                           None).astype(object)
-        for j, st in zip(self.judges, stages):
-            stage[st.trusted], verdict[st.trusted] = j, st.verdicts[st.trusted]
+        stage, verdict = _answer(self.judges, stages, self.human)
         return dataclasses.replace(self, stages=stages, stage=stage, verdict=verdict,
                                    certification=PER_STAGE, union=None,
                                    params={**self.params, "certify": PER_STAGE})
@@ -447,26 +443,22 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     human = human_labels(table, config)
     human = np.asarray(table.human if human is None else human, dtype=object)
     split, reason = _cascade_split(table, embeddings, human, config)
-    n, K = len(table), len(judges)
+    K = len(judges)
     region = split != SPLIT_EXCLUDED
     stages = []
-    stage = np.full(n, PEOPLE, dtype=object)
-    verdict = np.where(np.array([h is not None for h in human]), human, None).astype(object)
     for k in range(K):
         st = _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human,
                         config, target, risk / K)
         st.certified = st.trusted.copy()
         stages.append(st)
-        region = region & ~st.trusted
+        region = region & ~st.certified
     items = np.asarray(table.item_id).astype(str)
     union = None
     # a judge not asked yet: the per-stage answer, whose escalations are whom to ask next
     if certify == JOINT and K > 1 and all(v is not None for v in verdicts):
         union = _certify_jointly(stages, split, human, items, config.random_state,
                                  target=target, risk=risk)
-    for k, st in enumerate(stages):
-        stage[st.trusted] = judges[k]
-        verdict[st.trusted] = st.verdicts[st.trusted]
+    stage, verdict = _answer(judges, stages, human)
     params = {**config.replace(target_agreement=target, risk=risk).to_dict(),
               "judges": list(judges), "certify": certify}
     params.pop("other_judges", None)
@@ -474,6 +466,16 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
                          reason=reason, human=human, item_id=items, stages=stages, stage=stage,
                          verdict=verdict, params=params,
                          certification=JOINT if union is not None else PER_STAGE, union=union)
+
+
+def _answer(judges, stages: list, human: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) the judge trusted on each row (:data:`PEOPLE` where none) and its verdict (for
+    people, theirs where known), from each stage's ``trusted``."""
+    stage = np.full(len(human), PEOPLE, dtype=object)
+    verdict = np.where(np.array([h is not None for h in human]), human, None).astype(object)
+    for j, st in zip(judges, stages):
+        stage[st.trusted], verdict[st.trusted] = j, st.verdicts[st.trusted]
+    return stage, verdict
 
 
 def stage_probabilities(stages: list, n: int) -> np.ndarray:

@@ -53,8 +53,7 @@ import math
 import numpy as np
 
 from puaudit.audit.config import check_risk, check_target
-from puaudit.audit.fixed_sequence import (SHARE_STEP, START_SHARE, rows_needed, share_grid,
-                                          top_count)
+from puaudit.audit.fixed_sequence import SHARE_STEP, START_SHARE, walk_shares
 from puaudit.audit.splits import SPLIT_P, SPLIT_U, SPLIT_VAL
 from puaudit.errors import PUAuditError
 
@@ -112,60 +111,37 @@ def choose_union_share(sources, *, target: float, risk: float, floor: float = 0.
     dict with ``share`` (0: nothing certified), ``thresholds`` (per source, its lowest ``c`` in
     the certified set; ``inf`` when none), ``lower``, ``n``, ``k``, ``n_items``,
     ``n_items_by_source``, ``n_needed``, ``n_tested``, ``stopped_at``, ``message`` and, with
-    ``log``, ``path`` (share, n, k, lower, passed of every candidate tested).
+    ``log``, ``path`` (share, n, k, lower, passed of every candidate tested): the walk of
+    :func:`~puaudit.audit.fixed_sequence.walk_shares`, each candidate scored by the rule.
     """
-    from puaudit.stats.proportions import proportion_interval
-
-    target, risk = check_target(target), check_risk(risk)
-    n_needed = rows_needed(target, risk=risk)
-    seq = []
-    for s in share_grid(start_share=start_share, step=step):
-        counts = [top_count(c, s) for c, _, _ in sources]
-        if any(m and c[m - 1] < floor for m, (c, _, _) in zip(counts, sources)):
-            break
-        n = sum(counts)
-        if n < n_needed:
-            continue
+    def outcome(counts) -> float:
         k = 0.0
         for m, (c, q, a) in zip(counts, sources):
-            if m:
+            if m:  # each item scored by the verdict the rule gives it at this source's c[m-1]
                 who = _first_reaching(q[:, :m], c[m - 1])
                 k += float(a[who, np.arange(m)].sum())
-        seq.append((float(s), counts, n, k))
-    out = {"share": 0.0, "thresholds": [math.inf] * len(sources), "lower": float("nan"),
-           "n": 0, "k": 0.0, "n_items": int(sum(len(c) for c, _, _ in sources)),
-           "n_items_by_source": [len(c) for c, _, _ in sources], "n_needed": n_needed,
-           "n_tested": 0, "stopped_at": None, "target": target, "risk": risk, "message": ""}
-    lower = (proportion_interval(np.array([x[3] for x in seq]), np.array([x[2] for x in seq],
-                                 dtype=float), alpha=2 * risk, method="beta")[0]
-             if seq else np.zeros(0))
-    passed = lower >= target
-    n_run = int(np.argmin(passed)) if not passed.all() else len(seq)
-    out["n_tested"] = min(n_run + 1, len(seq))
-    if n_run < len(seq):
-        out["stopped_at"] = seq[n_run][0]
-    if n_run > 0:
-        s, counts, n, k = seq[n_run - 1]
-        out.update(share=s, lower=float(lower[n_run - 1]), n=n, k=k,
-                   thresholds=[float(c[m - 1]) if m else math.inf
-                               for m, (c, _, _) in zip(counts, sources)])
-    elif out["n_items"] < n_needed:
-        out["message"] = (f"Too few annotated items to certify the cascade's agreement >= "
-                          f"{target:g} at risk {risk:g}: at least {n_needed} are needed and the "
-                          f"judges' regions hold {out['n_items']}.")
-    else:
-        first = seq[0] if seq else None
-        out["message"] = (f"No share of the cascade's trusted rows certifies agreement >= "
-                          f"{target:g} at risk {risk:g}" + (
-                              f": the {first[2]} most confident annotated items agree "
-                              f"{first[3] / first[2]:.1%} of the time, lower bound "
-                              f"{float(lower[0]):.3f}." if first else
-                              ": no share starts with a probability of at least "
-                              f"{floor:g}.") + " Every row goes to people.")
-    if log:
-        out["path"] = [{"share": x[0], "n": x[2], "k": x[3], "lower": float(lower[i]),
-                        "passed": bool(passed[i])} for i, x in enumerate(seq[:out["n_tested"]])]
+        return k
+
+    out = walk_shares([c for c, _, _ in sources], outcome, target=target, risk=risk,
+                      floor=floor, start_share=start_share, step=step, log=log)
+    if out["share"] == 0:
+        out["message"] = _uncertified_message(out, floor)
     return out
+
+
+def _uncertified_message(out: dict, floor: float) -> str:
+    """Why no share of the union was certified (``out``: :func:`walk_shares`'s answer)."""
+    target, risk, first = out["target"], out["risk"], out["first_fail"]
+    if out["n_items"] < out["n_needed"]:
+        return (f"Too few annotated items to certify the cascade's agreement >= {target:g} at "
+                f"risk {risk:g}: at least {out['n_needed']} are needed and the judges' regions "
+                f"hold {out['n_items']}.")
+    return (f"No share of the cascade's trusted rows certifies agreement >= {target:g} at risk "
+            f"{risk:g}" + (f": the {first[0]} most confident annotated items agree "
+                           f"{first[1] / first[0]:.1%} of the time, lower bound "
+                           f"{first[2]:.3f}." if first else
+                           f": no share starts with a probability of at least {floor:g}.")
+            + " Every row goes to people.")
 
 
 def certify_union(prob, correct, role, items, folds, *, target: float, risk: float,

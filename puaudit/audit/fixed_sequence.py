@@ -22,7 +22,7 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["START_SHARE", "SHARE_STEP", "share_grid", "lower_bound", "two_sided_interval",
            "rows_needed", "item_outcomes", "sorted_items", "top_count", "choose_share",
-           "choose_share_sorted"]
+           "choose_share_sorted", "walk_shares"]
 
 
 #: Where the fixed sequence starts: the most confident 30% of each source's items. Started at
@@ -179,25 +179,47 @@ def choose_share(sources, *, target: float, risk: float, floor: float = 0.5,
 def choose_share_sorted(srcs, *, target: float, risk: float, floor: float, start_share: float,
                    step: float, log: bool) -> dict:
     """:func:`choose_share` on sources already collapsed and sorted (:func:`sorted_items`)."""
+    out = walk_shares([p for p, _ in srcs],
+                      lambda counts: sum(kc[m - 1] for m, (_, kc) in zip(counts, srcs) if m),
+                      target=target, risk=risk, floor=floor, start_share=start_share,
+                      step=step, log=log)
+    if out["share"] == 0:
+        out["message"] = _uncertified_message(out["target"], out["risk"], floor,
+                                              out["n_needed"], out["n_items"],
+                                              out["first_fail"], start_share)
+    return out
+
+
+def walk_shares(probs, outcome, *, target: float, risk: float, floor: float,
+                start_share: float, step: float, log: bool) -> dict:
+    """The fixed-sequence walk over the grid of shares, for any rule that scores a candidate set.
+
+    ``probs``: each source's probabilities sorted down; the candidate at share :math:`s` holds
+    each source's first ``counts`` = :func:`top_count` items, and ``outcome(counts)`` is how
+    many of them are right (summed shares). The sequence skips candidates under
+    :func:`rows_needed` items and ends before the first share at which some source's
+    probability is below ``floor``; testing stops at the first candidate whose exact bound is
+    below ``target``. Returns :func:`choose_share`'s dict with ``message`` empty and
+    ``first_fail`` (n, k, lower bound of the candidate that stopped the walk, or None).
+    """
     from puaudit.stats.proportions import proportion_interval
 
     target, risk = check_target(target), check_risk(risk)
     n_needed = rows_needed(target, risk=risk)
-    n_items = int(sum(len(p) for p, _ in srcs))
     # the sequence: the grid's shares whose set could pass, until a source falls below the floor
     seq = []
     for s in share_grid(start_share=start_share, step=step):
-        counts = [top_count(p, s) for p, _ in srcs]
-        if any(m and p[m - 1] < floor for m, (p, _) in zip(counts, srcs)):
+        counts = [top_count(p, s) for p in probs]
+        if any(m and p[m - 1] < floor for m, p in zip(counts, probs)):
             break
         n = sum(counts)
         if n >= n_needed:
-            seq.append((float(s), counts, n, float(sum(kc[m - 1] for m, (_, kc) in
-                                                       zip(counts, srcs) if m))))
-    out = {"share": 0.0, "thresholds": [math.inf] * len(srcs), "lower": float("nan"), "n": 0,
-           "k": 0.0, "n_items": n_items, "n_items_by_source": [len(p) for p, _ in srcs],
-           "n_needed": n_needed, "n_start": seq[0][2] if seq else 0, "n_tested": 0,
-           "stopped_at": None, "target": target, "risk": risk, "message": ""}
+            seq.append((float(s), counts, n, float(outcome(counts))))
+    out = {"share": 0.0, "thresholds": [math.inf] * len(probs), "lower": float("nan"), "n": 0,
+           "k": 0.0, "n_items": int(sum(len(p) for p in probs)),
+           "n_items_by_source": [len(p) for p in probs], "n_needed": n_needed,
+           "n_start": seq[0][2] if seq else 0, "n_tested": 0, "stopped_at": None,
+           "first_fail": None, "target": target, "risk": risk, "message": ""}
     n_seq = np.array([c[2] for c in seq], dtype=float)
     k_seq = np.array([c[3] for c in seq], dtype=float)
     lower = (proportion_interval(k_seq, n_seq, alpha=2 * risk, method="beta")[0] if seq
@@ -206,18 +228,14 @@ def choose_share_sorted(srcs, *, target: float, risk: float, floor: float, start
     # fixed-sequence testing: everything before the first failure is rejected, nothing after
     n_run = int(np.argmin(passed)) if not passed.all() else len(seq)
     out["n_tested"] = min(n_run + 1, len(seq))
-    first_fail = None
     if n_run < len(seq):
         out["stopped_at"] = seq[n_run][0]
-        first_fail = (seq[n_run][2], seq[n_run][3], float(lower[n_run]))
+        out["first_fail"] = (seq[n_run][2], seq[n_run][3], float(lower[n_run]))
     if n_run > 0:
         s, counts, n, k = seq[n_run - 1]
         out.update(share=s, lower=float(lower[n_run - 1]), n=n, k=k,
                    thresholds=[float(p[m - 1]) if m else math.inf
-                               for m, (p, _) in zip(counts, srcs)])
-    else:
-        out["message"] = _uncertified_message(target, risk, floor, n_needed, n_items,
-                                              first_fail, start_share)
+                               for m, p in zip(counts, probs)])
     if log:
         out["path"] = [{"share": c[0], "n": c[2], "k": c[3], "lower": float(lower[i]),
                         "passed": bool(passed[i])} for i, c in enumerate(seq[:out["n_tested"]])]
