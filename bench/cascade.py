@@ -29,6 +29,11 @@ SETS = {
 }
 
 
+def meets(summary: dict, target: float) -> bool:
+    """The trusted validation rows agree at least ``target`` (trusting nothing meets it)."""
+    return summary["n_validation_trusted"] == 0 or summary["realised"] >= target
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,12 +71,10 @@ def main() -> None:
                 res = run_cascade(table, emb, judges, target=target, risk=args.risk, config=cfg)
                 s = res.summary()
                 ps = res.as_per_stage().summary()  # the same stages, each certified on its own
-                ps_met = ps["n_validation_trusted"] == 0 or ps["realised"] >= target
                 alone = run_cascade(table, emb, judges[-1:], target=target, risk=args.risk,
                                     config=cfg)
                 a = alone.summary()
-                met = s["n_validation_trusted"] == 0 or s["realised"] >= target
-                a_met = a["n_validation_trusted"] == 0 or a["realised"] >= target
+                met, a_met, ps_met = (meets(x, target) for x in (s, a, ps))
                 st = s["stages"]
                 rows.append((met, s["coverage"], s["realised"], [x["asked"] for x in st],
                              [x["coverage"] for x in st], a["coverage"], a_met, a["realised"],

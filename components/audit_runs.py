@@ -290,8 +290,9 @@ def umap_job(key: str, z: np.ndarray, seed: int) -> Job:
     its pairwise distances under 4,096 rows, each layout epoch): it gives way to a slider
     answer (the next poll starts it again, from the start: umap-learn cannot resume an
     optimisation midway with the same result), and the same session's map of newer data or
-    another seed cancels it. The group is the session's: two visitors' maps of different tables must not cancel each other at every poll (a UMAP
-    restarts from scratch, so neither would ever finish)."""
+    another seed cancels it. The group is the session's: two visitors' maps of different tables
+    must not cancel each other at every poll (a UMAP restarts from scratch, so neither would
+    ever finish)."""
     from puaudit.embed.projection import project_2d
 
     ctx = get_script_run_ctx()

@@ -96,7 +96,7 @@ def cascade_stage_frame(summary: dict):
         lo, hi = st["realised_ci"]
         rows.append({"stage": f"{i}. {st['judge']}", "asked": st["asked"],
                      "trusted": st["coverage"],
-                     "trusted_alone": st.get("coverage_alone", st["coverage"]),
+                     "trusted_alone": st["coverage_alone"],
                      "n_trusted": st["n_trusted"],
                      "realised": st["realised"], "realised_lo": lo, "realised_hi": hi,
                      "note": st["message"]})
