@@ -10,6 +10,11 @@ trusting nothing meets it trivially), coverage mean (sd), the share of rows each
 the strong judge alone's coverage, per-stage coverage, and the per-stage answer's coverage.
 
     python -m bench.cascade [--seeds 20] [--sets mtbench llmfao] [--targets 0.85 0.9]
+                            [--budget 0.7]
+
+``--budget S`` runs the cascade with each later judge asked about S of the rows (the stage
+before it sends its least confident certified rows on too); the per-stage answer is then not
+defined (the regions overlap) and is left out.
 
 Prints ``ratio=<mean cascade coverage / mean strong-judge-alone coverage>`` on MT-Bench at the
 first target last (>= 1: the cascade trusts at least as much as the strong judge alone).
@@ -34,6 +39,38 @@ def meets(summary: dict, target: float) -> bool:
     return summary["n_validation_trusted"] == 0 or summary["realised"] >= target
 
 
+def one_seed(table, emb, judges, target, seed, source, args) -> tuple:
+    """One seed: the cascade, its per-stage answer (without a budget) and the strong judge
+    alone on the same split; prints the seed's line and returns its figures."""
+    from puaudit.audit.cascade import PEOPLE, run_cascade
+    from puaudit.audit.config import AuditConfig
+
+    cfg = AuditConfig(random_state=seed, human_source=source)
+    res = run_cascade(table, emb, judges, target=target, risk=args.risk, config=cfg,
+                      budget=args.budget)
+    s = res.summary()
+    # the same stages, each certified on its own (not defined with a budget)
+    ps = None if args.budget else res.as_per_stage().summary()
+    alone = run_cascade(table, emb, judges[-1:], target=target, risk=args.risk, config=cfg)
+    a = alone.summary()
+    met, a_met = meets(s, target), meets(a, target)
+    ps_met = ps is not None and meets(ps, target)
+    st = s["stages"]
+    row = (met, s["coverage"], s["realised"], [x["asked"] for x in st],
+           [x["coverage"] for x in st], a["coverage"], a_met, a["realised"],
+           float("nan") if ps is None else ps["coverage"], ps_met)
+    print(f"  T={target:g} seed {seed}: met {met} coverage {s['coverage']:.3f} "
+          f"realised {s['realised']:.3f} asked "
+          f"{' / '.join(f'{x:.3f}' for x in row[3])} stage coverage "
+          f"{' / '.join(f'{x:.3f}' for x in row[4])} | alone coverage "
+          f"{a['coverage']:.3f} met {a_met} realised {a['realised']:.3f} | "
+          + ("" if ps is None else f"per-stage coverage {ps['coverage']:.3f} met "
+                                   f"{ps_met} realised {ps['realised']:.3f}"),
+          flush=True)
+    assert (res.stage[res.audited] != PEOPLE).mean() == s["coverage"]
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -42,13 +79,13 @@ def main() -> None:
     ap.add_argument("--risk", type=float, default=0.1)
     ap.add_argument("--sets", nargs="+", default=["mtbench"], choices=list(SETS))
     ap.add_argument("--targets", nargs="+", type=float, default=[0.85, 0.90])
+    ap.add_argument("--budget", type=float, default=None,
+                    help="share of the rows each later judge may be asked about")
     ap.add_argument("--encoder", default=None, help="default all-MiniLM-L6-v2; 'hashing' = test double")
     args = ap.parse_args()
 
     import numpy as np
 
-    from puaudit.audit.cascade import PEOPLE, run_cascade
-    from puaudit.audit.config import AuditConfig
     from puaudit.embed.pairs import embed_table
     from puaudit.data.io import read_table
     from puaudit.data.schema import load_comparisons
@@ -67,26 +104,7 @@ def main() -> None:
             rows = []
             t0 = time.perf_counter()
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                cfg = AuditConfig(random_state=seed, human_source=source)
-                res = run_cascade(table, emb, judges, target=target, risk=args.risk, config=cfg)
-                s = res.summary()
-                ps = res.as_per_stage().summary()  # the same stages, each certified on its own
-                alone = run_cascade(table, emb, judges[-1:], target=target, risk=args.risk,
-                                    config=cfg)
-                a = alone.summary()
-                met, a_met, ps_met = (meets(x, target) for x in (s, a, ps))
-                st = s["stages"]
-                rows.append((met, s["coverage"], s["realised"], [x["asked"] for x in st],
-                             [x["coverage"] for x in st], a["coverage"], a_met, a["realised"],
-                             ps["coverage"], ps_met))
-                print(f"  T={target:g} seed {seed}: met {met} coverage {s['coverage']:.3f} "
-                      f"realised {s['realised']:.3f} asked "
-                      f"{' / '.join(f'{x:.3f}' for x in rows[-1][3])} stage coverage "
-                      f"{' / '.join(f'{x:.3f}' for x in rows[-1][4])} | alone coverage "
-                      f"{a['coverage']:.3f} met {a_met} realised {a['realised']:.3f} | "
-                      f"per-stage coverage {ps['coverage']:.3f} met {ps_met} realised "
-                      f"{ps['realised']:.3f}", flush=True)
-                assert (res.stage[res.audited] != PEOPLE).mean() == s["coverage"]
+                rows.append(one_seed(table, emb, judges, target, seed, source, args))
             secs = (time.perf_counter() - t0) / len(rows)
             met = [r[0] for r in rows]
             cov = np.array([r[1] for r in rows])
@@ -104,8 +122,10 @@ def main() -> None:
                   + f"; {judges[-1]} alone coverage {alone_cov.mean():.3f} "
                   f"({alone_cov.std(ddof=1):.3f}), meets T in {sum(r[6] for r in rows)}/"
                   f"{len(rows)}; cascade >= alone in {(cov >= alone_cov).sum()}/{len(rows)} "
-                  f"seeds; per-stage answer coverage {np.mean([r[8] for r in rows]):.3f}, "
-                  f"meets T in {sum(r[9] for r in rows)}/{len(rows)}; {secs:.0f}s per seed",
+                  + ("seeds; " if args.budget else
+                     f"seeds; per-stage answer coverage {np.mean([r[8] for r in rows]):.3f}, "
+                     f"meets T in {sum(r[9] for r in rows)}/{len(rows)}; ")
+                  + f"{secs:.0f}s per seed",
                   flush=True)
             if first_ratio is None and name == "mtbench":
                 first_ratio = cov.mean() / max(alone_cov.mean(), 1e-9)

@@ -90,12 +90,37 @@ def other_judges_table(result, table) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _cascade(content_hash: str, encoder_label: str, judges: tuple, target: float, risk: float,
-             config, certify: str, _table, _emb):
+             config, certify: str, budget, _table, _emb):
     from puaudit.audit.cascade import run_cascade
 
     res = run_cascade(_table, _emb, list(judges), target=target, risk=risk, config=config,
-                      certify=certify)
+                      certify=certify, budget=budget)
     return res.summary(), res.to_frame(_table)
+
+
+def _certify_controls() -> tuple[str, float | None]:
+    """How the cascade's trusted rows are certified, and its budget (joint only)."""
+    certify = st.radio(
+        "Certify the trusted rows", ["joint", "per-stage"], horizontal=True,
+        key="w_cascade_certify",
+        format_func={"joint": "together (one test at the risk)",
+                     "per-stage": "each stage on its own (risk / K)"}.get,
+        help="Together: every trusted row, each with its judge's verdict, is certified by one "
+             "fixed-sequence test at the section's risk, so a stage that agrees well above the "
+             "target lends its margin to the next. Each stage on its own: every stage's "
+             "trusted rows meet the target by themselves (Trust or Escalate's rule; trusts "
+             "less). CLI: --certify joint | per-stage.")
+    budget = st.select_slider(
+        "Budget: share of the rows each later judge may be asked about",
+        options=[None] + [round(0.05 * i, 2) for i in range(2, 21)], value=None,
+        key="w_cascade_budget", disabled=certify == "per-stage",
+        format_func=lambda b: "what the stage before did not certify" if b is None else f"{b:.0%}",
+        help="A stage that certified more than the budget leaves sends its least confident "
+             "certified rows on too, and the later judge's verdict is trusted there where it "
+             "is confident: more coverage for more calls to the later judge (certified "
+             "together only). CLI: --budget 0.7.")
+    budget = None if certify == "per-stage" else budget
+    return certify, budget
 
 
 def cascade_section(table, emb, params: dict) -> None:
@@ -118,22 +143,14 @@ def cascade_section(table, emb, params: dict) -> None:
         st.caption("Choose two or more judges (a rule such as rule:longer counts as one).")
         ss.pop("review_cascade", None)  # no cascade: the Review queue goes back to the audit's
         return
-    certify = st.radio(
-        "Certify the trusted rows", ["joint", "per-stage"], horizontal=True,
-        key="w_cascade_certify",
-        format_func={"joint": "together (one test at the risk)",
-                     "per-stage": "each stage on its own (risk / K)"}.get,
-        help="Together: every trusted row, each with its judge's verdict, is certified by one "
-             "fixed-sequence test at the section's risk, so a stage that agrees well above the "
-             "target lends its margin to the next. Each stage on its own: every stage's "
-             "trusted rows meet the target by themselves (Trust or Escalate's rule; trusts "
-             "less). CLI: --certify joint | per-stage.")
+    certify, budget = _certify_controls()
     cfg = state.audit_config(params).replace(target_agreement=None, m=None, other_judges=None)
     target, risk = float(params["target_agreement"]), float(params["risk"])
     try:
         with st.spinner(f"Running the cascade of {len(judges)} judges…"):
             summary, export = _cascade(state.table_hash(table), params["encoder"],
-                                       tuple(judges), target, risk, cfg, certify, table, emb)
+                                       tuple(judges), target, risk, cfg, certify, budget,
+                                       table, emb)
     except PUAuditError as exc:
         audit_runs.show_error(exc)
         return
@@ -161,6 +178,10 @@ def cascade_section(table, emb, params: dict) -> None:
                          "trusted on its own", format="%.3f",
                          help="share its own certification at risk / K trusted: what sent "
                               "the rest to the next judge"),
+                     "n_handed_on": st.column_config.NumberColumn(
+                         "certified, sent on", format="%d",
+                         help="rows its own certification trusted that the budget sent to the "
+                              "next judge as well"),
                      "realised": st.column_config.NumberColumn("realised", format="%.3f"),
                      "realised_lo": st.column_config.NumberColumn("95% low", format="%.3f"),
                      "realised_hi": st.column_config.NumberColumn("95% high", format="%.3f")})
@@ -171,5 +192,6 @@ def cascade_section(table, emb, params: dict) -> None:
         spreadsheet_safe_copy(export).to_csv(index=False).encode("utf-8"),
         file_name="cascade.csv", mime="text/csv", key="cascade_download",
         help="Every row and column plus puaudit_cascade_split, puaudit_cascade_stage (the judge "
-             "trusted, or people) and puaudit_cascade_verdict. The next judge: puaudit judge "
-             "cascade.csv --only-escalated ... (docs/judge.md).")
+             "trusted, or people), puaudit_cascade_verdict and puaudit_cascade_routed_to (the "
+             "last judge each row was sent to). The next judge: puaudit judge cascade.csv "
+             "--only-escalated ... (docs/judge.md).")

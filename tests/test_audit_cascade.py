@@ -251,8 +251,14 @@ def test_export_keeps_every_row_and_column(panel):
     out = res.to_frame(table)
     assert list(out.columns) == list(df.columns) + ["puaudit_cascade_split",
                                                     "puaudit_cascade_stage",
-                                                    "puaudit_cascade_verdict"]
+                                                    "puaudit_cascade_verdict",
+                                                    "puaudit_cascade_routed_to"]
     pd.testing.assert_frame_equal(out[df.columns], df)
+    # the last judge each row was sent to: judge 2 on its region, the cheap one elsewhere
+    routed_to = out["puaudit_cascade_routed_to"].to_numpy()
+    np.testing.assert_array_equal(routed_to == "judge_winner", res.stages[1].region)
+    np.testing.assert_array_equal(routed_to == "cheap", res.routed & ~res.stages[1].region)
+    assert pd.isna(routed_to[~res.routed]).all()
     stage = out["puaudit_cascade_stage"].to_numpy()
     verdict = out["puaudit_cascade_verdict"].to_numpy()
     for judge in ("cheap", "judge_winner"):
@@ -339,10 +345,23 @@ def test_cli_cascade_writes_the_export_and_one_json_line(tmp_path, capsys, panel
     assert ps["coverage"] == pytest.approx(res.as_per_stage().coverage())
     assert (read_table(tmp_path / "ps.csv")["puaudit_cascade_stage"].to_numpy()
             == res.as_per_stage().stage).all()
+    # --budget: judge 2 asked about what it buys; the JSON says what stage 1 sent on
+    rc = main(["cascade", str(path), "--judges", "cheap", "judge_winner", "--target-agreement",
+               "0.85", "-o", str(tmp_path / "b.csv"), "--embeddings", str(npz), "--json",
+               "--budget", "1"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    b = json.loads(captured.out)
+    assert b["params"]["budget"] == 1.0 and b["stages"][1]["asked"] == 1.0
+    assert b["stages"][0]["n_handed_on"] == (res.stages[0].certified & res.routed).sum() > 0
+    assert f"and {b['stages'][0]['n_handed_on']} rows it certified too (budget)" in captured.err
     # bad input: exit 2 with one message, no traceback
     for argv, says in (
             (["--judges", "nope_col", "cheap"], "'nope_col'"),
             (["--judges", "cheap", "--judge-rule", "longer"], "rule:longer"),
+            (["--judges", "cheap", "judge_winner", "--budget", "0.9", "--certify", "per-stage"],
+             "certify jointly"),
+            (["--judges", "cheap", "judge_winner", "--budget", "2"], "budget is a share"),
             (["--judges", "cheap", "--target-agreement", "1.5"], "target_agreement")):
         rest = [] if "--target-agreement" in argv else ["--target-agreement", "0.85"]
         rc = main(["cascade", str(path), "-o", str(tmp_path / "x.csv"), "--embeddings",
@@ -420,7 +439,8 @@ def test_only_escalated_asks_the_rows_left_for_people_and_the_cascade_runs_on(tm
         n_calls = len(stub.calls)
     cap = capsys.readouterr()
     assert rc == 0, cap.err
-    assert n_calls == left.sum() and f"{left.sum()} of {len(export)} rows left for people" in cap.err
+    assert n_calls == left.sum()
+    assert f"{left.sum()} of {len(export)} rows the cascade sends to 'judge2_winner'" in cap.err
     assert "next: puaudit cascade merged.csv" in cap.out
     m = read_table(tmp_path / "merged.csv")
     assert len(m) == len(first) and list(m.columns[:len(first.columns)]) == list(first.columns)
@@ -463,3 +483,71 @@ def test_joint_and_per_stage_share_the_stages_and_the_union_trusts_at_least_the_
     assert res.summary()["realised"] >= 0.85
     with pytest.raises(PUAuditError, match="certify must be one of"):
         run_cascade(table, emb, ["cheap"], target=0.85, certify="both")
+
+
+def test_a_budget_sends_the_least_confident_certified_rows_on(panel):
+    from puaudit.audit.cascade import stage_probabilities
+
+    df, emb, table, res = panel
+    routed = res.routed
+    n_routed = int(routed.sum())
+    plain_asked = res.stages[1].region.sum() / n_routed
+    budget = round(min(1.0, plain_asked + 0.2), 2)
+    b = run_cascade(table, emb, ["cheap", "judge_winner"], target=0.85, risk=0.1, budget=budget)
+    s1, s2 = b.stages
+    # stage 1's own certification is the same; judge 2 gets exactly what the budget buys
+    np.testing.assert_array_equal(s1.certified, res.stages[0].certified)
+    assert s2.region.sum() == int(np.floor(budget * n_routed + 1e-9))
+    np.testing.assert_array_equal(s2.region, (routed & ~s1.certified) | s1.handed_on)
+    assert s1.handed_on.any() and not (s1.handed_on & ~s1.certified).any()
+    # ... its least confident certified rows
+    q = stage_probabilities([s1], len(routed))[0]
+    kept = s1.certified & ~s1.handed_on
+    assert q[s1.handed_on].max() <= q[kept].min()
+    summary = b.summary()
+    assert summary["stages"][0]["n_handed_on"] == s1.handed_on.sum()
+    assert summary["stages"][1]["asked"] == pytest.approx(budget, abs=1 / n_routed)
+    assert summary["params"]["budget"] == budget
+    # judge 2 is trusted only where it was asked; the answer is one certified union
+    assert not (s2.trusted & ~s2.region).any() and not (s1.trusted & s2.trusted).any()
+    assert b.certification == "joint" and summary["realised"] >= 0.85
+    assert (b.stage[s1.handed_on & b.audited] == "judge_winner").any()
+    routed_to = b.to_frame(table)["puaudit_cascade_routed_to"].to_numpy()
+    np.testing.assert_array_equal(routed_to == "judge_winner", s2.region)
+    # stage-by-stage answers would overlap: refused, both ways
+    with pytest.raises(PUAuditError, match="overlap"):
+        b.as_per_stage()
+    with pytest.raises(PUAuditError, match="certify jointly"):
+        run_cascade(table, emb, ["cheap", "judge_winner"], target=0.85, budget=0.9,
+                    certify="per-stage")
+    for bad in (0.0, 1.5):
+        with pytest.raises(PUAuditError, match="budget is a share"):
+            run_cascade(table, emb, ["cheap", "judge_winner"], target=0.85, budget=bad)
+    # a budget below what is left anyway changes nothing
+    low = run_cascade(table, emb, ["cheap", "judge_winner"], target=0.85, risk=0.1,
+                      budget=max(0.01, round(plain_asked - 0.1, 2)))
+    np.testing.assert_array_equal(low.stage, res.stage)
+    assert low.stages[0].handed_on is None
+
+
+def test_a_pending_judge_is_asked_about_what_the_budget_routes_to_it(panel):
+    from puaudit.audit.escalation import cascade_escalated_rows
+
+    df, emb, _, res = panel
+    first = df.drop(columns="judge_winner")                # judge 2 not asked yet
+    table = load_comparisons(first, judge_column="cheap")
+    budget = round(min(1.0, res.stages[1].region.sum() / res.routed.sum() + 0.2), 2)
+    pending = run_cascade(table, emb, ["cheap", "judge_winner"], target=0.85, budget=budget)
+    export = pending.to_frame(table)
+    rows, pos = cascade_escalated_rows(export, judge="judge_winner")
+    np.testing.assert_array_equal(pos, np.flatnonzero(pending.stages[1].region))
+    assert not [c for c in rows.columns if c.startswith("puaudit_")]
+    # some of them stage 1 certified: they are not left for people, yet judge 2 sees them
+    assert (export["puaudit_cascade_stage"].to_numpy()[pos] == "cheap").any()
+    # a judge the export does not route to (or one already asked): the rows left for people
+    _, people = cascade_escalated_rows(export, judge="someone_else")
+    want = (export["puaudit_cascade_stage"] == PEOPLE) & (export["puaudit_cascade_split"]
+                                                          != "excluded")
+    np.testing.assert_array_equal(people, np.flatnonzero(want.to_numpy()))
+    _, asked_already = cascade_escalated_rows(export, judge="cheap")
+    np.testing.assert_array_equal(asked_already, people)

@@ -28,7 +28,7 @@ def _draw(n=1500, seed=0, *, asked_below=0.85):
     return prob, correct, role, items, certify_folds(items, random_state=seed), (t1, t2)
 
 
-def test_each_candidate_counts_the_first_judge_reaching_the_threshold():
+def test_each_candidate_counts_the_last_judge_reaching_the_threshold():
     rng = np.random.default_rng(3)
     n = 60
     prob = np.vstack([rng.uniform(0.4, 1, n), rng.uniform(0.4, 1, n)])
@@ -44,8 +44,8 @@ def test_each_candidate_counts_the_first_judge_reaching_the_threshold():
         tau = c[order[m - 1]]
         k = 0.0
         for i in order[:m]:
-            first = next(j for j in range(2) if np.isfinite(prob[j, i]) and prob[j, i] >= tau)
-            k += correct[first, i]
+            last = max(j for j in range(2) if np.isfinite(prob[j, i]) and prob[j, i] >= tau)
+            k += correct[last, i]
         assert step["n"] == m and step["k"] == pytest.approx(k)
         assert step["lower"] == pytest.approx(lower_bound(k, m, risk=0.1))
     passed = [s["passed"] for s in out["path"]]
@@ -95,12 +95,14 @@ def test_the_union_lends_one_stages_margin_to_the_next():
     stage = out["stage"]
     audited = np.isin(role, ["validation", "unlabelled"])
     assert (stage[audited] == 1).any() and (stage[audited] == 0).any()
-    # a row is given judge 2 only where judge 2 was asked, and judge 1 first when it reaches
+    # a row is given judge 2 only where judge 2 was asked and reaches the fold's threshold;
+    # judge 1 where judge 2 does not (the later, stronger judge first)
     assert np.isfinite(prob[1, stage == 1]).all()
     for f, ans in enumerate(out["folds"]):
         tau = ans["thresholds"][1]
         mine = (folds == f) & audited & (stage >= 0)
-        np.testing.assert_array_equal(stage[mine] == 0, prob[0, mine] >= tau)
+        np.testing.assert_array_equal(stage[mine] == 1, np.nan_to_num(prob[1, mine]) >= tau)
+        assert (prob[0, mine & (stage == 0)] >= tau).all()
     # judge 2 alone on its region at the same target
     alone = certify_union(np.where(np.isfinite(prob[1]), prob[1], np.nan)[None], correct[1:],
                           role, items, folds, target=0.85, risk=0.1)
@@ -147,3 +149,30 @@ def test_nothing_certified_says_why_and_bad_shapes_are_refused():
     with pytest.raises(PUAuditError, match="disagree"):
         certify_union(prob, correct[:, :10], role, items, folds, target=0.9, risk=0.1)
     assert len(share_grid()) == 15
+
+
+def test_an_earlier_judge_that_disagrees_with_a_later_one_is_capped_by_it():
+    from puaudit.audit.cascade_union import coherent_probabilities
+
+    prob = np.array([[0.95, 0.95, 0.95, 0.95, 0.95, 0.90],
+                     [0.70, 0.70, np.nan, 0.70, 0.30, 0.20],
+                     [0.60, np.nan, np.nan, np.nan, np.nan, 0.85]])
+    verdicts = [np.array(["A", "A", "A", "A", "tie", "A"], dtype=object),
+                np.array(["A", "B", None, "tie", "A", "B"], dtype=object),
+                np.array(["B", None, None, None, None, "B"], dtype=object)]
+    out = coherent_probabilities(prob, verdicts)
+    want = np.array([[0.40, 0.30, 0.95, 0.95, 0.95, 0.15],
+                     [0.40, 0.70, np.nan, 0.70, 0.30, 0.20],
+                     [0.60, np.nan, np.nan, np.nan, np.nan, 0.85]])
+    # row 0: judges 1 and 2 agree, judge 3 disagrees with both; row 1: judge 2 disagrees;
+    # rows 2-4: not asked, a tie, the earlier judge's tie: nothing to cap; row 5: both later
+    # judges disagree with judge 1 (the tighter cap holds), judges 2 and 3 agree
+    np.testing.assert_allclose(out, want)
+    assert np.isnan(prob).sum() == np.isnan(out).sum() and prob[0, 0] == 0.95  # a copy
+    # the last judge is never capped, and no pair of opposite strict verdicts sums above 1
+    np.testing.assert_array_equal(out[-1], prob[-1])
+    for j in range(3):
+        for k in range(j + 1, 3):
+            apart = (np.isin(verdicts[j], ["A", "B"]) & np.isin(verdicts[k], ["A", "B"])
+                     & (verdicts[j] != verdicts[k]) & np.isfinite(out[j]) & np.isfinite(out[k]))
+            assert (out[j, apart] + out[k, apart] <= 1 + 1e-12).all()

@@ -90,3 +90,15 @@ def test_certify_section_runs_a_cascade_and_shows_its_funnel():
     alone = next(d.value for d in at.dataframe if "trusted_alone" in d.value.columns)
     np.testing.assert_allclose(alone["trusted"][:2], alone["trusted_alone"][:2])
     np.testing.assert_allclose(alone["trusted_alone"][:2], stages["trusted_alone"][:2])
+    # a budget needs the joint test: off while each stage certifies on its own
+    budget = next(s for s in at.select_slider if s.label.startswith("Budget"))
+    assert budget.disabled and budget.value is None
+    how.set_value("joint").run()
+    budget = next(s for s in at.select_slider if s.label.startswith("Budget"))
+    assert not budget.disabled
+    budget.set_value(1.0).run()
+    assert not at.exception, at.exception
+    spent = next(d.value for d in at.dataframe if "n_handed_on" in d.value.columns)
+    # judge 2 asked about every routed row: stage 1 sent all it certified on as well
+    assert spent.loc[1, "asked"] == 1.0
+    assert spent.loc[0, "n_handed_on"] > 0 or stages.loc[1, "asked"] == 1.0

@@ -17,6 +17,9 @@ exclude a row from the cascade: it goes to people without being sent to any judg
    cross-certified over folds (:mod:`puaudit.audit.certify`);
 3. trusts the certified rows of :math:`R_k`; the rest (including P rows by their out-of-fold
    probability, so the next stage has annotated rows of its own region) form :math:`R_{k+1}`.
+   With a ``budget`` :math:`b`, when they are fewer than :math:`\lfloor b n \rfloor` of the
+   :math:`n` routed rows, the stage's least confident certified rows join them, so the next
+   judge is asked about what the budget buys (certified jointly only).
 
 Rows of :math:`R_{K+1}` are asked of no judge. Which rows are finally trusted, and by whom, is
 certified last (below); the rest go to people. A stage that certifies nothing (too few P items
@@ -51,6 +54,7 @@ fold's threshold, P rows by their out-of-fold probability at the fold's share; s
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,7 +77,8 @@ PEOPLE = "people"
 JOINT, PER_STAGE = "joint", "per-stage"
 CERTIFY_MODES = (JOINT, PER_STAGE)
 #: Columns the cascade's export adds to the input.
-CASCADE_COLUMNS = ("puaudit_cascade_split", "puaudit_cascade_stage", "puaudit_cascade_verdict")
+CASCADE_COLUMNS = ("puaudit_cascade_split", "puaudit_cascade_stage", "puaudit_cascade_verdict",
+                   "puaudit_cascade_routed_to")
 
 
 @dataclass
@@ -97,6 +102,9 @@ class CascadeStage:
     #: who the next judge is asked about; ``trusted`` is the final answer (the union's rule
     #: when the cascade is certified jointly, else the same rows)
     certified: np.ndarray | None = None
+    #: rows of ``certified`` sent to the next judge as well (``run_cascade``'s ``budget``: its
+    #: least confident certified rows); None when none were
+    handed_on: np.ndarray | None = None
 
 
 @dataclass
@@ -175,7 +183,8 @@ class CascadeResult:
         ``coverage_alone`` (share its own certification at ``risk / K`` trusted: what routed
         the rest to the next judge), ``coverage_of_region``, ``n_trusted`` (audited rows),
         ``realised`` (its trusted validation rows, items once, with ``realised_ci``),
-        ``asked`` (share of routed rows sent to its judge), ``risk``, ``threshold``,
+        ``asked`` (share of routed rows sent to its judge), ``n_handed_on`` (rows it certified
+        that were sent to the next judge as well: ``budget``), ``risk``, ``threshold``,
         ``certified_lower`` and ``message``."""
         a, routed = self.audited, self.routed
         n_a, n_routed = int(a.sum()), int(routed.sum())
@@ -193,6 +202,7 @@ class CascadeResult:
                 "n_trusted": n_t, "n_asked": int(st.region.sum()),
                 "coverage_alone": float((alone & a).sum() / n_a) if n_a else float("nan"),
                 "asked": float(st.region.sum() / n_routed) if n_routed else float("nan"),
+                "n_handed_on": 0 if st.handed_on is None else int(st.handed_on.sum()),
                 "realised": r["agreement"], "realised_ci": r["ci"], "n_validation_trusted": r["n"],
                 "threshold": float("inf") if cert is None else cert.threshold,
                 "certified_lower": float("nan") if cert is None else cert.choice["lower"],
@@ -225,6 +235,10 @@ class CascadeResult:
         at ``risk / K`` trusted (no refitting; the stages' audits and regions are shared)."""
         if self.certification == PER_STAGE:
             return self
+        if any(st.handed_on is not None for st in self.stages):
+            raise PUAuditError("This cascade sent certified rows on to the next judge (a "
+                               "budget), so its stages' own answers overlap: only the joint "
+                               "certification gives one judge per row.")
         stages = [dataclasses.replace(st, trusted=st.certified.copy()) for st in self.stages]
         stage, verdict = _answer(self.judges, stages, self.human)
         return dataclasses.replace(self, stages=stages, stage=stage, verdict=verdict,
@@ -240,6 +254,16 @@ class CascadeResult:
         out["puaudit_cascade_split"] = self.split
         out["puaudit_cascade_stage"] = self.stage
         out["puaudit_cascade_verdict"] = self.verdict
+        out["puaudit_cascade_routed_to"] = self.routed_to()
+        return out
+
+    def routed_to(self) -> np.ndarray:
+        """(n,) object: the last judge each row was sent to (for a judge not asked yet: whom to
+        ask it next), None for rows excluded from the cascade. Regions are nested, so every
+        judge before it was asked too."""
+        out = np.full(len(self.split), None, dtype=object)
+        for st in self.stages:
+            out[st.region] = st.judge
         return out
 
 
@@ -397,7 +421,8 @@ def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, hu
 
 
 def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, risk: float = 0.1,
-                config: AuditConfig | None = None, certify: str = "joint") -> CascadeResult:
+                config: AuditConfig | None = None, certify: str = "joint",
+                budget: float | None = None) -> CascadeResult:
     """Run the cascade of ``judges`` (cheapest first) at ``target`` agreement and ``risk``.
 
     Parameters
@@ -419,6 +444,15 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
         ``risk`` (:mod:`puaudit.audit.cascade_union`); with one judge, or a judge not asked
         yet, the per-stage answer. ``"per-stage"``: each stage's own certification is the
         answer (Trust or Escalate's rule: every stage's trusted rows meet ``target``).
+    budget : float in (0, 1], optional
+        The share of the routed rows each later judge may be asked about: when the rows a stage
+        did not certify are fewer than the budget buys (:math:`\lfloor b \cdot n \rfloor`), its
+        least confident certified rows (by its held-out probability) are sent on as well, and
+        the union's rule gives them the later judge's verdict where that judge is confident.
+        Rows no stage certified are always sent on, so a judge is asked about more than the
+        budget when the stages before it certified less. None (default): only the rows a stage
+        did not certify. Certified jointly only (the regions overlap, so stage-by-stage answers
+        would not be one per row).
     config : AuditConfig, optional
         Everything else of each stage's audit (``p_ratio``, ``random_state``, ``scorer``,
         ``human_source`` — ``votes``, ``consensus`` or ``ds`` —, ...). Its ``target_agreement``,
@@ -431,27 +465,27 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     from puaudit.audit.stages import human_labels
 
     target, risk = check_target(target), check_risk(risk)
-    if certify not in CERTIFY_MODES:
-        raise PUAuditError(f"certify must be one of {list(CERTIFY_MODES)}, got {certify!r}.")
+    budget = _check_budget(certify, budget)
     config = AuditConfig() if config is None else config
     if config.human_source == "crowdlab":
         raise PUAuditError("human_source 'crowdlab' needs one judge's audit for its consensus; a "
                            "cascade has several judges. Use votes, consensus or ds.")
-    if config.m is not None:
-        config = config.replace(m=None)
+    config = config if config.m is None else config.replace(m=None)
     judges, verdicts = _check_judges(table, judges)
     human = human_labels(table, config)
     human = np.asarray(table.human if human is None else human, dtype=object)
     split, reason = _cascade_split(table, embeddings, human, config)
     K = len(judges)
     region = split != SPLIT_EXCLUDED
+    bought = None if budget is None else math.floor(budget * region.sum() + 1e-9)
     stages = []
     for k in range(K):
         st = _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human,
                         config, target, risk / K)
         st.certified = st.trusted.copy()
         stages.append(st)
-        region = region & ~st.certified
+        nxt = region & ~st.certified
+        region = nxt if bought is None or k == K - 1 else _hand_on(st, region, nxt, bought)
     items = np.asarray(table.item_id).astype(str)
     union = None
     # a judge not asked yet: the per-stage answer, whose escalations are whom to ask next
@@ -460,12 +494,43 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
                                  target=target, risk=risk)
     stage, verdict = _answer(judges, stages, human)
     params = {**config.replace(target_agreement=target, risk=risk).to_dict(),
-              "judges": list(judges), "certify": certify}
+              "judges": list(judges), "certify": certify, "budget": budget}
     params.pop("other_judges", None)
     return CascadeResult(judges=tuple(judges), target=target, risk=risk, split=split,
                          reason=reason, human=human, item_id=items, stages=stages, stage=stage,
                          verdict=verdict, params=params,
                          certification=JOINT if union is not None else PER_STAGE, union=union)
+
+
+def _check_budget(certify: str, budget) -> float | None:
+    """``budget`` as a float in (0, 1] (None: no budget); refused with per-stage answers."""
+    if certify not in CERTIFY_MODES:
+        raise PUAuditError(f"certify must be one of {list(CERTIFY_MODES)}, got {certify!r}.")
+    if budget is None:
+        return None
+    budget = float(budget)
+    if not 0.0 < budget <= 1.0:
+        raise PUAuditError(f"The budget is a share of the rows in (0, 1]; got {budget:g}.")
+    if certify == PER_STAGE:
+        raise PUAuditError("Each stage certified on its own needs every judge asked only about "
+                           "the rows the earlier ones did not certify: drop the budget "
+                           "(--budget) or certify jointly.")
+    return budget
+
+
+def _hand_on(st: CascadeStage, region: np.ndarray, nxt: np.ndarray, want: int) -> np.ndarray:
+    """``nxt`` (the rows ``st`` did not certify) plus, until it holds ``want`` rows, ``st``'s
+    certified rows of ``region`` of lowest held-out probability (ties by row order); sets
+    ``st.handed_on``."""
+    need = want - int(nxt.sum())
+    cand = np.flatnonzero(region & st.certified)
+    if need <= 0 or not len(cand):
+        return nxt
+    q = np.nan_to_num(stage_probabilities([st], len(region))[0][cand], nan=-np.inf)
+    give = cand[np.argsort(q, kind="stable")[:need]]
+    st.handed_on = np.zeros(len(region), bool)
+    st.handed_on[give] = True
+    return nxt | st.handed_on
 
 
 def _answer(judges, stages: list, human: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -495,11 +560,11 @@ def stage_probabilities(stages: list, n: int) -> np.ndarray:
 def _certify_jointly(stages, split, human, items, random_state, *, target, risk) -> dict:
     """Certify the union (:func:`puaudit.audit.cascade_union.certify_union`) and set each
     stage's ``trusted`` to the rows the union's rule gives its judge."""
-    from puaudit.audit.cascade_union import certify_union
+    from puaudit.audit.cascade_union import certify_union, coherent_probabilities
     from puaudit.audit.certify import certify_folds
 
     n = len(split)
-    prob = stage_probabilities(stages, n)
+    prob = coherent_probabilities(stage_probabilities(stages, n), [st.verdicts for st in stages])
     correct = np.array([[v is not None and v == h for v, h in zip(st.verdicts, human)]
                         for st in stages], dtype=float)
     out = certify_union(prob, correct, split, items, certify_folds(items,

@@ -14,14 +14,29 @@ alone's 0.74). What a user is promised is about the union, so the union is what 
 **The rule at threshold** :math:`\tau`. Row :math:`i` has a held-out probability
 :math:`q_{ki}` that judge :math:`k` is right for every judge asked about it (P rows: out of
 fold; validation and unlabelled rows: the stage's calibrator, fitted on P), NaN for the others.
-It takes the verdict of the first judge, in cascade order, whose probability reaches
+It takes the verdict of the *last* judge, in cascade order, whose probability reaches
 :math:`\tau`, and is trusted when one does, i.e. when :math:`c_i = \max_k q_{ki} \ge \tau`:
 
-.. math:: \text{stage}_\tau(i) = \min\{k : q_{ki} \ge \tau\}, \qquad
+.. math:: \text{stage}_\tau(i) = \max\{k : q_{ki} \ge \tau\}, \qquad
           y_i(\tau) = [\text{verdict of judge } \text{stage}_\tau(i) = \text{people's}].
 
-The trusted sets grow as :math:`\tau` falls (a row may move to an earlier, cheaper judge, never
-out), and they are fixed by the probabilities alone.
+The judges asked about a row were asked in cascade order, cheapest (and weakest) first, so the
+last confident one is the strongest opinion paid for on that row (its evidence also read the
+earlier verdicts). The trusted sets grow as :math:`\tau` falls (a row may move to a later
+judge, never out), and they are fixed by the probabilities alone.
+
+**Two judges that disagree cannot both be right.** On a row where people give a strict
+verdict (every row the cascade routes), judges with opposite strict verdicts are right with
+probabilities that sum to at most 1. A later judge's evidence read the earlier verdicts
+(``agrees_<judge>``), so its :math:`q_{ki}` already knows of the disagreement and an earlier
+judge's does not; each earlier judge's probability is capped by every later one asked about the
+row that gave the opposite verdict (:func:`coherent_probabilities`):
+
+.. math:: q_{ji} \leftarrow \min\bigl(q_{ji},\ 1 - q_{ki}\bigr)
+          \quad\text{for } k > j \text{ asked, } v_{ki}, v_{ji} \in \{A, B\},\ v_{ki} \ne v_{ji}.
+
+Without it a row where the strong judge doubts itself and disagrees with a confident cheap judge
+would be trusted with the cheap judge's verdict at the cheap judge's optimism.
 
 **The test** is the one of :mod:`puaudit.audit.certify` on :math:`c`: a grid of shares fixed
 before any outcome is seen (0.30, 0.35, ..., 1); candidate :math:`s_j` holds every source's
@@ -57,7 +72,25 @@ from puaudit.audit.fixed_sequence import SHARE_STEP, START_SHARE, walk_shares
 from puaudit.audit.splits import SPLIT_P, SPLIT_U, SPLIT_VAL
 from puaudit.errors import PUAuditError
 
-__all__ = ["union_sources", "choose_union_share", "certify_union"]
+__all__ = ["coherent_probabilities", "union_sources", "choose_union_share", "certify_union"]
+
+
+def coherent_probabilities(prob: np.ndarray, verdicts) -> np.ndarray:
+    """``prob`` (K, n) with each earlier judge's probability capped by ``1 - q_k`` of every later
+    judge ``k`` asked about the row that gave the opposite strict verdict (module docstring).
+
+    ``verdicts``: K arrays of each judge's verdict per row (A, B, tie or None). A copy is
+    returned; NaN (not asked) stays NaN and never caps.
+    """
+    prob = np.array(prob, dtype=np.float64, copy=True)
+    v = [np.asarray(x, dtype=object) for x in verdicts]
+    strict = [np.isin(x, ["A", "B"]) for x in v]
+    asked = np.isfinite(prob)
+    for j in range(len(prob) - 1):
+        for k in range(j + 1, len(prob)):
+            apart = asked[j] & asked[k] & strict[j] & strict[k] & (v[j] != v[k])
+            prob[j, apart] = np.minimum(prob[j, apart], 1.0 - prob[k, apart])
+    return prob
 
 
 def union_sources(prob: np.ndarray, correct: np.ndarray, items: np.ndarray, rows: np.ndarray
@@ -88,10 +121,10 @@ def union_sources(prob: np.ndarray, correct: np.ndarray, items: np.ndarray, rows
     return c[order], q[:, order], a[:, order]
 
 
-def _first_reaching(q: np.ndarray, tau: float) -> np.ndarray:
-    """Index of the first judge whose probability reaches ``tau`` (columns of ``q``); -1: none."""
-    hit = q >= tau
-    return np.where(hit.any(axis=0), np.argmax(hit, axis=0), -1)
+def _last_reaching(q: np.ndarray, tau: float) -> np.ndarray:
+    """Index of the last judge whose probability reaches ``tau`` (columns of ``q``); -1: none."""
+    hit = q[::-1] >= tau
+    return np.where(hit.any(axis=0), len(q) - 1 - np.argmax(hit, axis=0), -1)
 
 
 def choose_union_share(sources, *, target: float, risk: float, floor: float = 0.5,
@@ -118,7 +151,7 @@ def choose_union_share(sources, *, target: float, risk: float, floor: float = 0.
         k = 0.0
         for m, (c, q, a) in zip(counts, sources):
             if m:  # each item scored by the verdict the rule gives it at this source's c[m-1]
-                who = _first_reaching(q[:, :m], c[m - 1])
+                who = _last_reaching(q[:, :m], c[m - 1])
                 k += float(a[who, np.arange(m)].sum())
         return k
 
@@ -201,16 +234,16 @@ def certify_union(prob, correct, role, items, folds, *, target: float, risk: flo
         tau_p, tau_v = ans["thresholds"][0], ans["thresholds"][1]
         mine = folds == f
         p_rows = np.flatnonzero(mine & is_p & (c >= tau_p))
-        stage[p_rows] = _first_reaching(prob[:, p_rows], tau_p)
+        stage[p_rows] = _last_reaching(prob[:, p_rows], tau_p)
         if has_val:
             u_rows = np.flatnonzero(mine & audited & (c >= tau_v))
-            stage[u_rows] = _first_reaching(prob[:, u_rows], tau_v)
+            stage[u_rows] = _last_reaching(prob[:, u_rows], tau_v)
         else:
             cand = np.flatnonzero(mine & audited & np.isfinite(c))
             cand = cand[np.argsort(-c[cand], kind="stable")]
             top = cand[:int(math.floor(ans["share"] * len(cand) + 1e-9))]
             top = top[c[top] >= tau_p]
-            stage[top] = _first_reaching(prob[:, top], tau_p)
+            stage[top] = _last_reaching(prob[:, top], tau_p)
     done = [a for a in answers if a["share"] > 0]
     return {"stage": stage, "folds": answers, "risk_fold": risk_f,
             "share": float(np.mean([a["share"] for a in answers])) if answers else 0.0,

@@ -40,22 +40,31 @@ def escalated_rows(frame, *, column: str = "puaudit_trusted"):
     return pd.DataFrame(frame.loc[esc, keep]).reset_index(drop=True)
 
 
-def cascade_escalated_rows(frame):
-    """The rows of a cascade's export (``puaudit cascade``) left for people, to ask the next
-    judge about: ``(rows, positions)``, the rows without the ``puaudit_*`` columns and their
-    positions in the export.
+def cascade_escalated_rows(frame, *, judge: str | None = None):
+    """The rows of a cascade's export (``puaudit cascade``) to ask the next judge about:
+    ``(rows, positions)``, the rows without the ``puaudit_*`` columns and their positions in the
+    export.
 
-    These are the routed rows no stage trusted (``puaudit_cascade_stage`` is ``people`` and
-    ``puaudit_cascade_split`` is not ``excluded``): unlabelled and validation rows, and the P
-    rows of that region, so the next stage can be calibrated on its own region.
+    These are the rows the cascade routed to ``judge`` (``puaudit_cascade_routed_to``; with a
+    budget, some rows an earlier stage certified too) when ``judge`` is a stage not asked yet
+    (no column of that name; the export names it there); otherwise
+    the routed rows no stage trusted (``puaudit_cascade_stage`` is ``people`` and
+    ``puaudit_cascade_split`` is not ``excluded``). Either way unlabelled and validation rows,
+    and the P rows of that region, so the next stage can be calibrated on its own region.
     """
     for col in ("puaudit_cascade_stage", "puaudit_cascade_split"):
         if col not in frame.columns:
             raise PUAuditError(f"This table has no '{col}' column: pass the export of puaudit "
                                "cascade.", column=col)
-    stage = frame["puaudit_cascade_stage"].astype(str).str.strip()
-    routed = frame["puaudit_cascade_split"].astype(str).str.strip() != "excluded"
-    left = (stage == "people") & routed
+    routed_to = frame.get("puaudit_cascade_routed_to")
+    left = None
+    if judge is not None and routed_to is not None and judge not in frame.columns:
+        left = routed_to.astype(str).str.strip() == str(judge)
+        left = left if left.any() else None
+    if left is None:
+        stage = frame["puaudit_cascade_stage"].astype(str).str.strip()
+        routed = frame["puaudit_cascade_split"].astype(str).str.strip() != "excluded"
+        left = (stage == "people") & routed
     if not left.any():
         raise PUAuditError("No row of this cascade export is left for people: there is nothing "
                            "to send to another judge.", column="puaudit_cascade_stage")

@@ -4,9 +4,11 @@ Judges cheapest first; stage k certifies judge k on the rows earlier stages did 
 risk R/K, which decides who judge k+1 is asked about (:mod:`puaudit.audit.cascade`); the trusted
 rows are then certified together by one test at risk R (``--certify joint``, the default,
 :mod:`puaudit.audit.cascade_union`), or stage by stage (``--certify per-stage``); the rows no
-stage trusts go to people. The export keeps
-every input row and column and adds ``puaudit_cascade_split``, ``puaudit_cascade_stage`` (the
-judge trusted, or ``people``) and ``puaudit_cascade_verdict``. With ``--json`` stdout holds one
+stage trusts go to people. ``--budget S`` lets each later judge be asked about S of the rows:
+the stage before it sends its least confident certified rows on too. The export keeps every
+input row and column and adds ``puaudit_cascade_split``, ``puaudit_cascade_stage`` (the judge
+trusted, or ``people``), ``puaudit_cascade_verdict`` and ``puaudit_cascade_routed_to`` (the
+last judge each row was sent to: for a judge not asked yet, whom to ask). With ``--json`` stdout holds one
 JSON object alone (per stage and overall) and the summary goes to stderr.
 """
 
@@ -44,7 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input")
     p.add_argument("-o", "--output", required=True,
                    help="export (.csv, .parquet or .jsonl): every input row and column plus "
-                        "puaudit_cascade_split, puaudit_cascade_stage, puaudit_cascade_verdict")
+                        "puaudit_cascade_split, puaudit_cascade_stage, puaudit_cascade_verdict, "
+                        "puaudit_cascade_routed_to")
     p.add_argument("--judges", nargs="+", required=True, metavar="COL",
                    help="judge verdict columns, cheapest first (a rule as rule:longer, "
                         "rule:shorter or rule:position-a); judges after the last column present "
@@ -58,6 +61,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="joint (default): one test of every trusted row together at risk R; "
                         "per-stage: each stage's trusted rows meet T on their own (Trust or "
                         "Escalate's rule)")
+    p.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="share of the rows each later judge may be asked about: a stage that "
+                        "certified more than 1 - S of the rows sends its least confident "
+                        "certified rows on too, and the later judge's verdict is trusted there "
+                        "where it is confident (joint certification only; default: only the "
+                        "rows a stage did not certify)")
     _add_table_args(p)
     _add_audit_args(p, exclude=_EXCLUDED)
 
@@ -82,9 +91,11 @@ def _print(summary: dict, file=None) -> None:
               f"n={st['n_validation_trusted']}")
         if g["certification"] == "joint":
             last = i == len(summary["stages"])
+            handed = (f", and {st['n_handed_on']} rows it certified too (budget)"
+                      if st["n_handed_on"] else "")
             print(f"    its own certification at risk {g['risk_per_stage']:.4g} trusted "
                   f"{f(st['coverage_alone'])}"
-                  + ("" if last else f"; the rest went to stage {i + 1}"))
+                  + ("" if last else f"; the rest went to stage {i + 1}{handed}"))
         if st["message"]:
             print(f"    {st['message']}")
     lo, hi = summary["realised_ci"]
@@ -120,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     emb = _embeddings(args, table)
     t0 = time.perf_counter()
     res = run_cascade(table, emb, args.judges, target=target, risk=risk, config=cfg,
-                      certify=args.certify)
+                      certify=args.certify, budget=args.budget)
     print(f"cascade ran in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     write_table(res.to_frame(table), args.output)
     summary = res.summary()

@@ -269,10 +269,10 @@ def _input_frame(args: argparse.Namespace):
         from puaudit.audit.escalation import cascade_escalated_rows, merge_asked_verdicts
 
         export = frame
-        frame, positions = cascade_escalated_rows(export)
-        print(f"{Path(args.input).name}: {len(frame)} of {len(export)} rows left for people by "
-              "the cascade (its P rows of that region included); every row is written back",
-              file=sys.stderr)
+        frame, positions = cascade_escalated_rows(export, judge=args.winner_column)
+        print(f"{Path(args.input).name}: {len(frame)} of {len(export)} rows the cascade sends to "
+              f"'{args.winner_column}' (its P rows of that region included); every row is "
+              "written back", file=sys.stderr)
         return frame, lambda asked: merge_asked_verdicts(export, positions, asked,
                                                          winner_column=args.winner_column)
     if args.only_escalated:

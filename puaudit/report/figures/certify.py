@@ -87,7 +87,8 @@ def escalated_destination(c: dict) -> str:
 def cascade_stage_frame(summary: dict):
     """One row per stage of a cascade (``CascadeResult.summary()``) and one for people: who,
     the share of routed rows asked, the share of audited rows trusted (and the share its own
-    certification at risk / K trusted, which routed the rest), realised agreement with
+    certification at risk / K trusted, which routed the rest, and how many of those it sent on
+    as well under a budget), realised agreement with
     its exact 95% interval, and the message of a stage that certified nothing."""
     import pandas as pd
 
@@ -97,13 +98,13 @@ def cascade_stage_frame(summary: dict):
         rows.append({"stage": f"{i}. {st['judge']}", "asked": st["asked"],
                      "trusted": st["coverage"],
                      "trusted_alone": st["coverage_alone"],
-                     "n_trusted": st["n_trusted"],
+                     "n_trusted": st["n_trusted"], "n_handed_on": st["n_handed_on"],
                      "realised": st["realised"], "realised_lo": lo, "realised_hi": hi,
                      "note": st["message"]})
     n_a = summary["n_audited"]
     rows.append({"stage": "people", "asked": (summary["n_people"] / n_a) if n_a else math.nan,
                  "trusted": math.nan, "trusted_alone": math.nan,
-                 "n_trusted": summary["n_people"], "realised": math.nan,
+                 "n_trusted": summary["n_people"], "n_handed_on": 0, "realised": math.nan,
                  "realised_lo": math.nan, "realised_hi": math.nan, "note": ""})
     return pd.DataFrame(rows)
 
