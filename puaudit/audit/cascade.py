@@ -466,7 +466,7 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     from puaudit.audit.stages import human_labels
 
     target, risk = check_target(target), check_risk(risk)
-    budget = _check_budget(certify, budget)
+    budget = _check_certify(certify, budget)
     config = AuditConfig() if config is None else config
     if config.human_source == "crowdlab":
         raise PUAuditError("human_source 'crowdlab' needs one judge's audit for its consensus; a "
@@ -503,8 +503,9 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
                          certification=JOINT if union is not None else PER_STAGE, union=union)
 
 
-def _check_budget(certify: str, budget) -> float | None:
-    """``budget`` as a float in (0, 1] (None: no budget); refused with per-stage answers."""
+def _check_certify(certify: str, budget) -> float | None:
+    """``certify`` checked, and ``budget`` as a float in (0, 1] (None: no budget), refused with
+    per-stage answers."""
     if certify not in CERTIFY_MODES:
         raise PUAuditError(f"certify must be one of {list(CERTIFY_MODES)}, got {certify!r}.")
     if budget is None:
