@@ -138,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     _print(summary, file=out)
     print(f"wrote {len(table)} rows to {Path(args.output)} (stage and verdict in "
-          "puaudit_cascade_stage, puaudit_cascade_verdict)", file=out)
+          "puaudit_cascade_stage, puaudit_cascade_verdict; the last judge each row was sent to "
+          "in puaudit_cascade_routed_to)", file=out)
     if args.json:
         print(dumps(summary))
     return 0
