@@ -335,26 +335,24 @@ def test_cli_cascade_writes_the_export_and_one_json_line(tmp_path, capsys, panel
     assert (written["puaudit_cascade_stage"].to_numpy() == res.stage).all()
     assert "its own certification at risk 0.05 trusted" in captured.err
     # --certify per-stage: each stage's own answer, the same stages
-    rc = main(["cascade", str(path), "--judges", "cheap", "judge_winner", "--target-agreement",
-               "0.85", "-o", str(tmp_path / "ps.csv"), "--embeddings", str(npz), "--json",
-               "--certify", "per-stage"])
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err
-    ps = json.loads(captured.out)
+    def cascade_json(out_name, *extra):
+        rc = main(["cascade", str(path), "--judges", "cheap", "judge_winner",
+                   "--target-agreement", "0.85", "-o", str(tmp_path / out_name), "--embeddings",
+                   str(npz), "--json", *extra])
+        captured = capsys.readouterr()
+        assert rc == 0, captured.err
+        return json.loads(captured.out), captured.err
+
+    ps, _ = cascade_json("ps.csv", "--certify", "per-stage")
     assert ps["guarantee"]["certification"] == "per-stage" and ps["union"] is None
     assert ps["coverage"] == pytest.approx(res.as_per_stage().coverage())
     assert (read_table(tmp_path / "ps.csv")["puaudit_cascade_stage"].to_numpy()
             == res.as_per_stage().stage).all()
     # --budget: judge 2 asked about what it buys; the JSON says what stage 1 sent on
-    rc = main(["cascade", str(path), "--judges", "cheap", "judge_winner", "--target-agreement",
-               "0.85", "-o", str(tmp_path / "b.csv"), "--embeddings", str(npz), "--json",
-               "--budget", "1"])
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err
-    b = json.loads(captured.out)
+    b, err = cascade_json("b.csv", "--budget", "1")
     assert b["params"]["budget"] == 1.0 and b["stages"][1]["asked"] == 1.0
     assert b["stages"][0]["n_handed_on"] == (res.stages[0].certified & res.routed).sum() > 0
-    assert f"and {b['stages'][0]['n_handed_on']} rows it certified too (budget)" in captured.err
+    assert f"and {b['stages'][0]['n_handed_on']} rows it certified too (budget)" in err
     # bad input: exit 2 with one message, no traceback
     for argv, says in (
             (["--judges", "nope_col", "cheap"], "'nope_col'"),
