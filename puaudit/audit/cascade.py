@@ -424,7 +424,7 @@ def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, hu
 def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, risk: float = 0.1,
                 config: AuditConfig | None = None, certify: str = "joint",
                 budget: float | None = None) -> CascadeResult:
-    """Run the cascade of ``judges`` (cheapest first) at ``target`` agreement and ``risk``.
+    r"""Run the cascade of ``judges`` (cheapest first) at ``target`` agreement and ``risk``.
 
     Parameters
     ----------
