@@ -100,11 +100,13 @@ def _cascade(content_hash: str, encoder_label: str, judges: tuple, target: float
 
 def _certify_controls() -> tuple[str, float | None]:
     """How the cascade's trusted rows are certified, and its budget (joint only)."""
+    from puaudit.audit.cascade import CERTIFY_MODES, JOINT, PER_STAGE
+
     certify = st.radio(
-        "Certify the trusted rows", ["joint", "per-stage"], horizontal=True,
+        "Certify the trusted rows", list(CERTIFY_MODES), horizontal=True,
         key="w_cascade_certify",
-        format_func={"joint": "together (one test at the risk)",
-                     "per-stage": "each stage on its own (risk / K)"}.get,
+        format_func={JOINT: "together (one test at the risk)",
+                     PER_STAGE: "each stage on its own (risk / K)"}.get,
         help="Together: every trusted row, each with its judge's verdict, is certified by one "
              "fixed-sequence test at the section's risk, so a stage that agrees well above the "
              "target lends its margin to the next. Each stage on its own: every stage's "
@@ -113,14 +115,13 @@ def _certify_controls() -> tuple[str, float | None]:
     budget = st.select_slider(
         "Budget: share of the rows each later judge may be asked about",
         options=[None] + [round(0.05 * i, 2) for i in range(2, 21)], value=None,
-        key="w_cascade_budget", disabled=certify == "per-stage",
+        key="w_cascade_budget", disabled=certify == PER_STAGE,
         format_func=lambda b: "what the stage before did not certify" if b is None else f"{b:.0%}",
         help="A stage that certified more than the budget leaves sends its least confident "
              "certified rows on too, and the later judge's verdict is trusted there where it "
              "is confident: more coverage for more calls to the later judge (certified "
              "together only). CLI: --budget 0.7.")
-    budget = None if certify == "per-stage" else budget
-    return certify, budget
+    return certify, None if certify == PER_STAGE else budget
 
 
 def cascade_section(table, emb, params: dict) -> None:

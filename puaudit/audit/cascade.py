@@ -194,14 +194,13 @@ class CascadeResult:
             r = self._realised(st.trusted, st.verdicts)
             n_t = int((st.trusted & a).sum())
             n_reg = int((st.region & a).sum())
-            alone = st.trusted if st.certified is None else st.certified
             cert = getattr(st.audit, "certification", None)
             out.append({
                 "judge": st.judge, "risk": st.risk,
                 "coverage": n_t / n_a if n_a else float("nan"),
                 "coverage_of_region": n_t / n_reg if n_reg else float("nan"),
                 "n_trusted": n_t, "n_asked": int(st.region.sum()),
-                "coverage_alone": float((alone & a).sum() / n_a) if n_a else float("nan"),
+                "coverage_alone": float((st.certified & a).sum() / n_a) if n_a else float("nan"),
                 "asked": float(st.region.sum() / n_routed) if n_routed else float("nan"),
                 "n_handed_on": 0 if st.handed_on is None else int(st.handed_on.sum()),
                 "realised": r["agreement"], "realised_ci": r["ci"], "n_validation_trusted": r["n"],
@@ -378,9 +377,10 @@ def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, hu
                          verdicts=np.full(n, None, dtype=object) if v is None else v)
     if v is None:
         empty.message = (f"'{judge}' is not in the table yet: this stage certifies nothing and "
-                         "passes every row on. Ask that judge about the rows left for people "
-                         f"(puaudit judge CASCADE_EXPORT --only-escalated --winner-column {judge}) "
-                         "and run the cascade again on its output.")
+                         "passes every row on. Ask that judge about the rows the cascade routes to "
+                         "it (puaudit_cascade_routed_to: puaudit judge CASCADE_EXPORT "
+                         f"--only-escalated --winner-column {judge}) and run the cascade again "
+                         "on its output.")
         return empty
     rows = np.flatnonzero(region)
     empty.rows = rows

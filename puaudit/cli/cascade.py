@@ -8,8 +8,8 @@ stage trusts go to people. ``--budget S`` lets each later judge be asked about S
 the stage before it sends its least confident certified rows on too. The export keeps every
 input row and column and adds ``puaudit_cascade_split``, ``puaudit_cascade_stage`` (the judge
 trusted, or ``people``), ``puaudit_cascade_verdict`` and ``puaudit_cascade_routed_to`` (the
-last judge each row was sent to: for a judge not asked yet, whom to ask). With ``--json`` stdout holds one
-JSON object alone (per stage and overall) and the summary goes to stderr.
+last judge each row was sent to: for a judge not asked yet, whom to ask). With ``--json``
+stdout holds one JSON object alone (per stage and overall) and the summary goes to stderr.
 """
 
 from __future__ import annotations
