@@ -13,7 +13,8 @@ from puaudit.stats.bootstrap import cluster_bootstrap_indices
 from puaudit.stats.proportions import wilson_interval
 
 __all__ = ["MonotoneCalibrator", "CALIBRATIONS", "sorted_quantiles", "prior_shift", "logit",
-           "log_loss", "row_log_loss", "cross_fitted_probabilities", "gain_over_base_rate"]
+           "log_loss", "row_log_loss", "cross_fitted_probabilities", "gain_over_base_rate",
+           "paired_gain"]
 
 
 CALIBRATIONS = ("isotonic", "platt")
@@ -339,12 +340,16 @@ def cross_fitted_probabilities(cv_scores: np.ndarray, correct: np.ndarray, folds
 
 
 def gain_over_base_rate(q: np.ndarray, y: np.ndarray, groups: np.ndarray) -> float:
-    r"""z statistic of the log-loss gain of ``q`` over P's base rate, items as clusters.
+    r"""z statistic of the log-loss gain of ``q`` over P's base rate, items as clusters
+    (:func:`paired_gain` of the base rate :math:`\bar y` and ``q``)."""
+    return paired_gain(np.full(len(y), np.mean(y)), q, y, groups)
 
-    :math:`d_i = \ell(\bar y, y_i) - \ell(q_i, y_i)` per P row, summed per item;
-    :math:`z = \bar d / (s_d / \sqrt{n_{items}})` over items (0 when it cannot be computed).
-    """
-    d = row_log_loss(np.full(len(y), y.mean()), y) - row_log_loss(q, y)
+
+def paired_gain(q_ref: np.ndarray, q_new: np.ndarray, y: np.ndarray, groups: np.ndarray) -> float:
+    r"""z statistic of the log-loss gain of ``q_new`` over ``q_ref`` on the same rows, items as
+    clusters: :math:`d_i = \ell(q^{ref}_i, y_i) - \ell(q^{new}_i, y_i)` summed per item,
+    :math:`z = \bar d / (s_d / \sqrt{n_{items}})` (0 when it cannot be computed)."""
+    d = row_log_loss(q_ref, y) - row_log_loss(q_new, y)
     _, inv = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
     per_item = np.bincount(inv, weights=d)
     if len(per_item) < 2 or per_item.std(ddof=1) == 0:

@@ -346,7 +346,14 @@ def _stage_table(table: ComparisonTable, rows: np.ndarray, judges: list, verdict
                  human: np.ndarray) -> ComparisonTable:
     """The table stage ``k`` sees: the region's rows, no column of a later judge, the earlier
     rules' verdicts as columns, judge ``k``'s verdicts as the judge."""
-    owner = judge_columns_of(table.frame.columns, judges)
+    from puaudit.data.judge_probabilities import (default_judge_column,
+                                                  owner_of_probability_columns)
+
+    default = table.extra.get("default_judge", "auto")
+    default = default_judge_column(table.frame.columns) if default == "auto" else default
+    # unprefixed p_A / p_B are the default judge's: a stage before it never sees them
+    owner = {**owner_of_probability_columns(table.frame.columns, judges, default_judge=default),
+             **judge_columns_of(table.frame.columns, judges)}
     later = set(judges[k + 1:])
     frame = table.frame.iloc[rows]
     frame = frame.drop(columns=[c for c, j in owner.items() if j in later])
@@ -361,7 +368,8 @@ def _stage_table(table: ComparisonTable, rows: np.ndarray, judges: list, verdict
                            response_a=take(table.response_a), response_b=take(table.response_b),
                            judge=verdicts[k][rows], human=human[rows],
                            question_type=take(table.question_type), item_id=take(table.item_id),
-                           annotator=take(table.annotator), judge_column=judges[k])
+                           annotator=take(table.annotator), judge_column=judges[k],
+                           extra={**table.extra, "default_judge": default})
 
 
 def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human, config,

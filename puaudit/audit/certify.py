@@ -102,9 +102,15 @@ from puaudit.audit.fixed_sequence import (SHARE_STEP, START_SHARE, choose_share_
                                           item_outcomes, sorted_items, two_sided_interval)
 from puaudit.audit.splits import SPLIT_VAL
 from puaudit.errors import PUAuditError
-__all__ = ["CERTIFY_FOLDS", "certify_folds", "out_of_fold_probabilities", "realised_agreement",
+__all__ = ["AUDIT", "CONFIDENCE", "CHOSEN", "choose_certificate", "CERTIFY_FOLDS", "certify_folds", "out_of_fold_probabilities", "realised_agreement",
            "Certification", "certify_split", "with_target"]
 
+
+#: The candidate certificates: the audit's calibrated P(judge right), and the judge's own
+#: probability of its verdict (the threshold Trust or Escalate certifies). ``CHOSEN``: per fold
+#: the one that trusts more of the fold's rows (:func:`choose_certificate`).
+AUDIT, CONFIDENCE, CHOSEN = "audit", "confidence", "chosen"
+CERTIFICATE_ORDER = (CONFIDENCE, AUDIT, CHOSEN)
 
 #: Folds for cross-certification: the rows of each fold are trusted by a threshold certified on
 #: P and the other folds' validation items at ``risk / CERTIFY_FOLDS``. With two halves,
@@ -203,6 +209,19 @@ class Certification:
     #: filled once from ``u_prob`` and ``u_raw``, and carried by :meth:`at`, so certifying again
     #: at each target of a curve does not sort the audited rows again
     u_order: np.ndarray | None = field(default=None, repr=False)
+    #: which probabilities these are: :data:`AUDIT` (the audit's P(judge right)),
+    #: :data:`CONFIDENCE` (the judge's own probability of its verdict) or :data:`CHOSEN` (per
+    #: fold the candidate that trusts more of the fold's rows, :func:`choose_certificate`)
+    name: str = "audit"
+    #: the walk ends before a share whose probabilities fall below it: 0.5 for a calibrated
+    #: P(judge right) (a verdict more likely wrong than right is never trusted); 0 for the
+    #: judge's own confidence, which is no calibrated probability (its best guess among A, B
+    #: and tie may hold 0.4)
+    floor: float = 0.5
+    #: with :data:`CHOSEN`: the candidates, each certified at ``risk / len(candidates)``, and
+    #: the one chosen for each fold
+    candidates: dict | None = field(default=None, repr=False)
+    chosen: tuple | None = None
 
     def __post_init__(self) -> None:
         if self.u_order is None:
@@ -262,13 +281,17 @@ class Certification:
     def at(self, target: float, risk: float, *, log: bool = False) -> "Certification":
         """The same inputs certified at another target / risk (cheap: no refitting)."""
         target, risk = check_target(target), check_risk(risk)
+        if self.candidates:
+            share = risk / len(self.candidates)
+            return choose_certificate({n: c.at(target, share, log=log)
+                                       for n, c in self.candidates.items()}, risk=risk)
         k = self.n_folds
         # fold f's rows are trusted by P and the other folds, at risk / K each (union bound);
         # without validation items every fold's test is the same test on P, one event: risk
         risk_f = risk / k if self._has_validation else risk
         srcs = self._fold_sources()
         folds = [dict(choose_share_sorted(srcs[f], target=target, risk=risk_f,
-                                     floor=0.5, start_share=START_SHARE, step=SHARE_STEP,
+                                     floor=self.floor, start_share=START_SHARE, step=SHARE_STEP,
                                      log=log), fold=f) for f in range(k)]
         done = [f for f in folds if f["share"] > 0]
         head = min(done, key=lambda f: f["lower"]) if done else folds[0]
@@ -375,6 +398,23 @@ class Certification:
                          "n_validation_trusted": r["n"]})
         return rows
 
+    @property
+    def certificate_used(self) -> str:
+        """The certificate whose rule trusts the rows: :data:`AUDIT`, :data:`CONFIDENCE`, or
+        both names joined by ``+`` when the folds chose differently."""
+        if not self.chosen:
+            return self.name
+        return "+".join(dict.fromkeys(sorted(self.chosen, key=CERTIFICATE_ORDER.index)))
+
+    def candidate_summary(self) -> dict:
+        """Per candidate (one: this certification): its coverage on its own, its risk and the
+        folds that chose it."""
+        cands = self.candidates or {self.name: self}
+        return {n: {"coverage": c.coverage(), "risk": c.choice.get("risk"),
+                    "n_folds_chosen": (self.n_folds if not self.chosen
+                                       else sum(ch == n for ch in self.chosen))}
+                for n, c in cands.items()}
+
     def summary(self) -> dict:
         """The summary fields: ``coverage``, ``certified_lower``, ``threshold`` and the rest
         under ``certification``."""
@@ -400,7 +440,10 @@ class Certification:
                      "n_items": f["n_items"], "message": f["message"]}
                     for f in c.get("folds", [])],
                 "realised": r["agreement"], "realised_ci": r["ci"],
-                "n_validation_trusted": r["n"], "message": c["message"]}
+                "n_validation_trusted": r["n"], "message": c["message"],
+                "certificate": self.certificate_used, "certificates": self.candidate_summary()}
+        for row, f in zip(info["folds"], c.get("folds", [])):
+            row["certificate"] = f.get("certificate", self.name)
         return {"coverage": info["coverage"], "certified_lower": info["certified_lower"],
                 "threshold": info["threshold"], "certification": info}
 
@@ -466,7 +509,110 @@ def certify_split(prep, scored, config, *, reversed_rows: np.ndarray | None = No
         u_correct=np.asarray(judge[u] == human[u], dtype=bool), u_groups=items[u],
         u_reversed=None if reversed_rows is None else np.asarray(reversed_rows, dtype=bool)[u],
         u_raw=np.asarray(scored.score, dtype=np.float64)[u])
-    return cert.at(target, risk, log=log)
+    conf = (None if config.certificate == AUDIT
+            else confidence_candidate(cert, prep, fold))
+    if conf is None:
+        if config.certificate == CONFIDENCE:
+            raise PUAuditError("certificate='confidence' needs the judge's own probabilities "
+                               "(columns <judge column>_p_A, _p_B; p_A / p_B for the default "
+                               "judge): this table has none for its judge. Use 'auto' or "
+                               "'audit'.")
+        return cert.at(target, risk, log=log)
+    if config.certificate == CONFIDENCE:
+        return conf.at(target, risk, log=log)
+    return choose_certificate({AUDIT: cert.at(target, risk / 2, log=log),
+                               CONFIDENCE: conf.at(target, risk / 2, log=log)}, risk=risk)
+
+
+def choose_certificate(candidates: dict, *, risk: float) -> Certification:
+    r"""Per fold, the candidate certificate that trusts more of the fold's audited rows.
+
+    Each candidate of ``candidates`` (name -> :class:`Certification`, same rows and folds) was
+    certified at ``risk / J`` (:math:`J` candidates), so with probability at least
+    :math:`1 - \delta` every candidate's every fold meets the target together (union bound over
+    :math:`J K` tests), and then so does any rule that picks, per fold, one of them. The pick
+    for fold :math:`f` reads the number of fold :math:`f`'s audited rows each candidate trusts:
+    thresholds certified without fold :math:`f`'s outcomes, probabilities of its rows, never an
+    outcome of the fold, so its trusted validation rows stay a held-out measurement. Ties go to
+    the first candidate in ``candidates``' order.
+
+    Returns a :class:`Certification` named :data:`CHOSEN` whose rows of fold :math:`f` carry
+    the chosen candidate's probabilities and fold answer (``choice["folds"][f]["certificate"]``);
+    :meth:`Certification.at` certifies the candidates again and chooses again.
+    """
+    names = list(candidates)
+    first = candidates[names[0]]
+    k = first.n_folds
+    cover = {}
+    for n, c in candidates.items():
+        if c.u_rows.shape != first.u_rows.shape or not np.array_equal(c.u_rows, first.u_rows):
+            raise PUAuditError("Candidate certificates must cover the same audited rows.")
+        t = c._u_trusted()
+        cover[n] = [int(t[c.u_fold == f].sum()) for f in range(k)]
+    chosen = [max(names, key=lambda n: (cover[n][f], -names.index(n))) for f in range(k)]
+    # audited rows: each fold's rows take the chosen candidate's probabilities
+    u_prob = np.array(first.u_prob, dtype=np.float64, copy=True)
+    u_raw = np.zeros(len(u_prob)) if first.u_raw is None else np.array(first.u_raw, float)
+    # P rows: the union of the candidates' P rows, each fold by its chosen candidate
+    n = first.n_rows
+    p_prob, p_correct = np.full(n, np.nan), np.zeros(n, bool)
+    p_groups, p_fold = np.full(n, "", dtype=object), np.full(n, -1)
+    has_p = np.zeros(n, bool)
+    for c in candidates.values():
+        has_p[c.p_rows] = True
+        p_correct[c.p_rows], p_groups[c.p_rows], p_fold[c.p_rows] = (
+            c.p_correct, np.asarray(c.p_groups, dtype=object), c.p_fold)
+    folds = []
+    for f, name in enumerate(chosen):
+        c = candidates[name]
+        mine = c.u_fold == f
+        u_prob[mine] = c.u_prob[mine]
+        if c.u_raw is not None:
+            u_raw[mine] = np.asarray(c.u_raw, float)[mine]
+        p_here = c.p_rows[c.p_fold == f]
+        p_prob[p_fold == f] = np.nan
+        p_prob[p_here] = c.p_prob[c.p_fold == f]
+        folds.append(dict(c.choice["folds"][f], certificate=name))
+    p_rows = np.flatnonzero(has_p)
+    base = candidates[chosen[0]].choice
+    done = [f for f in folds if f["share"] > 0]
+    head = min(done, key=lambda f: f["lower"]) if done else folds[0]
+    choice = {**base, "risk": risk, "folds": folds,
+              "share": float(np.mean([f["share"] for f in folds])),
+              "lower": head["lower"] if done else float("nan"),
+              "n": head["n"] if done else 0, "n_needed": head["n_needed"],
+              "n_start": head["n_start"], "n_tested": head["n_tested"],
+              "n_folds_certified": len(done),
+              "message": "" if done else candidates[names[0]].choice["message"]}
+    return dataclasses.replace(
+        first, p_rows=p_rows, p_prob=p_prob[p_rows], p_correct=p_correct[p_rows],
+        p_groups=p_groups[p_rows].astype(str), p_fold=p_fold[p_rows], u_prob=u_prob,
+        u_raw=u_raw, u_order=None, choice=choice, name=CHOSEN,
+        candidates=dict(candidates), chosen=tuple(chosen))
+
+
+def confidence_candidate(cert: Certification, prep, fold: np.ndarray) -> Certification | None:
+    """The judge's own confidence as a certificate over the same rows and folds as ``cert``
+    (the audit's): P rows and audited rows by ``prep.confidence`` (which no outcome chose, so
+    every P row can be certified on, out of fold or not); ``fold``: every row's certification
+    fold, as dealt for ``cert``. None when the judge gives no probability on the annotated
+    rows."""
+    conf = None if prep.confidence is None else np.asarray(prep.confidence, dtype=np.float64)
+    if conf is None:
+        return None
+    items = np.asarray(prep.item_id).astype(str)
+    judge, human = np.asarray(prep.judge, dtype=object), np.asarray(prep.human, dtype=object)
+    p_all = np.asarray(prep.p_rows, dtype=np.int64)
+    p_rows = p_all[np.isfinite(conf[p_all])]
+    u = cert.u_rows
+    if not len(p_rows) and not np.isfinite(conf[u][cert.u_val]).any():
+        return None
+    return Certification(
+        n_rows=cert.n_rows, p_rows=p_rows, p_prob=conf[p_rows],
+        p_correct=np.asarray(judge[p_rows] == human[p_rows], dtype=bool),
+        p_groups=items[p_rows], u_rows=u, u_prob=conf[u], u_val=cert.u_val,
+        u_correct=cert.u_correct, u_groups=cert.u_groups, u_reversed=cert.u_reversed,
+        u_raw=conf[u], p_fold=fold[p_rows], u_fold=cert.u_fold, name=CONFIDENCE, floor=0.0)
 
 
 def with_target(result, target: float, risk: float):

@@ -19,7 +19,7 @@ from puaudit.audit.evidence import EVIDENCE_SIGNALS, evidence_signal_names
 from puaudit.audit.scorers import SCORERS
 
 __all__ = ["AuditConfig", "SCORER_CHOICES", "RULES", "OT_METHODS", "CALIBRATION_CHOICES",
-           "HUMAN_SOURCES", "add_config_arguments", "config_from_args"]
+           "HUMAN_SOURCES", "CERTIFICATES", "add_config_arguments", "config_from_args"]
 
 #: Relabel rules (:mod:`puaudit.audit.relabel`).
 RULES = ("guarded", "paper")
@@ -28,6 +28,8 @@ SCORER_CHOICES = ("auto", *SCORERS, "evidence")
 OT_METHODS = ("auto", "exact", "entropic", "fast")
 CALIBRATION_CHOICES = ("isotonic", "platt")
 HUMAN_SOURCES = ("votes", "consensus", "ds", "crowdlab")
+#: Certificates (:mod:`puaudit.audit.certify`): ``auto`` chooses per fold among the others.
+CERTIFICATES = ("auto", "audit", "confidence")
 
 
 def check_target(target: float) -> float:
@@ -179,6 +181,11 @@ class AuditConfig:
         "(e.g. 0.9) and escalate the rest (default: no certification)"))
     risk: float = field(default=0.1, metadata=_cli(
         "--risk", "probability that the certified verdicts miss --target-agreement"))
+    certificate: str = field(default="auto", metadata=_cli(
+        "--certificate", "which certificate trusts verdicts: auto (the audit's P(judge right) "
+        "and, when the judge gives probabilities, the judge's own confidence, each at risk/2, "
+        "the one trusting more rows per fold), audit, or confidence",
+        choices=CERTIFICATES))
     texts: bool = field(default=True, metadata=_cli(
         "--no-texts", "evidence-only audit: no text encoder, no embeddings; P(judge right) from "
         "the judge's own evidence (Bradley-Terry, lengths, position, both orders, "
@@ -244,6 +251,9 @@ class AuditConfig:
         if self.target_agreement is not None:
             object.__setattr__(self, "target_agreement", check_target(self.target_agreement))
         object.__setattr__(self, "risk", check_risk(self.risk))
+        if self.certificate not in CERTIFICATES:
+            raise PUAuditError(f"certificate must be one of {list(CERTIFICATES)}, got "
+                               f"{self.certificate!r}.")
         object.__setattr__(self, "texts", bool(self.texts))
         if not self.texts and self.scorer not in ("auto", "evidence"):
             raise PUAuditError(f"The {self.scorer} scorer reads the texts' embeddings; the "

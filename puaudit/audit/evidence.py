@@ -63,8 +63,6 @@ EVIDENCE_SIGNALS = ("position_first", "log_length_ratio", "structure_gap", "bt_g
                     "bt_favourite", "bt_upset", "bt_gap_type", "order_consistent", "p_chosen", "p_entropy",
                     "log_perplexity", "agrees")
 
-_PROB_RE = (re.compile(r"^p(?:rob(?:ability)?)?_?(?P<order>[12])?_?(?P<letter>a|b|tie)$", re.I),
-            re.compile(r"^p(?:rob(?:ability)?)?_?(?P<letter>a|b|tie)_?(?P<order>[12])$", re.I))
 _PPL_RE = re.compile(r"^(?:ppl|perplexity)(?:_?(?P<order>[12]))?$", re.I)
 #: another judge's verdict column names a judge; never a person or a known truth
 _JUDGE_WORD = "judge"
@@ -193,19 +191,6 @@ def _numeric(frame: pd.DataFrame, col: str, *, lo: float, hi: float, open_lo: bo
     return vals
 
 
-def _probability_columns(frame: pd.DataFrame) -> dict[int, dict[str, str]]:
-    """order (1 as shown, 2 swapped) -> letter -> column name."""
-    found: dict[int, dict[str, str]] = {}
-    for c in frame.columns:
-        for rx in _PROB_RE:
-            m = rx.match(str(c).strip())
-            if m:
-                order = int(m.group("order") or 1)
-                found.setdefault(order, {}).setdefault(m.group("letter").lower(), c)
-                break
-    return {o: d for o, d in found.items() if "a" in d and "b" in d}
-
-
 def _swapped_column(frame: pd.DataFrame, judge_col: str) -> str | None:
     """A column holding the same judge's verdicts with the answers shown in the other order."""
     names = {str(c).lower(): c for c in frame.columns}
@@ -277,6 +262,9 @@ class _Collector:
         self.judge_col = str(table.columns.get("judge", ""))
         # a rule's verdicts are not described by the file's own judge columns
         self.own_judge = not str(table.judge_column).startswith("rule:")
+        # whose probabilities unprefixed p_A / p_B are: the table's, or the whole table's when
+        # this one is a cascade stage's part of it
+        self.default_judge = table.extra.get("default_judge", "auto")
 
     def want(self, *names: str) -> bool:
         return self.wanted is None or any(n in self.wanted for n in names)
@@ -359,29 +347,23 @@ def _order_signal(c: _Collector) -> None:
 
 
 def _probability_signals(c: _Collector) -> None:
-    frame, sign = c.frame, c.sign
-    chosen, ents, src = [], [], []
-    for order, letters in sorted(_probability_columns(frame).items()):
-        names = [letters[k] for k in ("a", "b", "tie") if k in letters]
-        read = [_numeric(frame, col, lo=0.0, hi=1.0) for col in names]
-        bad = [m for m in read if isinstance(m, str)]
-        c.used.update(str(col) for col in names)
-        if bad:
-            c.ev.messages.append(f"{bad[0]}: the judge-probability signal of order {order} is "
-                                 "left out (probabilities must be numbers in [0, 1]).")
-            continue
-        pa, pb = read[0], read[1]
-        # order 2 shows the answers swapped: its "A" is the table's B
-        chosen.append(np.where(sign > 0, pa if order == 1 else pb, pb if order == 1 else pa))
-        ents.append(_entropy(np.column_stack(read)))
-        src += names
-    if chosen:
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # rows with no probability at all
-            if c.want("p_chosen"):
-                c.put("p_chosen", np.nanmean(np.column_stack(chosen), axis=1), src)
-            if c.want("p_entropy"):
-                c.put("p_entropy", np.nanmean(np.column_stack(ents), axis=1), src)
+    """``p_chosen`` / ``p_entropy`` from the judge's own probability columns
+    (:mod:`puaudit.data.judge_probabilities`: ``<judge>_p_A`` ..., or unprefixed for the default
+    judge only; both orders merged by their mean)."""
+    from puaudit.data.judge_probabilities import judge_probabilities
+
+    probs = judge_probabilities(c.frame, c.judge_col, default_judge=c.default_judge)
+    c.ev.messages.extend(probs.messages)
+    c.used.update(probs.columns)
+    if not probs:
+        return
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # rows with no probability at all
+        if c.want("p_chosen"):
+            c.put("p_chosen", probs.of_verdicts(c.table.judge), probs.columns)
+        if c.want("p_entropy"):
+            ents = np.column_stack([_entropy(p) for p in probs.by_order.values()])
+            c.put("p_entropy", np.nanmean(ents, axis=1), probs.columns)
 
 
 def _perplexity_signal(c: _Collector) -> None:

@@ -19,7 +19,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from puaudit.audit.calibration import (cross_fitted_probabilities, gain_over_base_rate,
-                                       log_loss, logit)
+                                       log_loss, logit, paired_gain)
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer, fit_pooled
 from puaudit.audit.evidence_model import EVIDENCE, score_evidence
@@ -151,6 +151,16 @@ def _compare(prep: PreparedSplit, fitted: dict, usable: list, ev_scored: ScoredS
     briers = {c: float(np.mean((v - y) ** 2)) for c, v in q.items()}
     base_loss = log_loss(np.full(len(y), y.mean()), y)
     chosen = force or min(losses, key=losses.get)
+    kept_confidence = None
+    if (not force and ev_scored is not None and chosen != EVIDENCE
+            and "p_chosen" in ev_scored.diagnostics.get("evidence", {}).get("signals", ())):
+        # the evidence scorer reads the judge's own confidence: a text scorer replaces it only
+        # when it predicts better on P beyond noise (paired, items as clusters), never on a
+        # log-loss tie (a tie gave away the judge's confidence on 4-5 of 20 seeds)
+        z_pair = paired_gain(q[EVIDENCE], q[chosen], y, groups)
+        if z_pair <= float(norm.ppf(0.95)):
+            kept_confidence = (chosen, z_pair)
+            chosen = EVIDENCE
     ranked = sorted(losses, key=losses.get)
     runner = ranked[1] if len(ranked) > 1 else None
     reason = (f"lowest cross-fitted log loss on {len(y)} P rows ({losses[chosen]:.4f}"
@@ -158,6 +168,11 @@ def _compare(prep: PreparedSplit, fitted: dict, usable: list, ev_scored: ScoredS
               + f"; base rate alone {base_loss:.4f})")
     if force:
         reason = f"{force} was asked for; " + reason.replace("lowest ", "its ", 1)
+    if kept_confidence is not None:
+        reason = (f"evidence kept: it reads the judge's own probabilities, and {kept_confidence[0]}"
+                  f"'s lower log loss ({losses[kept_confidence[0]]:.4f} against "
+                  f"{losses[EVIDENCE]:.4f}) is within noise (paired z = "
+                  f"{kept_confidence[1]:.2f}, needs 1.64); base rate alone {base_loss:.4f}")
     z = gain_over_base_rate(q[chosen], y, groups)
     # the winner of several candidates: its gain must clear a one-sided 5% test corrected for
     # the number compared (Bonferroni), else its low probabilities may be noise

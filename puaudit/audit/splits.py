@@ -223,6 +223,9 @@ class PreparedSplit:
     split_log: dict = field(default_factory=dict)
     #: label-free signals about each verdict (:mod:`puaudit.audit.evidence`); None: not computed
     evidence: object = None
+    #: the judge's own probability of each verdict it gave
+    #: (:func:`puaudit.data.judge_probabilities.judge_confidence`); None: it gives none
+    confidence: np.ndarray | None = None
 
     @property
     def p_rows(self) -> np.ndarray:
@@ -315,11 +318,14 @@ def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: Au
 
         ev = verdict_evidence(table, signals=config.evidence,
                               other_judges=config.other_judges)
+    from puaudit.data.judge_probabilities import judge_confidence
+
     return PreparedSplit(split=split, reason=reason, emb=emb, sign_human=sh, sign_judge=sj,
                          judge=table.judge, human=human,
                          question_type=np.asarray(table.question_type, dtype=object),
                          item_id=table.item_id, p_ratio=p_ratio, random_state=random_state,
-                         m_estimate=m_est, split_log=slog, evidence=ev)
+                         m_estimate=m_est, split_log=slog, evidence=ev,
+                         confidence=judge_confidence(table))
 
 
 def identical_responses(table: ComparisonTable) -> np.ndarray:

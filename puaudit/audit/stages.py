@@ -68,7 +68,7 @@ STAGE_FIELDS: dict[str, tuple[str, ...]] = {
     "fit": FIT_FIELDS,
     "choice": ("scorer",),
     "relabel": ("m", "rule", "margin", "review_band", "per_type"),
-    "certify": ("target_agreement", "risk"),
+    "certify": ("target_agreement", "risk", "certificate"),
 }
 _ALL = tuple(f.name for f in dataclasses.fields(AuditConfig))
 #: fields no stage declares: every stage reads them (safe for fields added later)
