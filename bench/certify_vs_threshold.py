@@ -20,6 +20,8 @@ Data:
 * ``MT-Bench, GPT-4 (generated, AUROC 0.75)`` and ``llmfao, GPT-4 (generated, AUROC 0.75)``:
   GPT-4's real verdicts with probabilities generated at a real judge's separation
   (:mod:`puaudit.data.simulate_judges`; no public pairwise set has a judge's probabilities).
+* ``MT-Bench, a judge at 0.78 (generated, AUROC 0.75)``: a weaker judge, its verdicts the
+  people's item majority 78% of the time, with generated probabilities.
 
 ``--cascade``: three judges on MT-Bench, each with its own probabilities (``judge_weak`` and
 ``judge_mid``, generated at accuracy 0.70 / 0.78 against the people's item majority, and GPT-4,
@@ -45,6 +47,7 @@ import numpy as np
 from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder
 
 SETS = ("MT-Bench, GPT-4 (two orders)", "MT-Bench, GPT-4 (generated, AUROC 0.75)",
+        "MT-Bench, a judge at 0.78 (generated, AUROC 0.75)",
         "llmfao, GPT-4 (generated, AUROC 0.75)")
 
 
@@ -118,6 +121,13 @@ def load(name: str):
 
     if name.startswith("MT-Bench"):
         frame = read_table(MTBENCH)
+        if "a judge at" in name:  # a weaker judge's verdicts, simulated from the people's
+            from puaudit.data.simulate_judges import simulated_judge
+
+            t = load_comparisons(frame)
+            v = simulated_judge(t.human, t.item_id, accuracy=0.78, random_state=11)
+            frame["judge_winner"] = np.where(v == "A", "model_a", "model_b")
+            frame = frame.drop(columns=["judge_winner_raw"])
         frame = two_order_frame(frame) if "two orders" in name else generated_frame(frame)
     else:
         frame = generated_frame(read_table(LLMFAO))

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from puaudit.audit.certify import AUDIT, certify_folds
 from puaudit.audit.config import check_risk, check_target
 from puaudit.audit.fixed_sequence import item_outcomes, two_sided_interval
 from puaudit.audit.config import AuditConfig
@@ -373,7 +374,7 @@ def _stage_table(table: ComparisonTable, rows: np.ndarray, judges: list, verdict
 
 
 def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human, config,
-               target, risk_k) -> CascadeStage:
+               target, risk_k, folds) -> CascadeStage:
     from puaudit.embed.pairs import PairEmbeddings
     from puaudit.audit.stages import audit_table
     from puaudit.audit.splits import prepare_split
@@ -415,7 +416,8 @@ def _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, hu
             raise PUAuditError(f"Too few annotated rows reach this stage ({int(p.sum())} P rows, "
                                f"{n_ann} annotated with a strict verdict of '{judge}').")
         prep = dataclasses.replace(prep, split=s, reason=why, m_estimate=m_est,
-                                   split_log={"cascade_stage": k + 1, "n_rows": len(rows)})
+                                   split_log={"cascade_stage": k + 1, "n_rows": len(rows)},
+                                   folds=folds[rows])
         res = audit_table(sub, emb, cfg, prep=prep)
     except PUAuditError as exc:
         empty.message = f"Nothing certified: {exc} Every row passes on."
@@ -485,22 +487,39 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     human = np.asarray(table.human if human is None else human, dtype=object)
     split, reason = _cascade_split(table, embeddings, human, config)
     K = len(judges)
+    items = np.asarray(table.item_id).astype(str)
+    # one dealing of the certification folds for every stage, the union and the judge alone,
+    # so that a fold's rows are judged by one rule chosen without that fold's outcomes
+    folds = certify_folds(items, random_state=config.random_state)
     region = split != SPLIT_EXCLUDED
+    routed = region.copy()
     bought = None if budget is None else math.floor(budget * region.sum() + 1e-9)
     stages = []
+    left = risk
     for k in range(K):
+        # a stage that tests nothing (its judge not asked yet, too few annotated rows, sets too
+        # small to pass) spends none of the risk: its share goes to the stages after it
+        risk_k = left / (K - k)
         st = _run_stage(table, embeddings, judges, verdicts, k, region, split, reason, human,
-                        config, target, risk / K)
+                        config, target, risk_k, folds)
+        if _tested(st):
+            left -= risk_k
         st.certified = st.trusted.copy()
         stages.append(st)
         nxt = region & ~st.certified
         region = nxt if bought is None or k == K - 1 else _hand_on(st, region, nxt, bought)
-    items = np.asarray(table.item_id).astype(str)
     union = None
     # a judge not asked yet: the per-stage answer, whose escalations are whom to ask next
     if certify == JOINT and K > 1 and all(v is not None for v in verdicts):
-        union = _certify_jointly(stages, split, human, items, config.random_state,
-                                 target=target, risk=risk)
+        # the strongest judge asked about every routed row is a candidate too: the union and
+        # it are certified at risk / 2 each, and each fold takes the one that trusts more
+        alone = (_run_stage(table, embeddings, judges[-1:], verdicts[-1:], 0, routed, split,
+                            reason, human, config, target, risk / 2, folds)
+                 if all(x is not None for x in verdicts[-1][routed]) else None)
+        union = _certify_jointly(stages, split, human, items, folds,
+                                 target=target, risk=risk if alone is None else risk / 2)
+        if alone is not None:
+            _union_or_alone(stages, union, alone, split, folds)
     stage, verdict = _answer(judges, stages, human)
     params = {**config.replace(target_agreement=target, risk=risk).to_dict(),
               "judges": list(judges), "certify": certify, "budget": budget}
@@ -562,23 +581,62 @@ def stage_probabilities(stages: list, n: int) -> np.ndarray:
         cert = getattr(st.audit, "certification", None)
         if cert is None or st.rows is None:
             continue
+        # the audit's calibrated P(judge right) (it reads the judge's confidence as evidence):
+        # one scale for every judge, which the union's rule compares at one threshold
+        cert = (cert.candidates or {}).get(AUDIT, cert)
         prob[k, st.rows[cert.p_rows]] = cert.p_prob
         prob[k, st.rows[cert.u_rows]] = cert.u_prob
     return prob
 
 
-def _certify_jointly(stages, split, human, items, random_state, *, target, risk) -> dict:
+def _tested(st: CascadeStage) -> bool:
+    """Whether the stage's certification tested any candidate set (and so spent its risk)."""
+    cert = getattr(st.audit, "certification", None)
+    if cert is None:
+        return False
+    cands = (cert.candidates or {"": cert}).values()
+    return any(f.get("n_tested", 0) > 0 for c in cands for f in c.choice.get("folds", []))
+
+
+def _union_or_alone(stages, union: dict, alone: CascadeStage, split, folds) -> None:
+    """Per fold, the union's answer or the last judge's alone, whichever trusts more of the
+    fold's audited rows (ties: the union); sets each stage's ``trusted`` (and the last stage's
+    ``region``: a fold answered by the judge alone asked it about every routed row) and records
+    the choice in ``union``."""
+    audited = np.isin(split, [SPLIT_VAL, SPLIT_U])
+    routed = split != SPLIT_EXCLUDED
+    any_union = np.any([st.trusted for st in stages], axis=0)
+    last = stages[-1]
+    chosen = []
+    for f, ans in enumerate(union["folds"]):
+        mine = folds == f
+        n_union = int((any_union & audited & mine).sum())
+        n_alone = int((alone.trusted & audited & mine).sum())
+        pick = "alone" if n_alone > n_union else "union"
+        ans["certificate"] = pick
+        chosen.append(pick)
+        if pick == "alone":
+            for st in stages:
+                st.trusted = st.trusted & ~mine
+            last.trusted = last.trusted | (alone.trusted & mine)
+            last.region = last.region | (routed & mine)
+    cov_alone = (float((alone.trusted & audited).sum() / audited.sum()) if audited.any()
+                 else float("nan"))
+    union["alone"] = {"judge": alone.judge, "risk": alone.risk, "coverage": cov_alone,
+                      "n_folds_chosen": chosen.count("alone"), "message": alone.message}
+    union["risk_union"] = alone.risk
+
+
+def _certify_jointly(stages, split, human, items, folds, *, target, risk) -> dict:
     """Certify the union (:func:`puaudit.audit.cascade_union.certify_union`) and set each
     stage's ``trusted`` to the rows the union's rule gives its judge."""
     from puaudit.audit.cascade_union import certify_union, coherent_probabilities
-    from puaudit.audit.certify import certify_folds
 
     n = len(split)
     prob = coherent_probabilities(stage_probabilities(stages, n), [st.verdicts for st in stages])
     correct = np.array([[v is not None and v == h for v, h in zip(st.verdicts, human)]
                         for st in stages], dtype=float)
-    out = certify_union(prob, correct, split, items, certify_folds(items,
-                        random_state=random_state), target=target, risk=risk)
+    out = certify_union(prob, correct, split, items, folds, target=target, risk=risk)
     who = out.pop("stage")
     for k, st in enumerate(stages):
         st.trusted = who == k

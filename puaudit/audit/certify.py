@@ -501,7 +501,8 @@ def certify_split(prep, scored, config, *, reversed_rows: np.ndarray | None = No
     p_rows, p_prob = _p_probabilities(prep, scored, config)
     u_val = np.asarray(prep.split)[u] == SPLIT_VAL
     # every row of the audit dealt into folds by item (P items and audited items are disjoint)
-    fold = certify_folds(items, n_folds=CERTIFY_FOLDS, random_state=config.random_state)
+    fold = (certify_folds(items, n_folds=CERTIFY_FOLDS, random_state=config.random_state)
+            if prep.folds is None else np.asarray(prep.folds, dtype=np.int64))
     cert = Certification(
         n_rows=n, p_rows=p_rows, p_prob=p_prob,
         p_correct=np.asarray(judge[p_rows] == human[p_rows], dtype=bool), p_groups=items[p_rows],

@@ -226,6 +226,10 @@ class PreparedSplit:
     #: the judge's own probability of each verdict it gave
     #: (:func:`puaudit.data.judge_probabilities.judge_confidence`); None: it gives none
     confidence: np.ndarray | None = None
+    #: each row's certification fold when the caller deals them (a cascade deals them once over
+    #: the whole table, so its stages, the union and the strong judge alone share them); None:
+    #: :func:`puaudit.audit.certify.certify_split` deals them over this split's items
+    folds: np.ndarray | None = None
 
     @property
     def p_rows(self) -> np.ndarray:

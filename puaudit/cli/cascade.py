@@ -93,11 +93,17 @@ def _print(summary: dict, file=None) -> None:
             last = i == len(summary["stages"])
             handed = (f", and {st['n_handed_on']} rows it certified too (budget)"
                       if st["n_handed_on"] else "")
-            print(f"    its own certification at risk {g['risk_per_stage']:.4g} trusted "
+            print(f"    its own certification at risk {st['risk']:.4g} trusted "
                   f"{f(st['coverage_alone'])}"
                   + ("" if last else f"; the rest went to stage {i + 1}{handed}"))
         if st["message"]:
             print(f"    {st['message']}")
+    alone = (summary.get("union") or {}).get("alone")
+    if alone:
+        print(f"  {alone['judge']} alone (asked about every routed row), certified at risk "
+              f"{alone['risk']:.4g} beside the union at {alone['risk']:.4g}: coverage "
+              f"{f(alone['coverage'])}; {alone['n_folds_chosen']} of "
+              f"{len(summary['union']['folds'])} certification folds take it")
     lo, hi = summary["realised_ci"]
     print(f"  people: {summary['n_people']} of {summary['n_audited']} audited rows")
     print(f"overall coverage {f(summary['coverage'])}; trusted validation rows agree "
