@@ -374,6 +374,8 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
 def _certify_line(cert: dict) -> str:
     """The certify line: what is trusted, the certified bound, the agreement the trusted
     validation rows realise, and where the escalated rows go."""
+    # plotly-free callers pay for the figures module only when a certification is printed
+    from puaudit.report.figures.certify import certificate_phrase
     lo, hi = cert.get("realised_ci") or (None, None)
     realised = ("no trusted validation rows to check it" if not is_known(cert.get("realised")) else
                 f"realised agreement on {cert['n_validation_trusted']} trusted validation items "
@@ -382,7 +384,7 @@ def _certify_line(cert: dict) -> str:
     return (f"certified: {cert['n_trusted']} of {cert['n_trusted'] + cert['n_escalated']} "
             f"audited rows trusted (coverage {_fmt(cert['coverage'])}: the certified share "
             f"{_fmt(cert['certified_share'])} of the annotated items, P and validation, "
-            f"P(judge right) >= {_fmt(cert['threshold_audited'])}; agreement lower bound "
+            f"{certificate_phrase(cert)}; agreement lower bound "
             f"{_fmt(cert['certified_lower'])} >= {cert['target']:g} at risk {cert['risk']:g}; "
             "each validation row by a threshold certified without it); "
             f"{realised}; the other {cert['n_escalated']} are escalated ({n_open} without a "

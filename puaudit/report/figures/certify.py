@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 __all__ = ["CURVE_TARGETS", "RISK_CHOICES", "coverage_curve_figure", "certification_text",
+           "certificate_phrase",
            "cascade_stage_frame", "cascade_funnel_figure"]
 
 #: targets the curve is drawn at (each is one cheap re-certification of the same scores)
@@ -58,10 +59,8 @@ def certification_text(summary: dict) -> str:
     real_txt = ("no trusted validation rows" if real is None or not math.isfinite(real) else
                 f"trusted validation rows agree {real:.1%} (95% interval {lo:.1%}–{hi:.1%}, "
                 f"{c['n_validation_trusted']:,} items)")
-    floor = c.get("threshold_audited", c["threshold"])
-    floor_txt = f"P(judge right) ≥ {floor:.3f}" if math.isfinite(floor) else "none"
     return (f"{c['n_trusted']:,} of {c['n_trusted'] + c['n_escalated']:,} audited verdicts are "
-            f"trusted ({c['coverage']:.1%}; {floor_txt}): the most confident "
+            f"trusted ({c['coverage']:.1%}; {certificate_phrase(c)}): the most confident "
             f"{c.get('certified_share', 0):.0%}, as certified on the annotated items, whose "
             f"{c['n_certified_items']:,} most confident (that share of P by held-out P(judge "
             f"right), and of validation) agree with people at least "
@@ -69,6 +68,33 @@ def certification_text(summary: dict) -> str:
             "each validation row is trusted by a threshold certified without its own verdict, "
             f"so the check below is held out. The other "
             f"{c['n_escalated']:,} are escalated: {escalated_destination(c)}. Check: {real_txt}.")
+
+
+_CERTIFICATE_WORDS = {"audit": "the audit's P(judge right)",
+                      "confidence": "the judge's own confidence"}
+
+
+def certificate_phrase(c: dict) -> str:
+    """Which certificate trusted the rows, in words (``summary["certification"]``), with each
+    candidate's coverage on its own when there were several (each certified at its share of the
+    risk, so picking the one that trusts more per fold spends no extra validity)."""
+    used = str(c.get("certificate") or "audit")
+    names = used.split("+")
+    words = " or ".join(_CERTIFICATE_WORDS.get(n, n) for n in names)
+    floor = c.get("threshold_audited", c.get("threshold", math.inf))
+    if len(names) > 1:
+        head = f"per certification fold by {words}"
+    elif used == "audit":
+        head = (f"by {words} ≥ {floor:.3f}" if floor is not None and math.isfinite(floor)
+                else f"by {words}: no threshold certified")
+    else:
+        head = f"by {words}"
+    cands = c.get("certificates") or {}
+    if len(cands) > 1:
+        alone = ", ".join(f"{_CERTIFICATE_WORDS.get(n, n)} alone {d['coverage']:.1%} at risk "
+                          f"{d['risk']:g}" for n, d in cands.items())
+        head += f"; {alone}"
+    return head
 
 
 def escalated_destination(c: dict) -> str:
