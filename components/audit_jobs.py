@@ -105,6 +105,5 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
             cache.audit(c, checkpoint=job.checkpoint)
         return len(todo)
 
-    key = ("precompute", state.table_hash(table), params["encoder"], cfg)
-    return audit_runs.runner().submit(key, work, group="precompute", text="Precomputing",
-                                      priority=1)
+    return audit_runs.runner().submit(audit_runs.precompute_key(table, params), work,
+                                      group="precompute", text="Precomputing", priority=1)
