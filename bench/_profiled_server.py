@@ -19,6 +19,13 @@ import time
 from pathlib import Path
 
 
+def _functions(prof: cProfile.Profile) -> list[tuple[str, int, str]]:
+    """(file, line, function) of everything ``prof`` saw."""
+    import pstats
+
+    return list(pstats.Stats(prof).stats)
+
+
 def _install(out: Path) -> None:
     import streamlit.runtime.scriptrunner.script_runner as sr
 
@@ -38,9 +45,10 @@ def _install(out: Path) -> None:
             prof.disable()
             seconds = time.perf_counter() - t0
             prof.dump_stats(str(out / f"run-{n}.prof"))
-            fragments = list(getattr(ctx, "fragment_ids_this_run", None) or [])
-            row = {"n": n, "t_end": time.time(), "seconds": seconds,
-                   "fragment": bool(fragments), "page": getattr(ctx, "page_script_hash", "")}
+            # a whole-app run executes app.py; a fragment's runs its function alone
+            whole = any(f.endswith("app.py") and fn == "<module>"
+                        for f, _, fn in _functions(prof))
+            row = {"n": n, "t_end": time.time(), "seconds": seconds, "fragment": not whole}
             with lock, open(out / "runs.jsonl", "a") as f:
                 f.write(json.dumps(row) + "\n")
 

@@ -38,10 +38,10 @@ import time
 from pathlib import Path
 
 from bench._browser import (ROOT, chromium, go, have_chromium, idle, real_encoder_env, run_ended,
-                            run_started, slider, streamlit_server, upload_table)
+                            run_started, slider, streamlit_server)
 from bench._support import MTBENCH
 
-ARTIFACTS = ROOT / "bench" / "artifacts"
+ARTIFACTS = ROOT / "bench" / "results"  # the server log and a screenshot (not committed)
 
 
 def load_average() -> str:
@@ -63,18 +63,28 @@ class Deltas:
         return self.total
 
 
-def timed(page, action, deltas: Deltas, *, until=None) -> tuple[float, int]:
+#: (what, wall-clock start, end) of each timed action: the profile's runs are matched to them
+MARKS: list[tuple[str, float, float]] = []
+#: seconds from each timed action until the browser showed its run as started
+STARTED: list[float] = []
+
+
+def timed(page, action, deltas: Deltas, *, until=None, label: str = "") -> tuple[float, int]:
     """Seconds from ``action()`` until the run it starts has ended (and ``until(page)``, when
     given, holds), and the websocket bytes received meanwhile."""
     b0 = deltas.start()
+    wall0 = time.time()
     t0 = time.perf_counter()
     action()
     run_started(page)
+    started = time.perf_counter()
     while True:
         t1 = run_ended(page)
         if until is None or until(page):
             break
         page.wait_for_timeout(10)
+    MARKS.append((label, wall0, wall0 + t1 - t0))
+    STARTED.append(started - t0)
     return t1 - t0, deltas.total - b0
 
 
@@ -83,7 +93,8 @@ def step(page, label: str, key: str, deltas: Deltas) -> tuple[float, int, float]
     thumb = slider(page, label)
     before = float(thumb.input_value())
     thumb.focus()
-    seconds, size = timed(page, lambda: page.keyboard.press(key), deltas)
+    seconds, size = timed(page, lambda: page.keyboard.press(key), deltas,
+                          label=f"{label.strip(' —')} {key}")
     now = float(thumb.input_value())
     if abs(now - before) < 1e-9:
         raise RuntimeError(f"the {label!r} slider did not move from {before}")
@@ -114,21 +125,47 @@ def ensure_embedded(path: Path) -> None:
     embed_table(load_comparisons(pd.read_csv(path), name=path.name), None)
 
 
-def summarise_profile(folder: Path, top: int = 25) -> None:
-    """Per script run (whole page or fragment) its seconds; for the slowest few, the functions
-    of the dashboard, Streamlit and plotly with the most cumulative time."""
+#: what the profile table reports for each script run (cumulative seconds of each)
+PROFILED = {
+    "audit": ("components/audit_runs.py", "run_audit"),
+    "m estimate": ("components/audit_runs.py", "m_estimate"),
+    "stage cache lookups": ("components/audit_runs.py", "stage_cache"),
+    "st.cache_data lookups": ("streamlit/runtime/caching/cache_utils.py",
+                              "_get_or_create_cached_value"),
+    "m curve figure": ("puaudit/report/figures/m_curve.py", "m_curve_figure"),
+    "evidence figure": ("puaudit/report/figures/evidence.py", "evidence_weights_figure"),
+    "certify figure": ("puaudit/report/figures/certify.py", "coverage_curve_figure"),
+    "per-type table": ("puaudit/report/figures/metrics.py", "per_type_table"),
+    "st.plotly_chart": ("streamlit/elements/plotly_chart.py", "plotly_chart"),
+    "st.dataframe": ("streamlit/elements/arrow.py", "dataframe"),
+    "spread job": ("components/audit_runs.py", "spread_job"),
+    "precompute": ("components/audit_jobs.py", "precompute_neighbours"),
+}
+
+
+def summarise_profile(folder: Path) -> None:
+    """For each timed action, the script runs that started during it (whole app or fragment),
+    their seconds, and the seconds of what :data:`PROFILED` names (cumulative, under cProfile,
+    which slows Python code about twice)."""
     import json
     import pstats
 
     rows = [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines()]
-    print(f"profile: {len(rows)} script runs in {folder}")
-    for r in rows:
-        print(f"  run {r['n']:3d} {'fragment' if r['fragment'] else 'page    '} "
-              f"{r['seconds']:6.3f} s")
-    for r in sorted(rows, key=lambda r: -r["seconds"])[:3]:
-        print(f"--- run {r['n']} ({r['seconds']:.3f} s), cumulative time by function:")
-        stats = pstats.Stats(str(folder / f"run-{r['n']}.prof"))
-        stats.sort_stats("cumulative").print_stats(top)
+    print(f"profile: {len(rows)} script runs in {folder} (cProfile)")
+    for label, start, end in MARKS:
+        runs = [r for r in rows if start - 0.05 <= r["t_end"] - r["seconds"] <= end]
+        print(f"  {label} ({end - start:.2f} s in the browser, run seen running after "
+              f"{STARTED[MARKS.index((label, start, end))]:.3f} s): "
+              + ("no script run" if not runs else ""))
+        for r in runs:
+            stats = pstats.Stats(str(folder / f"run-{r['n']}.prof")).stats
+            parts = []
+            for name, (path, fn) in PROFILED.items():
+                ct = sum(v[3] for (f, _, g), v in stats.items() if g == fn and f.endswith(path))
+                if ct >= 0.001:
+                    parts.append(f"{name} {ct:.3f}")
+            print(f"    run {r['n']}: {'fragment' if r['fragment'] else 'whole app'} "
+                  f"{r['seconds']:.3f} s; " + ", ".join(parts))
 
 
 def main() -> None:
@@ -162,23 +199,24 @@ def main() -> None:
         upload, upload_b = timed(page, lambda: page.set_input_files(
             '[data-testid="stFileUploaderDropzoneInput"]', str(MTBENCH)), deltas,
             until=lambda p: p.locator('[data-testid="stMetricValue"]',
-                                      has_text="3,355").count() > 0)
+                                      has_text="3,355").count() > 0, label="upload")
         idle(page)
         first, first_b = timed(page, lambda: page.locator(
             '[data-testid="stSidebarNav"] a', has_text="Audit").first.click(), deltas,
             until=lambda p: p.locator('[data-testid="stMetric"]',
-                                      has_text="Cons_adj").count() > 0)
+                                      has_text="Cons_adj").count() > 0, label="first audit")
         m = slider_steps(page, "m —", deltas, n=args.steps, pause_s=args.pause)
         p = slider_steps(page, "p_ratio", deltas, n=args.steps, pause_s=args.pause)
         page.wait_for_timeout(args.pause * 1000)
         nav = lambda title: lambda: page.locator(  # noqa: E731
             '[data-testid="stSidebarNav"] a', has_text=title).first.click()
-        to_scores, _ = timed(page, nav("Scores"), deltas)
+        to_scores, _ = timed(page, nav("Scores"), deltas, label="to Scores")
         to_audit, _ = timed(page, nav("Audit"), deltas,
                             until=lambda q: q.locator('[data-testid="stMetric"]',
-                                                      has_text="Cons_adj").count() > 0)
+                                                      has_text="Cons_adj").count() > 0,
+                            label="to Audit")
         page.wait_for_timeout(args.pause * 1000)
-        to_export, _ = timed(page, nav("Export"), deltas)
+        to_export, _ = timed(page, nav("Export"), deltas, label="to Export")
         t0 = time.perf_counter()
         with page.expect_download() as dl:
             page.locator('[data-testid="stDownloadButton"]', has_text="CSV").first.click()
