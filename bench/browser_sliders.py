@@ -130,7 +130,7 @@ PROFILED = {
     "audit": ("components/audit_runs.py", "run_audit"),
     "m estimate": ("components/audit_runs.py", "m_estimate"),
     "stage cache lookups": ("components/audit_runs.py", "stage_cache"),
-    "st.cache_data lookups": ("streamlit/runtime/caching/cache_utils.py",
+    "st.cache_data/resource lookups": ("streamlit/runtime/caching/cache_utils.py",
                               "_get_or_create_cached_value"),
     "m curve figure": ("puaudit/report/figures/m_curve.py", "m_curve_figure"),
     "evidence figure": ("puaudit/report/figures/evidence.py", "evidence_weights_figure"),
