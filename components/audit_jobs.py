@@ -88,7 +88,8 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
                           p_range: tuple[float, float]) -> Job:
     """Idle-time work: the audits one slider step away (``m`` ± one and two steps, ``p_ratio``
     ± one step), nearest first, so the next step is usually instant. Cancelled when the
-    visitor acts (:func:`run_audit`) and preempted by any slider answer."""
+    visitor moves to other settings (:func:`~components.audit_runs.run_audit`; a redraw of
+    these settings keeps it), preempted by any slider answer, and giving way to the m curve."""
     cfg = state.audit_config(params)
     cache = audit_runs.stage_cache(table, emb)
     m0 = cfg.m if cfg.m is not None else cache.split(cfg).m_estimate
