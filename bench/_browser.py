@@ -18,8 +18,9 @@ import time
 from pathlib import Path
 
 __all__ = ["ROOT", "CHROMIUM", "ARGS", "ServerDidNotStart", "have_chromium", "free_port",
-           "streamlit_server", "real_encoder_env", "chromium", "open_app", "run_started", "run_ended", "idle",
-           "metric", "wait_for_value", "upload_table", "choose", "go", "slider", "press_to"]
+           "streamlit_server", "real_encoder_env", "chromium", "open_app", "run_started",
+           "run_ended", "idle", "metric", "wait_for_value", "upload_table", "choose", "go",
+           "slider", "press_to"]
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -34,11 +35,9 @@ class ServerDidNotStart(RuntimeError):
 
 def have_chromium() -> bool:
     """Whether Chromium and Playwright are both installed."""
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        return False
-    return Path(CHROMIUM).exists()
+    import importlib.util
+
+    return importlib.util.find_spec("playwright") is not None and Path(CHROMIUM).exists()
 
 
 def free_port() -> int:

@@ -2,8 +2,8 @@
 waits for in Chromium when moving the Audit page's sliders, against the first audit of the same
 table in the same run, on MT-Bench with cached embeddings.
 
-    python -m bench.browser_sliders             # 3 steps of each slider, page switch, upload, export
-    python -m bench.browser_sliders --profile   # + one cProfile dump per script run, summarised
+    python -m bench.browser_sliders            # 3 steps a slider, page switch, upload, export
+    python -m bench.browser_sliders --profile  # + one cProfile dump per script run, summarised
 
 One ``streamlit run app.py`` (the dashboard's real encoder, its embeddings read from the
 embedding cache: they are computed first, not timed, when missing; no UMAP warm-up, so the

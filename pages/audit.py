@@ -196,11 +196,12 @@ def _results(params: dict, result, curve_slot) -> None:
             other_judges_table(result, table)
 
     st.subheader("Trust or escalate")
-    st.caption("Certify the verdicts whose calibrated P(judge right) clears a threshold chosen on P "
-               "so that they agree with people at least the target share of the time (with "
+    st.caption("Certify the verdicts whose calibrated P(judge right) clears a threshold chosen "
+               "on P so that they agree with people at least the target share of the time (with "
                "1 − risk confidence); escalate the rest to people.")
     ss["w_certify"] = params["target_agreement"] is not None
-    st.checkbox("Certify verdicts (trust or escalate)", key="w_certify", on_change=state.set_certify)
+    st.checkbox("Certify verdicts (trust or escalate)", key="w_certify",
+                on_change=state.set_certify)
     if result.certification is not None:
         t_col, r_col = st.columns([3, 1])
         with t_col:
@@ -225,8 +226,8 @@ def _results(params: dict, result, curve_slot) -> None:
 
     st.subheader("Compare scorers")
     st.caption("Every scorer and relabel rule on the same data and settings, averaged over three "
-               "seeded splits and measured on validation rows only — so you can see when PUAudit's "
-               "transport scorer does not beat simpler baselines, or the judge itself.")
+               "seeded splits and measured on validation rows only — so you can see when "
+               "PUAudit's transport scorer does not beat simpler baselines, or the judge itself.")
 
     def _compare():
         """The comparison, a background job: its progress until it is ready (a slider answer
@@ -261,11 +262,11 @@ def _results(params: dict, result, curve_slot) -> None:
         compare_pending = job_status(audit_jobs.compare_job(table, emb, params)) == "pending"
         st.fragment(_compare, run_every=2.0 if compare_pending else None)()
 
-    # idle time, once the page is drawn: the audits one slider step away, so the next step is usually
-    # instant (after the curve, before the spread; cancelled as soon as the visitor acts, and every
-    # slider answer goes first)
-    audit_jobs.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP, m_range=M_RANGE,
-                                p_range=P_RANGE)
+    # idle time, once the page is drawn: the audits one slider step away, so the next step is
+    # usually instant (after the curve, before the spread; cancelled as soon as the visitor
+    # moves on, and every slider answer goes first)
+    audit_jobs.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP,
+                                     m_range=M_RANGE, p_range=P_RANGE)
 
 
 _audit_section()
