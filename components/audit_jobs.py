@@ -88,7 +88,8 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
                           p_range: tuple[float, float]) -> Job:
     """Idle-time work: the audits one slider step away (``m`` ± one and two steps, ``p_ratio``
     ± one step), nearest first, so the next step is usually instant. Cancelled when the
-    visitor acts (:func:`run_audit`) and preempted by any slider answer."""
+    visitor moves to other settings (:func:`~components.audit_runs.run_audit`; a redraw of
+    these settings keeps it), preempted by any slider answer, and giving way to the m curve."""
     cfg = state.audit_config(params)
     cache = audit_runs.stage_cache(table, emb)
     m0 = cfg.m if cfg.m is not None else cache.split(cfg).m_estimate
@@ -105,6 +106,5 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
             cache.audit(c, checkpoint=job.checkpoint)
         return len(todo)
 
-    key = ("precompute", state.table_hash(table), params["encoder"], cfg)
-    return audit_runs.runner().submit(key, work, group="precompute", text="Precomputing",
-                                      priority=1)
+    return audit_runs.runner().submit(audit_runs.precompute_key(table, params), work,
+                                      group="precompute", text="Precomputing", priority=1)

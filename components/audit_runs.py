@@ -38,7 +38,7 @@ from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.errors import PUAuditError
 
 __all__ = ["get_embeddings", "m_estimate", "runner", "stage_cache", "wait_for", "with_progress",
-           "run_audit", "DRAW_S", "show_error", "current_audit", "audit_view", "SpreadSuperseded",
+           "run_audit", "precompute_key", "DRAW_S", "show_error", "current_audit", "audit_view", "SpreadSuperseded",
            "SPREAD_UNWATCHED_S", "spread_job", "umap_job"]
 
 _CFG = AuditConfig()
@@ -105,11 +105,14 @@ def stage_cache(table: ComparisonTable, emb: PairEmbeddings) -> StageCache:
     """The stages of every audit of ``table`` with ``emb`` (:mod:`puaudit.audit.stages`),
     shared by sessions and the background jobs: a slider step recomputes only the stages that
     read the field it moved."""
-    # by content: the cached embeddings come back as a new copy on every run
-    step = max(1, len(emb.vectors) // 256)
-    sample = hashlib.sha256(np.ascontiguousarray(emb.vectors[::step]).tobytes()).hexdigest()
-    return _stage_cache(table_hash(table), f"{emb.encoder}|{emb.vectors.shape}|{sample}", table,
-                        emb)
+    # by content: the cached embeddings come back as a new copy on every run. The label is
+    # kept on that copy, as the content hash is on the table: one page run asks several times
+    label = emb.__dict__.get("_puaudit_label")
+    if label is None:
+        step = max(1, len(emb.vectors) // 256)
+        sample = hashlib.sha256(np.ascontiguousarray(emb.vectors[::step]).tobytes()).hexdigest()
+        label = emb.__dict__["_puaudit_label"] = f"{emb.encoder}|{emb.vectors.shape}|{sample}"
+    return _stage_cache(table_hash(table), label, table, emb)
 
 
 def wait_for(get_job, label: str):
@@ -175,6 +178,12 @@ def _audit(content_hash: str, encoder_label: str, config: AuditConfig, _table, _
     return cache.audit(config)
 
 
+def precompute_key(table: ComparisonTable, params: dict) -> tuple:
+    """The key of the idle-time precompute job around these settings
+    (:func:`components.audit_jobs.precompute_neighbours`)."""
+    return ("precompute", table_hash(table), params["encoder"], audit_config(params))
+
+
 def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
     """The audit of ``table`` with ``params``, from the stage cache: only the stages whose
     fields changed are computed. An audit whose scores are cached is answered in this thread
@@ -187,7 +196,9 @@ def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
     if target is not None:  # certified at one target, moved to the session's (no refit)
         cfg = cfg.replace(target_agreement=CERTIFY_TARGET, risk=_CFG.risk)
     cache = stage_cache(table, emb)
-    runner().cancel_group("precompute")  # the visitor acted: idle-time work stops
+    # the visitor acted: idle-time work for other settings stops. The precompute of these very
+    # settings goes on: a redraw (a background result arriving, a page switch) is no new step
+    runner().cancel_group("precompute", keep=precompute_key(table, params))
     with runner().foreground():
         if cache.has_scores(cfg):
             result = cache.audit(cfg)

@@ -30,7 +30,7 @@ import itertools
 from concurrent.futures import Future
 from typing import Callable
 
-__all__ = ["Job", "JobRunner", "Cancelled", "Preempted", "job_status"]
+__all__ = ["Job", "JobRunner", "Cancelled", "Preempted", "Yielded", "job_status"]
 
 
 class Cancelled(RuntimeError):
@@ -40,6 +40,11 @@ class Cancelled(RuntimeError):
 class Preempted(Cancelled):
     """A background job gave way to a foreground job (a slider answer); it runs again when
     next polled."""
+
+
+class Yielded(Preempted):
+    """A background job gave way to a more urgent one queued behind it; it is queued again
+    at once (its finished stages are in the stage cache) and resumes after that one."""
 
 
 class Job:
@@ -58,6 +63,7 @@ class Job:
         self._cancel: str | None = None
         self._runner = runner
         self.unwatched_s = 0.0 if runner is None else runner.unwatched_s
+        self.priority = 0
 
     def cancel(self, why: str = "cancelled") -> None:
         """Stop at the next checkpoint (a job that has not started never starts)."""
@@ -78,6 +84,8 @@ class Job:
         if runner is not None and self.background:
             if runner.foreground_active():
                 raise Preempted("a slider answer goes first")
+            if runner._more_urgent(self.priority):
+                raise Yielded("a more urgent job goes first")
             if self.unwatched_s and time.monotonic() - self.seen > self.unwatched_s:
                 raise Cancelled(f"nobody has asked for it for {self.unwatched_s:.0f} s")
 
@@ -86,11 +94,14 @@ class Job:
         self.checkpoint()
 
     def _run(self, fn: Callable) -> None:
-        if not self.future.set_running_or_notify_cancel():
+        # a job that yielded is running already (its future stays pending for the pages)
+        if not self.future.running() and not self.future.set_running_or_notify_cancel():
             return
         try:
             self.checkpoint()
             result = fn(self)
+        except Yielded:
+            self._runner._requeue(self, fn)
         except BaseException as exc:  # kept in the future, raised where it is read
             self.future.set_exception(exc)
         else:
@@ -141,6 +152,16 @@ class JobRunner:
             while self.foreground_active() and not job.cancelled():
                 time.sleep(0.05)  # the answer first: start once it is computed and drawn
             job._run(fn)
+
+    def _more_urgent(self, priority: int) -> bool:
+        """Whether a job more urgent than ``priority`` waits in the background queue."""
+        with self._lock:
+            return any(p < priority and not job.cancelled() for p, _, job, _ in self._queue)
+
+    def _requeue(self, job: Job, fn: Callable) -> None:
+        with self._ready:
+            heapq.heappush(self._queue, (job.priority, next(self._order), job, fn))
+            self._ready.notify()
 
     # --- foreground -------------------------------------------------------------------------
     def foreground_active(self) -> bool:
@@ -214,6 +235,7 @@ class JobRunner:
                     if other.group == group and other.key != key and not other.done():
                         other.cancel("newer settings asked for their own")
             job = Job(key, self, background=True, group=group, text=text)
+            job.priority = int(priority)
             if unwatched_s is not None:
                 job.unwatched_s = float(unwatched_s)
             self._jobs[key] = job
@@ -234,10 +256,12 @@ class JobRunner:
         with self._lock:
             return self._jobs.get(key)
 
-    def cancel_group(self, group: str) -> None:
+    def cancel_group(self, group: str, *, keep=None) -> None:
+        """Cancel the group's unfinished jobs, but the one of key ``keep`` (work for the
+        settings shown, which a redraw of the same settings must not throw away)."""
         with self._lock:
             for job in self._jobs.values():
-                if job.group == group and not job.done():
+                if job.group == group and not job.done() and job.key != keep:
                     job.cancel("cancelled: the visitor acted")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 
-from components import audit_jobs, audit_runs, encoder_state, first_look, state
+from components import audit_jobs, audit_runs, audit_views, encoder_state, first_look, state
 from components.jobs import job_status
 from puaudit.audit.m_curve import M_RANGE
 from components.m_curve import M_STEP, curve_ready, show_m_curve
@@ -82,170 +82,191 @@ try:
     emb = first_look.embeddings_or_first_look(table, params)
     if emb is None:
         st.stop()
-    est = audit_runs.m_estimate(table, emb, params)
 except PUAuditError as exc:
     audit_runs.show_error(exc)
     st.stop()
 
-left, right = st.columns(2)
-with left:
-    m_value = params["m"] if params["m"] is not None else round(est, 2)
-    st.slider("m — share of audited verdicts believed right", *M_RANGE, step=M_STEP,
-              **state.bind("m", min(max(m_value, M_RANGE[0]), M_RANGE[1])))
-    st.caption(f"Estimate from P (judge–human agreement): **{est:.3f}**"
-               + (" (in use)" if params["m"] is None else ""))
-    if params["m"] is not None and st.button("Use the estimate"):
-        ss["audit"]["m"] = None
-        st.rerun()
-    curve_slot = st.container()
-with right:
-    st.slider("p_ratio — share of annotated items used as P", *P_RANGE, step=P_STEP,
-              **state.bind("p_ratio"))
-    st.caption("The rest of the annotated items validate the audit.")
 
-try:
-    result = audit_runs.run_audit(table, emb, state.audit_params())
-except PUAuditError as exc:
-    audit_runs.show_error(exc)
-    st.stop()
-n_reversed = int((result.group == "negative").sum())
-
-with curve_slot:  # after the audit: the curve is a background job, its marked point the audit
-    curve_pending = not curve_ready(table, emb, params)
-    st.fragment(lambda: show_m_curve(table, emb, params, result, polling=curve_pending),
-                run_every=1.0 if curve_pending else None)()
-
-cols = st.columns(4)
-for col, m in zip(cols, headline_metrics(result)):
-    col.metric(m["label"], m["value"], delta=m["delta"], help=m["help"])
-st.caption(f"Measured on {result.metrics['n']:,} validation rows (annotated, held out) · "
-           f"m = {result.m:.3f} · {n_reversed:,} audited rows reversed in all.")
-verdict = verdict_text(result)
-if verdict:
-    st.markdown(f"**Verdict:** {md(verdict)}")
-
-
-def _spread():
-    """The change over seeded splits, measured in the background after the first result."""
-    n_seeds = default_spread_seeds(len(table))
-    if n_seeds < 2 or not result.metrics["n"]:
+# Everything below reads m, p_ratio or Certify, and their widgets are made in here: a step of
+# one of them reruns this fragment only (not the header, the Advanced settings or the
+# embeddings), and what does not read m is kept across its steps (audit_views.by_scores).
+@st.fragment
+def _audit_section() -> None:
+    params = state.audit_params()
+    try:
+        est = audit_runs.m_estimate(table, emb, params)
+    except PUAuditError as exc:
+        audit_runs.show_error(exc)
         return
-    fut, prog = audit_runs.spread_job(table, emb, params, result, n_seeds=n_seeds)
-    status = job_status(fut)
-    if status == "pending":
-        st.caption(f"Measuring the change over {n_seeds} seeded splits in the background: "
-                   f"{prog['done']} of {prog['total']} further splits audited…")
-    elif status == "failed":
-        st.caption(f"The spread over seeds could not be measured ({md(fut.exception())}).")
-    else:
-        spread = fut.result()
-        text = spread_text(spread, verdict)  # "within noise" when the range crosses zero
-        if text:
-            (st.warning if spread["min"] <= 0 else st.success)(text)
-        if pending:
+    left, right = st.columns(2)
+    with left:
+        m_value = params["m"] if params["m"] is not None else round(est, 2)
+        st.slider("m — share of audited verdicts believed right", *M_RANGE, step=M_STEP,
+                  **state.bind("m", min(max(m_value, M_RANGE[0]), M_RANGE[1])))
+        st.caption(f"Estimate from P (judge–human agreement): **{est:.3f}**"
+                   + (" (in use)" if params["m"] is None else ""))
+        if params["m"] is not None and st.button("Use the estimate"):
+            ss["audit"]["m"] = None
+            st.rerun()
+        curve_slot = st.container()
+    with right:
+        st.slider("p_ratio — share of annotated items used as P", *P_RANGE, step=P_STEP,
+                  **state.bind("p_ratio"))
+        st.caption("The rest of the annotated items validate the audit.")
+
+    params = state.audit_params()
+    try:
+        result = audit_runs.run_audit(table, emb, params)
+    except PUAuditError as exc:
+        audit_runs.show_error(exc)
+        return
+    _results(params, result, curve_slot)
+
+
+def _results(params: dict, result, curve_slot) -> None:
+    n_reversed = int((result.group == "negative").sum())
+
+    with curve_slot:  # after the audit: the curve is a background job, its marked point the audit
+        curve_pending = not curve_ready(table, emb, params)
+        st.fragment(lambda: show_m_curve(table, emb, params, result, polling=curve_pending),
+                    run_every=1.0 if curve_pending else None)()
+
+    cols = st.columns(4)
+    for col, m in zip(cols, headline_metrics(result)):
+        col.metric(m["label"], m["value"], delta=m["delta"], help=m["help"])
+    st.caption(f"Measured on {result.metrics['n']:,} validation rows (annotated, held out) · "
+               f"m = {result.m:.3f} · {n_reversed:,} audited rows reversed in all.")
+    verdict = verdict_text(result)
+    if verdict:
+        st.markdown(f"**Verdict:** {md(verdict)}")
+
+    def _spread():
+        """The change over seeded splits, measured in the background after the first result."""
+        n_seeds = default_spread_seeds(len(table))
+        if n_seeds < 2 or not result.metrics["n"]:
+            return
+        fut, prog = audit_runs.spread_job(table, emb, params, result, n_seeds=n_seeds)
+        status = job_status(fut)
+        if status == "pending":
+            st.caption(f"Measuring the change over {n_seeds} seeded splits in the background: "
+                       f"{prog['done']} of {prog['total']} further splits audited…")
+        elif status == "failed":
+            st.caption(f"The spread over seeds could not be measured ({md(fut.exception())}).")
+        else:
+            spread = fut.result()
+            text = spread_text(spread, verdict)  # "within noise" when the range crosses zero
+            if text:
+                (st.warning if spread["min"] <= 0 else st.success)(text)
+            if pending:
+                st.rerun()  # arrived during a timed fragment run: redraw once, stop polling
+
+    pending = (default_spread_seeds(len(table)) > 1 and bool(result.metrics["n"])
+               and job_status(audit_runs.spread_job(table, emb, params, result,
+                                                    n_seeds=default_spread_seeds(len(table)))[0])
+               == "pending")
+    st.fragment(_spread, run_every=2.0 if pending else None)()
+    st.info(expected_text(result))
+    choice = auto_choice_text(result)
+    if choice:
+        st.text(choice)
+        with st.expander("How auto chose the scorer (cross-fitted on P only)"):
+            st.dataframe(audit_views.by_scores("auto_table", table, emb, params,
+                                               lambda: auto_comparison_table(result)),
+                         hide_index=True, width="stretch")
+    note = audit_note(result)
+    if note:
+        st.warning(note)
+
+    ev_note = evidence_note(result)
+    for message in evidence_info(result).get("messages", []):
+        st.warning(md(message))  # a malformed signal column, left out (data shown as text)
+    if ev_note:
+        with st.expander("Verdict evidence: what P(judge right) sees besides the texts"):
+            st.text(ev_note)
+            weights = audit_views.by_scores("evidence_frame", table, emb, params,
+                                            lambda: evidence_weights_frame(result))
+            if not weights.empty:
+                st.plotly_chart(audit_views.by_scores("evidence_figure", table, emb, params,
+                                                      lambda: evidence_weights_figure(result)),
+                                width="stretch", key="evidence_weights")
+                st.dataframe(weights.drop(columns=["feature"]), hide_index=True, width="stretch",
+                             column_config={c: st.column_config.NumberColumn(format="%+.3f")
+                                            for c in ("coef", "lo", "hi")})
+            from components.judges import other_judges_table  # issue 42: the other judges
+            other_judges_table(result, table)
+
+    st.subheader("Trust or escalate")
+    st.caption("Certify the verdicts whose calibrated P(judge right) clears a threshold chosen "
+               "on P so that they agree with people at least the target share of the time (with "
+               "1 − risk confidence); escalate the rest to people.")
+    ss["w_certify"] = params["target_agreement"] is not None
+    st.checkbox("Certify verdicts (trust or escalate)", key="w_certify",
+                on_change=state.set_certify)
+    if result.certification is not None:
+        t_col, r_col = st.columns([3, 1])
+        with t_col:
+            st.slider("Target agreement", 0.55, 0.99, step=0.01, **state.bind("target_agreement"))
+        with r_col:
+            st.selectbox("Risk", RISK_CHOICES, **state.bind("risk"),
+                         help="Probability that the trusted verdicts agree with people less often "
+                              "than the target.")
+        cert = result.summary()["certification"]
+        (st.warning if cert["message"] else st.success)(certification_text(cert))
+        st.plotly_chart(coverage_curve_figure(result.certification.curve(CURVE_TARGETS),
+                                              current_target=cert["target"]),
+                        width="stretch", key="certify_curve")
+        with st.expander("Cascade of judges: cheapest first, then people"):  # issue 42
+            from components.judges import cascade_section
+            cascade_section(table, emb, params)
+
+    st.subheader("By question type")
+    st.caption(TYPE_RULE)
+    # text cells: an unshown number is empty (not "None"), a change is that of the percents shown
+    st.dataframe(type_text(per_type_table(result)), hide_index=True, width="stretch")
+
+    st.subheader("Compare scorers")
+    st.caption("Every scorer and relabel rule on the same data and settings, averaged over three "
+               "seeded splits and measured on validation rows only — so you can see when "
+               "PUAudit's transport scorer does not beat simpler baselines, or the judge itself.")
+
+    def _compare():
+        """The comparison, a background job: its progress until it is ready (a slider answer
+        goes first; the comparison resumes after it)."""
+        job = audit_jobs.compare_job(table, emb, params)
+        status = job_status(job)
+        if status == "pending":
+            d, t = job.progress["done"], job.progress["total"]
+            st.caption(f"{job.progress['text'] or 'Comparing scorers'} in the background"
+                       + (f" (step {min(d + 1, t)} of {t})" if t else "") + "…")
+            return
+        if status == "failed":
+            audit_runs.show_error(job.exception())
+            return
+        board = job.result()
+        st.dataframe(as_percent(leaderboard_table(board), BOARD_SHARES), hide_index=True,
+                     width="stretch",
+                     column_config={
+                         "cons_orig": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
+                         "cons_adj": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
+                         "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
+                         "delta_sd_pts": st.column_config.NumberColumn("sd (pts)", format="%.1f"),
+                         "reversed_share": st.column_config.NumberColumn("reversed",
+                                                                         format="%.1f%%"),
+                         "reversal_precision": st.column_config.NumberColumn("reversal precision",
+                                                                             format="%.1f%%"),
+                     })
+        if compare_pending:
             st.rerun()  # arrived during a timed fragment run: redraw once, stop polling
 
+    if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
+        compare_pending = job_status(audit_jobs.compare_job(table, emb, params)) == "pending"
+        st.fragment(_compare, run_every=2.0 if compare_pending else None)()
 
-pending = (default_spread_seeds(len(table)) > 1 and bool(result.metrics["n"])
-           and job_status(audit_runs.spread_job(table, emb, params, result,
-                                                n_seeds=default_spread_seeds(len(table)))[0])
-           == "pending")
-st.fragment(_spread, run_every=2.0 if pending else None)()
-st.info(expected_text(result))
-choice = auto_choice_text(result)
-if choice:
-    st.text(choice)
-    with st.expander("How auto chose the scorer (cross-fitted on P only)"):
-        st.dataframe(auto_comparison_table(result), hide_index=True, width="stretch")
-note = audit_note(result)
-if note:
-    st.warning(note)
-
-ev_note = evidence_note(result)
-for message in evidence_info(result).get("messages", []):
-    st.warning(md(message))  # a malformed signal column, left out (data shown as text)
-if ev_note:
-    with st.expander("Verdict evidence: what P(judge right) sees besides the texts"):
-        st.text(ev_note)
-        weights = evidence_weights_frame(result)
-        if not weights.empty:
-            st.plotly_chart(evidence_weights_figure(result), width="stretch")
-            st.dataframe(weights.drop(columns=["feature"]), hide_index=True, width="stretch",
-                         column_config={c: st.column_config.NumberColumn(format="%+.3f")
-                                        for c in ("coef", "lo", "hi")})
-        from components.judges import other_judges_table  # issue 42: the other judges
-        other_judges_table(result, table)
-
-st.subheader("Trust or escalate")
-st.caption("Certify the verdicts whose calibrated P(judge right) clears a threshold chosen on P "
-           "so that they agree with people at least the target share of the time (with "
-           "1 − risk confidence); escalate the rest to people.")
-ss["w_certify"] = params["target_agreement"] is not None
-st.checkbox("Certify verdicts (trust or escalate)", key="w_certify", on_change=state.set_certify)
-if result.certification is not None:
-    t_col, r_col = st.columns([3, 1])
-    with t_col:
-        st.slider("Target agreement", 0.55, 0.99, step=0.01, **state.bind("target_agreement"))
-    with r_col:
-        st.selectbox("Risk", RISK_CHOICES, **state.bind("risk"),
-                     help="Probability that the trusted verdicts agree with people less often "
-                          "than the target.")
-    cert = result.summary()["certification"]
-    (st.warning if cert["message"] else st.success)(certification_text(cert))
-    st.plotly_chart(coverage_curve_figure(result.certification.curve(CURVE_TARGETS),
-                                          current_target=cert["target"]),
-                    width="stretch", key="certify_curve")
-    with st.expander("Cascade of judges: cheapest first, then people"):  # issue 42
-        from components.judges import cascade_section
-        cascade_section(table, emb, params)
-
-st.subheader("By question type")
-st.caption(TYPE_RULE)
-# text cells: an unshown number is empty (not "None"), a change is that of the percents shown
-st.dataframe(type_text(per_type_table(result)), hide_index=True, width="stretch")
-
-st.subheader("Compare scorers")
-st.caption("Every scorer and relabel rule on the same data and settings, averaged over three "
-           "seeded splits and measured on validation rows only — so you can see when PUAudit's "
-           "transport scorer does not beat simpler baselines, or the judge itself.")
+    # idle time, once the page is drawn: the audits one slider step away, so the next step is
+    # usually instant (after the curve, before the spread; cancelled as soon as the visitor
+    # moves on, and every slider answer goes first)
+    audit_jobs.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP,
+                                     m_range=M_RANGE, p_range=P_RANGE)
 
 
-def _compare():
-    """The comparison, a background job: its progress until it is ready (a slider answer
-    goes first; the comparison resumes after it)."""
-    job = audit_jobs.compare_job(table, emb, params)
-    status = job_status(job)
-    if status == "pending":
-        d, t = job.progress["done"], job.progress["total"]
-        st.caption(f"{job.progress['text'] or 'Comparing scorers'} in the background"
-                   + (f" (step {min(d + 1, t)} of {t})" if t else "") + "…")
-        return
-    if status == "failed":
-        audit_runs.show_error(job.exception())
-        return
-    board = job.result()
-    st.dataframe(as_percent(leaderboard_table(board), BOARD_SHARES), hide_index=True,
-                 width="stretch",
-                 column_config={
-                     "cons_orig": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
-                     "cons_adj": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
-                     "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
-                     "delta_sd_pts": st.column_config.NumberColumn("sd (pts)", format="%.1f"),
-                     "reversed_share": st.column_config.NumberColumn("reversed",
-                                                                     format="%.1f%%"),
-                     "reversal_precision": st.column_config.NumberColumn("reversal precision",
-                                                                         format="%.1f%%"),
-                 })
-    if compare_pending:
-        st.rerun()  # arrived during a timed fragment run: redraw once, stop polling
-
-
-if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
-    compare_pending = job_status(audit_jobs.compare_job(table, emb, params)) == "pending"
-    st.fragment(_compare, run_every=2.0 if compare_pending else None)()
-
-# idle time, once the page is drawn: the audits one slider step away, so the next step is usually
-# instant (after the curve, before the spread; cancelled as soon as the visitor acts, and every
-# slider answer goes first)
-audit_jobs.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP, m_range=M_RANGE,
-                            p_range=P_RANGE)
+_audit_section()

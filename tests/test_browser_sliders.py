@@ -1,6 +1,7 @@
 """Each slider one step on MT-Bench in a real browser (paper rule, so m moves the numbers):
-the numbers shown are those of ``puaudit audit`` with the same settings (the stage cache reuses what the step did not change,
-and must give the same audit as a fresh run)."""
+after every step the numbers shown are those of ``puaudit audit`` with the same settings (the
+stage cache reuses what the step did not change and must give the same audit as a fresh run; a
+step reruns only the page's audit fragment, which must read every setting as it is now)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,13 @@ def test_each_slider_step_shows_the_cli_audit(mtbench_path, tmp_path):
         after_m = _shown(page)
         p_ratio = _step(page, "p_ratio", 0.05)
         after_p = _shown(page)
+        # each step reruns the page's audit fragment only: the m step back reads the p_ratio
+        # the fragment's previous run set, and returns to an m whose split is new
+        m_back = _step(page, "m —", -0.01)
+        after_back = _shown(page)
         page.screenshot(path=str(ARTIFACTS / "page_audit_slider_steps.png"), full_page=True)
     assert p_ratio == pytest.approx(0.35)
+    assert m_back == pytest.approx(round(m - 0.01, 2))
     assert after_m == _expected(_cli(mtbench_path, tmp_path, m=m, p_ratio=0.3))
     assert after_p == _expected(_cli(mtbench_path, tmp_path, m=m, p_ratio=p_ratio))
+    assert after_back == _expected(_cli(mtbench_path, tmp_path, m=m_back, p_ratio=p_ratio))

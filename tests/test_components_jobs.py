@@ -251,3 +251,76 @@ def test_two_sessions_umap_jobs_do_not_cancel_each_other(monkeypatch):
     release.set()
     _wait(fourth)
     assert fourth.result().shape == (5, 2)
+
+
+def test_a_running_job_yields_to_a_more_urgent_one_and_resumes_after_it():
+    """The spread (priority 2) gives way at its next checkpoint to a precompute (1) queued
+    behind it, then runs again by itself (no poll needed) and finishes."""
+    runner = JobRunner(unwatched_s=0)
+    order, started, runs = [], threading.Event(), []
+
+    def spread(job):
+        runs.append("spread")
+        started.set()
+        for i in range(20):
+            job.checkpoint()
+            time.sleep(0.01)
+        order.append("spread")
+        return "spread done"
+
+    def precompute(job):
+        order.append("precompute")
+        return "precompute done"
+
+    slow = runner.submit("spread", spread, priority=2)
+    started.wait(5)
+    urgent = runner.submit("precompute", precompute, priority=1)
+    _wait(urgent)
+    _wait(slow)
+    assert urgent.result() == "precompute done" and slow.result() == "spread done"
+    assert order == ["precompute", "spread"]
+    assert runs == ["spread", "spread"]  # stopped once, started again from its checkpoint
+    assert job_status(slow) == "ready"
+
+
+def test_a_job_does_not_yield_to_a_less_urgent_one():
+    runner = JobRunner(unwatched_s=0)
+    order, started = [], threading.Event()
+
+    def curve(job):
+        started.set()
+        for _ in range(10):
+            job.checkpoint()
+            time.sleep(0.01)
+        order.append("curve")
+
+    first = runner.submit("curve", curve, priority=0)
+    started.wait(5)
+    later = runner.submit("spread", lambda job: order.append("spread"), priority=2)
+    _wait(later)
+    _wait(first)
+    assert order == ["curve", "spread"]
+
+
+def test_cancel_group_keeps_the_job_of_the_settings_shown():
+    """A redraw of the same settings (a background result arriving) keeps their precompute;
+    the precompute of other settings stops."""
+    runner = JobRunner(unwatched_s=0)
+    release = threading.Event()
+
+    def blocked(job):
+        while not release.is_set():
+            job.checkpoint()
+            time.sleep(0.01)
+        return "done"
+
+    shown = runner.submit(("precompute", 1), blocked, group="precompute", priority=1)
+    runner.cancel_group("precompute", keep=("precompute", 1))  # the same settings, redrawn
+    release.set()
+    _wait(shown)
+    assert shown.result() == "done" and not shown.cancelled()
+    release.clear()
+    other = runner.submit(("precompute", 2), blocked, group="precompute", priority=1)
+    runner.cancel_group("precompute", keep=("precompute", 1))  # the visitor moved on
+    _wait(other)
+    assert other.cancelled() and job_status(other) == "pending"  # asked again, it starts again
