@@ -143,33 +143,25 @@ def tokenise(tokenizer, texts: list[str], **kwargs) -> list[list[int]]:
     return ids
 
 
-def token_ids(tokenizer, texts: list[str], *, max_length: int) -> list[list[int]]:
+def token_ids(tokenizer, texts: list[str], *, max_length: int,
+              one_more: bool = False) -> list[list[int]]:
     """Token ids of each text, truncated to ``max_length``, tokenising only a bounded prefix.
 
     Each text is first cut to ``max_length * CHARS_PER_TOKEN`` characters. A cut text that
     yields fewer than ``max_length + _CUT_MARGIN`` tokens might have lost tokens the model
     would have seen: it is cut again 4x longer, up to ``max_length * MAX_CHARS_PER_TOKEN``.
+    ``one_more``: truncate to ``max_length + 1`` instead (the same cut, which keeps more than
+    that many tokens), so that a text longer than ``max_length`` shows it.
     """
-    limit = max_length * CHARS_PER_TOKEN
-    cap = max_length * MAX_CHARS_PER_TOKEN
-    cut = [_cut_text(t, limit) for t in texts]
-    unsure = [i for i, t in enumerate(texts) if len(cut[i]) < len(t)]
-    need = max_length + _CUT_MARGIN
-    while unsure and limit < cap:
-        counts = tokenise(tokenizer, [cut[i] for i in unsure], add_special_tokens=False,
-                          truncation=True, max_length=need)
-        short = [i for i, c in zip(unsure, counts) if len(c) < need]
-        limit = min(limit * 4, cap)
-        for i in short:
-            cut[i] = _cut_text(texts[i], limit)
-        unsure = [i for i in short if len(cut[i]) < len(texts[i])]
-    return tokenise(tokenizer, cut, add_special_tokens=True, truncation=True,
-                    max_length=max_length)
+    return _prefix_ids(tokenizer, texts, max_length, special=True,
+                       keep=max_length + (1 if one_more else 0))
 
 
-def _prefix_ids(tokenizer, texts: list[str], n: int, *, special: bool) -> list[list[int]]:
+def _prefix_ids(tokenizer, texts: list[str], n: int, *, special: bool,
+                keep: int | None = None) -> list[list[int]]:
     """The first ``n`` token ids of each text (``special``: with the special tokens, counted in
-    ``n``), tokenising only a bounded prefix (the cut of *Long texts* in the module notes)."""
+    ``n``), tokenising only a bounded prefix (the cut of *Long texts* in the module notes);
+    ``keep`` (at most ``n + _CUT_MARGIN``): truncate to that many instead of ``n``."""
     limit = n * CHARS_PER_TOKEN
     cap = n * MAX_CHARS_PER_TOKEN
     cut = [_cut_text(t, limit) for t in texts]
@@ -183,7 +175,8 @@ def _prefix_ids(tokenizer, texts: list[str], n: int, *, special: bool) -> list[l
         for i in short:
             cut[i] = _cut_text(texts[i], limit)
         unsure = [i for i in short if len(cut[i]) < len(texts[i])]
-    return tokenise(tokenizer, cut, add_special_tokens=special, truncation=True, max_length=n)
+    return tokenise(tokenizer, cut, add_special_tokens=special, truncation=True,
+                    max_length=n if keep is None else keep)
 
 
 def _cut_tail(text: str, limit: int) -> str:
@@ -265,7 +258,7 @@ def pair_token_ids(tokenizer, texts: list[str], *, max_length: int) -> list[list
     what it was). A :class:`PairText` that does not fit shares the window between its question
     and its answer (:func:`fit_pair`); a plain ``str`` that does not fit is cut at the end.
     """
-    ids = token_ids(tokenizer, texts, max_length=max_length + 1)
+    ids = token_ids(tokenizer, texts, max_length=max_length, one_more=True)
     long = [i for i, x in enumerate(ids) if len(x) > max_length]
     plain = [i for i in long if not isinstance(texts[i], PairText)]
     pairs = [i for i in long if isinstance(texts[i], PairText)]
