@@ -43,12 +43,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from puaudit.embed.cache import EmbeddingCache, text_key
+from puaudit.embed.cache import EmbeddingCache
 from puaudit.embed.device import _MODE_DTYPE, ENCODER_MODES, _is_oom, cpu_has_native_bf16, default_encoder_mode
 from puaudit.embed.encoder_cache import DEFAULT, encoder_cache, encoder_cache_key
 from puaudit.embed.model_folder import (DEFAULT_MODEL_NAME, _choose_pooling, _config_dim, _config_max_length,
                                         _fingerprint, _read_json, default_model_path)
-from puaudit.embed.text import TOKENISE_GROUP, PairText, pair_token_ids
+from puaudit.embed.text import TOKENISE_GROUP, embedding_key, pair_token_ids
 from puaudit.errors import PUAuditError
 
 __all__ = ["HFEncoder", "TextEncoder", "pool_hidden"]
@@ -401,7 +401,7 @@ class HFEncoder:
                 )
         self._resolve()
         dim = self.dim
-        keys = [t.cache_key if isinstance(t, PairText) else text_key(t) for t in texts]
+        keys = [embedding_key(t) for t in texts]
         slot: dict[bytes, int] = {}
         uniq_texts: list[str] = []
         inverse = np.empty(len(texts), dtype=np.int64)

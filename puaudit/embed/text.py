@@ -36,7 +36,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["format_text", "PairText", "fit_pair", "pair_token_ids", "CHARS_PER_TOKEN",
+__all__ = ["format_text", "PairText", "embedding_key", "prompt_length", "from_prompt_length",
+           "fit_pair", "pair_token_ids", "CHARS_PER_TOKEN",
            "MAX_CHARS_PER_TOKEN", "TOKENISE_GROUP", "TEXT_FORMAT", "QUESTION_SHARE", "QUESTION_MAX",
            "HEAD_SHARE", "CUT_MARKER"]
 
@@ -99,6 +100,29 @@ class PairText(str):
         h = hashlib.sha256(f"pair-v{TEXT_FORMAT}:{len(self.prompt)}:".encode())
         h.update(self.encode("utf-8", "surrogatepass"))
         return h.digest()
+
+
+def embedding_key(text: str) -> bytes:
+    """The embedding cache's key of a text: :attr:`PairText.cache_key` for a pair's text, the
+    sha256 of the text (:func:`puaudit.embed.cache.text_key`) for any other."""
+    from puaudit.embed.cache import text_key
+
+    return text.cache_key if isinstance(text, PairText) else text_key(text)
+
+
+def prompt_length(text: str) -> int:
+    """The length of a :class:`PairText`'s prompt, -1 for a plain ``str`` (what travels beside
+    the text where only strings can: :func:`from_prompt_length` rebuilds the pair)."""
+    return len(text.prompt) if isinstance(text, PairText) else -1
+
+
+def from_prompt_length(text: str, n: int) -> str:
+    """The :class:`PairText` that ``text`` (``Question: {prompt}\\nAnswer: {response}``) and
+    ``n = len(prompt)`` describe; ``text`` itself when ``n`` is negative."""
+    if n < 0:
+        return text
+    q, a = len("Question: "), len("Question: ") + n + len("\nAnswer: ")
+    return PairText(text[q:q + n], text[a:])
 
 
 def format_text(prompt: str, response: str) -> PairText:
