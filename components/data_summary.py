@@ -84,13 +84,13 @@ def excluded_rows(table, frame: pd.DataFrame) -> pd.DataFrame:
     """The rows the audit leaves out, as uploaded, with the reason first
     (``excluded_because``: no judge verdict, judge tie, human tie, identical responses).
 
-    Identical responses are found here by their text; the audit also leaves out the (rare)
-    different texts that the encoder maps to the same vector.
+    Identical responses are the same text (stripped), exactly the rows the audit leaves out
+    for that reason (:func:`puaudit.audit.splits.identical_responses`): different texts that
+    the encoder maps to the same vector are audited.
     """
-    from puaudit.audit.splits import SPLIT_EXCLUDED, split_rows
+    from puaudit.audit.splits import SPLIT_EXCLUDED, identical_responses, split_rows
 
-    identical = np.array([a == b for a, b in zip(table.response_a, table.response_b)],
-                         dtype=bool)
+    identical = identical_responses(table)
     split, reason = split_rows(table.judge, table.human, table.question_type, table.item_id,
                                p_ratio=0.5, random_state=0, identical=identical)
     rows = np.flatnonzero(split == SPLIT_EXCLUDED)

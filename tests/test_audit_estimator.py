@@ -106,11 +106,17 @@ def test_excluded_rows_marked_with_reason(planted):
     df = df.copy()
     df.loc[0, "judge_winner"] = "tie"
     df.loc[1, "human_winner"] = "tie (bothbad)"
+    df.loc[2, "response_b"] = df.loc[2, "response_a"] + " "  # identical responses (stripped)
     e_b = e_b.copy()
-    e_b[2] = e_a[2]  # identical responses
+    e_b[2] = e_a[2]
+    e_b[3] = e_a[3]  # embeds alike, but the texts differ: audited, not dropped
     r = PUAudit().fit(load_comparisons(df), PairEmbeddings(e_a, e_b)).result_
     assert r.reason[:3].tolist() == ["judge tie", "human tie", "identical responses"]
     assert (r.split[:3] == "excluded").all() and np.isnan(r.score[:3]).all()
+    assert r.split[3] != "excluded" and r.reason[3] == ""
+    s = r.summary()
+    assert s["excluded_reasons"] == {"human tie": 1, "identical responses": 1, "judge tie": 1}
+    assert s["excluded_rows"] == {"identical responses": [3]}  # 1-based, as in the export
 
 
 def test_too_few_annotations_says_how_many():

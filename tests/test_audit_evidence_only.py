@@ -182,11 +182,15 @@ def test_ready_estimate_counts_distinct_and_cached_texts(planted, tmp_path):
     # texts in the cache are not embedded again
     from puaudit.embed.cache import text_key
     from puaudit.embed.encoder_cache import encoder_cache
-    from puaudit.embed.text import format_text
+    from puaudit.embed.text import embedding_key, format_text
 
     first = format_text(planted.prompt[0], planted.response_a[0])
     cache = encoder_cache(enc)
-    cache.put([text_key(first)], np.ones((1, enc.dim), dtype=np.float32))
+    cache.put([text_key(str(first))], np.ones((1, enc.dim), dtype=np.float32))
+    cache.flush()
+    # a vector filed under the plain text's key is not the pair's (format 2 shares the window)
+    assert estimate_ready(planted, enc).n_cached == 0
+    cache.put([embedding_key(first)], np.ones((1, enc.dim), dtype=np.float32))
     cache.flush()
     assert estimate_ready(planted, enc).n_cached == 1
     # an encoder without a known rate: the texts are counted, no time is promised

@@ -532,12 +532,13 @@ def test_default_encoder_memory_stays_flat_on_5_mb_cells():
 
 
 # -- encoder modes: fast (bfloat16) and full (float32) -----------------------------------------
-def _old_float32_key(enc: HFEncoder) -> str:
-    """The cache key as computed before modes existed (float32 only)."""
+def _old_float32_key(enc: HFEncoder, text_format: int = 2) -> str:
+    """The cache key as computed before modes existed (float32 only); ``text_format`` 2 since
+    a long pair's text shares the window (puaudit.embed.text.TEXT_FORMAT)."""
     import hashlib
 
     ident = {"fingerprint": enc.fingerprint_, "pooling": enc.pooling_, "max_length": enc.max_length_,
-             "normalize": enc.normalize_, "format": 1}
+             "normalize": enc.normalize_, "format": text_format}
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
 
 
@@ -593,6 +594,8 @@ def test_fast_and_full_vectors_never_share_a_cache_folder(tiny_bert, tmp_path):
     fast = HFEncoder(str(tiny_bert), cache_dir=tmp_path, device="cpu", mode="fast")
     # float32 keys are what they were before modes existed: caches filled then are still read
     assert full.cache_key == _old_float32_key(full)
+    # the vectors of the old text layout (format 1: cut at the end) are never served
+    assert full.cache_key != _old_float32_key(full, text_format=1)
     assert fast.cache_key != full.cache_key
     v_full = full.encode(TEXTS)
     calls = _count_forward(fast)

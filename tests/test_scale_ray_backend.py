@@ -117,6 +117,24 @@ def test_mtbench_audit_through_ray_equals_the_local_audit(ray_local, mtbench_pat
 
 
 @needs_ray
+def test_ray_workers_share_a_long_pairs_window_as_the_local_encoder_does(ray_local, tmp_path):
+    """A pair's text reaches the workers with its prompt's length, so a prompt longer than the
+    window leaves room for the answers there too (puaudit.embed.text, "The window of a pair")."""
+    from puaudit.embed.text import format_text
+    from puaudit.scale.ray_embed import embed_texts_ray
+
+    enc = HashingEncoder(max_length=32)
+    prompt = " ".join(f"word{i}" for i in range(200))
+    texts = [format_text(prompt, "paris is the capital"), format_text(prompt, "berlin it is"),
+             format_text("short", "plain"), "a plain text " * 40]
+    got = embed_texts_ray(texts, enc, cache_dir=tmp_path, batch_size=2)
+    np.testing.assert_array_equal(got, enc.encode(texts))
+    assert np.linalg.norm(got[0] - got[1]) > 1e-3
+    # the rerun reads the store, under the same keys
+    np.testing.assert_array_equal(embed_texts_ray(texts, enc, cache_dir=tmp_path), got)
+
+
+@needs_ray
 def test_a_killed_worker_keeps_its_finished_embeddings_and_the_rerun_reuses_them(ray_local,
                                                                                   tmp_path):
     from puaudit.scale.ray_embed import embed_texts_ray

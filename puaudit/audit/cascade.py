@@ -327,12 +327,12 @@ def _check_judges(table: ComparisonTable, judges) -> tuple[list[str], list]:
 def _cascade_split(table: ComparisonTable, embeddings, human: np.ndarray, config: AuditConfig):
     """P / validation / unlabelled / excluded, drawn once for every stage: by item, per type,
     among the rows with a people's verdict, whatever any judge said."""
-    from puaudit.audit.splits import _row_norms
+    from puaudit.audit.splits import identical_responses
 
     if len(embeddings) != len(table):
         raise PUAuditError(f"Embeddings have {len(embeddings)} rows but the table has "
                            f"{len(table)}; embed this table again.")
-    identical = _row_norms(embeddings, np.arange(len(embeddings))) < 1e-6
+    identical = identical_responses(table)  # the same text, not a zero embedding difference
     split, reason = split_rows(np.full(len(table), "A", dtype=object), human,
                                table.question_type, table.item_id, p_ratio=config.p_ratio,
                                random_state=config.random_state, identical=identical)

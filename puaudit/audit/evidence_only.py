@@ -3,7 +3,7 @@ r"""The evidence-only audit: P(judge right) from the judge's own evidence, no te
 ``AuditConfig(texts=False)`` (``--no-texts``) runs every stage of the audit except the
 embedding: no encoder is loaded and nothing is read from or written to the embedding cache.
 The split is the full audit's (same seed, same items in P; rows whose two responses are the
-same text are excluded as identical, where the full audit finds their difference vector zero).
+same text are excluded as identical, exactly as in the full audit).
 The scorer is the evidence scorer (:mod:`puaudit.audit.evidence_model`) on the label-free
 verdict evidence (:mod:`puaudit.audit.evidence`: the judge's own Bradley–Terry model, lengths,
 structure, position, both orders, probabilities, other judges) and the question type, without

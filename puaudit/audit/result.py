@@ -242,6 +242,22 @@ class AuditResult:
         return (f"Reversals {word} on validation ({d:+.1f} points of agreement with "
                 f"people on {n_val} rows; {n_rev} verdicts reversed in all).")
 
+    #: reasons whose rows the summary counts without listing them (often many, all in the
+    #: export's puaudit_reason column)
+    _UNLISTED_REASONS = ("judge tie", "human tie", "no judge verdict")
+
+    def _exclusions(self) -> dict:
+        """``excluded_reasons``: {reason: count} of the excluded rows; ``excluded_rows``:
+        {reason: [1-based rows]} for the reasons other than ties and a missing verdict (rows
+        dropped as "identical responses" are named)."""
+        split, reason = np.asarray(self.split), np.asarray(self.reason, dtype=object)
+        ex = np.flatnonzero(split == SPLIT_EXCLUDED)
+        reasons = sorted({str(r) for r in reason[ex]})
+        counts = {r: int(np.sum(reason[ex] == r)) for r in reasons}
+        rows = {r: (ex[reason[ex] == r] + 1).tolist() for r in reasons
+                if r not in self._UNLISTED_REASONS}
+        return {"excluded_reasons": counts, "excluded_rows": rows}
+
     def summary(self) -> dict:
         """JSON-ready numbers (the CLI's ``--json`` line)."""
         counts = pd.Series(self.split).value_counts().to_dict()
@@ -254,6 +270,10 @@ class AuditResult:
             "n_validation": int(counts.get(SPLIT_VAL, 0)),
             "n_unlabelled": int(counts.get(SPLIT_U, 0)),
             "n_excluded": int(counts.get(SPLIT_EXCLUDED, 0)),
+            # why rows were excluded: a count per reason (each row's reason: puaudit_reason), and
+            # the rows (1-based, in the table's order, as in the export) of every reason but
+            # the ties and blanks
+            **self._exclusions(),
             "groups": {str(k): int(v) for k, v in groups.items()},
             "m": self.m,
             "m_estimate": self.m_estimate,

@@ -102,7 +102,7 @@ def split_rows(judge: np.ndarray, human: np.ndarray, question_type: np.ndarray,
         Share of annotated items that become verified positives. ``1`` leaves no validation.
     random_state : int or None
     identical : bool array, optional
-        Rows whose two responses embed identically (cannot be audited).
+        Rows whose two responses are the same text (:func:`identical_responses`).
     log : bool
         Also return a dict with per-type counts.
 
@@ -268,8 +268,9 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
     table's human verdicts (e.g. item-level consensus labels). ``with_evidence`` False: leave
     ``evidence`` None for the caller to fill (the stage cache computes it once per table, apart
     from the split). With ``config.texts`` False
-    (the evidence-only audit) ``emb`` is not read and may be None; rows whose two responses
-    are the same text are the ones excluded as identical.
+    (the evidence-only audit) ``emb`` is not read and may be None. On both paths the rows
+    excluded as identical are those whose two responses are the same text
+    (:func:`identical_responses`), never those whose embeddings merely coincide.
     """
     config = AuditConfig() if config is None else config
     human = table.human if human is None else np.asarray(human, dtype=object)
@@ -283,7 +284,9 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
         raise PUAuditError(f"Embeddings have {len(emb)} rows but the table has {len(table)}; "
                            "embed this table again.")
     norms = _row_norms(emb, np.arange(len(emb)))
-    identical = norms < 1e-6
+    # Identical means the same text, never merely a zero difference of embeddings: two texts
+    # an encoder cannot tell apart (a window too short, case in an uncased model) are audited.
+    identical = identical_responses(table)
     # Say what is wrong with the embeddings themselves, rather than "too few annotated rows".
     if not np.isfinite(norms).all():
         bad = np.flatnonzero(~np.isfinite(norms))
@@ -291,7 +294,7 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
             f"The embeddings of row {bad[0] + 1} hold NaN or infinite values ({len(bad)} such "
             "rows): the encoder failed on them. Embed the table again (or recompute those rows of "
             "the --embeddings file).", row=int(bad[0]) + 1)
-    if len(norms) and identical.all():
+    if len(norms) and (norms < 1e-6).all():
         what = ("are all zero" if not emb.vectors.any() else
                 "of response A and response B are identical on every row")
         raise PUAuditError(
@@ -332,10 +335,18 @@ def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: Au
                          confidence=judge_confidence(table))
 
 
+def _same_text(x, y) -> bool:
+    from puaudit.embed.text import _as_text
+
+    return x == y or _as_text(x).strip() == _as_text(y).strip()
+
+
 def identical_responses(table: ComparisonTable) -> np.ndarray:
-    """Rows whose two responses are the same text (the full audit finds their difference
-    vector zero and excludes them; without embeddings, the texts themselves are compared)."""
+    """Rows whose two responses are the same text once surrounding white space is dropped
+    (a missing response counts as the empty text). Every audit path excludes exactly these
+    rows as "identical responses": the full audit, the cascade and the evidence-only audit. A
+    row whose texts differ is audited even where the two embed alike."""
     a = np.asarray(table.response_a, dtype=object)
     b = np.asarray(table.response_b, dtype=object)
-    return np.fromiter((x == y for x, y in zip(a.tolist(), b.tolist())), dtype=bool,
+    return np.fromiter((_same_text(x, y) for x, y in zip(a.tolist(), b.tolist())), dtype=bool,
                        count=len(a))

@@ -1,7 +1,7 @@
 """Where an encoder's vectors are cached on disk, and the key that says which vectors they are.
 
 The key hashes everything that determines the vector of a given text (model fingerprint,
-pooling, max length, normalisation and, when not the float32 reference, precision and runtime);
+pooling, max length, normalisation, the format of the embedded text and, when not the float32 reference, precision and runtime);
 the folder is ``<cache root>/embeddings/<model name>-<key>``, and each vector is found there by
 the sha256 of its text: a rerun over the same data does not load the model at all. See
 :mod:`puaudit.embed.cache`.
@@ -21,7 +21,9 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["DEFAULT", "default_cache_dir", "encoder_cache_key", "encoder_cache"]
 
-_CACHE_FORMAT = 1
+#: 2: the text of a long pair shares the window (puaudit.embed.text.TEXT_FORMAT 2); the
+#: vectors of format 1 (the text cut at the end) are never served for it.
+_CACHE_FORMAT = 2
 
 
 class _Default:
@@ -82,6 +84,7 @@ def encoder_cache(enc) -> EmbeddingCache | None:
             "mode": enc.mode_,
             "runtime": enc.runtime_,
             "dim": enc.dim,
+            "format": _CACHE_FORMAT,
         }
         try:
             cache = EmbeddingCache(folder, dim=enc.dim, meta=meta)

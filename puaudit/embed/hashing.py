@@ -22,19 +22,30 @@ class HashingEncoder:
     with ``h`` and ``s`` read from the CRC32 of the lower-cased word. Same texts, same vectors,
     in any process. For tests and benchmarks (the dashboard offers it only with
     ``PUAUDIT_TEST_ENCODER=hashing``).
+
+    ``max_length`` (default None: every word counts) gives it a window of that many words,
+    shared within a pair's text as the text models share theirs
+    (:func:`puaudit.embed.text.pair_token_ids`, with the words as tokens).
     """
 
     name = "hashing-test"
 
-    def __init__(self, dim: int = 64):
+    def __init__(self, dim: int = 64, max_length: int | None = None):
         self.dim = dim
+        self.max_length = max_length
 
     def encode(self, texts, *, progress=None, show_progress: bool = False) -> np.ndarray:
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in _TOKEN.findall(str(t).lower()):
-                h = zlib.crc32(w.encode("utf-8"))
+        if self.max_length is None:
+            words = ([zlib.crc32(w.encode("utf-8")) for w in _TOKEN.findall(str(t).lower())]
+                     for t in texts)
+        else:
+            from puaudit.embed.text import pair_token_ids
+
+            words = iter(pair_token_ids(_WordTokenizer(), texts, max_length=self.max_length))
+        for i, hashes in enumerate(words):
+            for h in hashes:
                 out[i, h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
             if progress is not None and (i + 1) % 256 == 0:
                 progress(i + 1, len(texts))
@@ -42,3 +53,16 @@ class HashingEncoder:
         if progress is not None:
             progress(len(texts), len(texts))
         return out
+
+
+class _WordTokenizer:
+    """The words of a text as its tokens (each word's id: the CRC32 of the lower-cased word),
+    behind the tokenizer call :mod:`puaudit.embed.text` makes; no special tokens."""
+
+    def __call__(self, texts, *, padding: bool = False, add_special_tokens: bool = True,
+                 truncation: bool = False, max_length: int | None = None) -> dict:
+        ids = []
+        for t in texts:
+            x = [zlib.crc32(w.encode("utf-8")) for w in _TOKEN.findall(str(t).lower())]
+            ids.append(x[:max_length] if truncation and max_length is not None else x)
+        return {"input_ids": ids}

@@ -43,12 +43,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from puaudit.embed.cache import EmbeddingCache, text_key
+from puaudit.embed.cache import EmbeddingCache
 from puaudit.embed.device import _MODE_DTYPE, ENCODER_MODES, _is_oom, cpu_has_native_bf16, default_encoder_mode
 from puaudit.embed.encoder_cache import DEFAULT, encoder_cache, encoder_cache_key
 from puaudit.embed.model_folder import (DEFAULT_MODEL_NAME, _choose_pooling, _config_dim, _config_max_length,
                                         _fingerprint, _read_json, default_model_path)
-from puaudit.embed.text import TOKENISE_GROUP, token_ids
+from puaudit.embed.text import TOKENISE_GROUP, embedding_key, pair_token_ids
 from puaudit.errors import PUAuditError
 
 __all__ = ["HFEncoder", "TextEncoder", "pool_hidden"]
@@ -89,7 +89,9 @@ class HFEncoder:
         ``*ForCausalLM``, ``*LMHeadModel``, ``*ForConditionalGeneration`` and reward heads use
         ``last``; everything else (``BertModel``, ``*ForMaskedLM``, ...) uses ``mean``.
     max_length : int, optional
-        Token limit; texts are truncated at the end. Default and upper bound:
+        Token limit (the window). A pair's text that does not fit keeps a share for the
+        question and the head and tail of the answer (:mod:`puaudit.embed.text`, *The window
+        of a pair*); any other text is truncated at the end. Default and upper bound:
         ``min(tokenizer model_max_length, config max_position_embeddings)`` (512 for MiniLM).
     batch_size : int
         Texts per forward pass. Halved (for the rest of the call) on an out-of-memory error.
@@ -399,7 +401,7 @@ class HFEncoder:
                 )
         self._resolve()
         dim = self.dim
-        keys = [text_key(t) for t in texts]
+        keys = [embedding_key(t) for t in texts]
         slot: dict[bytes, int] = {}
         uniq_texts: list[str] = []
         inverse = np.empty(len(texts), dtype=np.int64)
@@ -463,8 +465,9 @@ class HFEncoder:
             self._encode_locked(torch, missing, uniq_texts, uniq_keys, out, cache, advance)
 
     def _token_ids(self, texts: list[str]) -> list[list[int]]:
-        """Token ids of each text, truncated to ``max_length_`` (:func:`puaudit.embed.text.token_ids`)."""
-        return token_ids(self.tokenizer_, texts, max_length=self.max_length_)
+        """Token ids of each text in ``max_length_`` tokens: a pair that does not fit shares
+        the window between question and answer (:func:`puaudit.embed.text.pair_token_ids`)."""
+        return pair_token_ids(self.tokenizer_, texts, max_length=self.max_length_)
 
     def _encode_locked(self, torch, missing, uniq_texts, uniq_keys, out, cache, advance) -> None:
         # Longest first: an out-of-memory error shows up on the first batch, not at the end.

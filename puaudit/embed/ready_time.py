@@ -84,14 +84,14 @@ def estimate_ready(table: ComparisonTable, encoder=None) -> ReadyEstimate:
     first = _START_S + _PER_ROW_S * len(table)
     mode, n_cached = None, 0
     if encoder is not None and hasattr(encoder, "_resolve"):
-        from puaudit.embed.cache import text_key
         from puaudit.embed.encoder_cache import encoder_cache
+        from puaudit.embed.text import embedding_key
 
         encoder._resolve()
         mode = encoder.mode_
         cache = encoder_cache(encoder)
         if cache is not None and texts:
-            n_cached = int(cache.get([text_key(t) for t in texts])[1].sum())
+            n_cached = int(cache.get([embedding_key(t) for t in texts])[1].sum())
     if mode not in TEXTS_PER_SECOND:
         return ReadyEstimate(len(texts), n_cached, mode, first, None)
     to_embed = len(texts) - n_cached

@@ -30,10 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from puaudit.embed.cache import EmbeddingCache, text_key
+from puaudit.embed.cache import EmbeddingCache
 from puaudit.embed.encoder_cache import DEFAULT, _slug
 from puaudit.embed.hf_encoder import HFEncoder
-from puaudit.embed.text import _as_text, format_text
+from puaudit.embed.text import (_as_text, embedding_key, format_text, from_prompt_length,
+                                prompt_length)
 from puaudit.progress import stderr_progress
 from puaudit.errors import PUAuditError
 from puaudit.scale.ray_backend import cluster_cpus, cluster_gpus, connect
@@ -132,13 +133,16 @@ class EmbedActor:
             encoder.load()
 
     def __call__(self, batch: dict) -> dict:
-        texts = [str(t) for t in batch["text"]]
+        # a pair's text travels with its prompt's length, so the worker shares the window as
+        # the local encoder does (puaudit.embed.text, "The window of a pair")
+        texts = [from_prompt_length(str(t), int(n))
+                 for t, n in zip(batch["text"], batch["prompt_len"])]
         vecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
         if vecs.shape != (len(texts), self.dim):
             raise PUAuditError(f"The encoder returned an array of shape {vecs.shape} for "
                                f"{len(texts)} texts; expected ({len(texts)}, {self.dim}).")
         if self.folder is not None:
-            _write_batch(self.folder, self.dim, [text_key(t) for t in texts], vecs)
+            _write_batch(self.folder, self.dim, [embedding_key(t) for t in texts], vecs)
         return {"slot": np.asarray(batch["slot"], dtype=np.int64), "vec": vecs}
 
 
@@ -194,7 +198,7 @@ def embed_texts_ray(texts: Sequence[str], encoder, *, cache_dir: Any = DEFAULT,
     if not total:
         return out
     folder = store_folder(encoder, cache_dir)
-    keys = [text_key(t) for t in texts]
+    keys = [embedding_key(t) for t in texts]
     cache = _open_store(folder, name=str(encoder.name), dim=dim)
     found = _read_store(cache, keys, out)
     missing = np.flatnonzero(~found)
@@ -255,7 +259,8 @@ def _embed_dataset(ray, encoder, texts: list, missing: np.ndarray, *, dim: int,
     spec = worker_encoder(encoder, gpu=gpus > 0, threads=max(1, int(cpus)))
     bs = max(1, int(batch_size))
     blocks = [pa.table({"slot": missing[s:s + bs],
-                        "text": [texts[i] for i in missing[s:s + bs]]})
+                        "text": [str(texts[i]) for i in missing[s:s + bs]],
+                        "prompt_len": [prompt_length(texts[i]) for i in missing[s:s + bs]]})
               for s in range(0, len(missing), bs)]
     extra = {} if int(max_restarts) == -1 else {"max_restarts": int(max_restarts)}
     with warnings.catch_warnings():  # Ray >= 2.60 flags max_restarts (no named parameter yet)
