@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from puaudit.cli.commands import main
-from puaudit.data.formats import read_comparison_input
+from puaudit.data.load import load_input
 from puaudit.data.io import read_table
 from puaudit.data.writers import table_to_bytes
 from puaudit.data.parquet_read import decoded_nbytes
@@ -206,7 +206,7 @@ def _cells_bytes(df: pd.DataFrame) -> int:
 def test_argilla_vote_rows_carry_their_own_responses_only(tmp_path):
     sizes = {}
     for n in (200, 800):
-        df = read_comparison_input(argilla_record(tmp_path / f"r{n}.json", responses=n))
+        df = load_input(argilla_record(tmp_path / f"r{n}.json", responses=n))
         assert len(df) == n and df["annotator"].tolist()[:3] == ["u0", "u1", "u2"]
         assert df["preference.responses"].tolist()[:2] == ["response2", "response1"]
         assert df["preference.responses.users"].tolist()[:2] == ["u0", "u1"]
@@ -220,8 +220,8 @@ def test_argilla_vote_rows_carry_their_own_responses_only(tmp_path):
 
 def test_argilla_5000_responses_read_under_1_5_gb(tmp_path):
     path = argilla_record(tmp_path / "records.json", responses=5000)
-    code = ("from puaudit.data.formats import read_comparison_input\n"
-            f"df = read_comparison_input({str(path)!r})\nRC = 0 if len(df) == 5000 else 1\n")
+    code = ("from puaudit.data.load import load_input\n"
+            f"df = load_input({str(path)!r})\nRC = 0 if len(df) == 5000 else 1\n")
     rc, err, peak_mb, _ = run_measured(code, cwd=ROOT, limit_mb=2500)
     assert rc == 0, err[-3000:]
     assert peak_mb < 1536, peak_mb
@@ -247,10 +247,10 @@ def test_label_studio_rows_are_counted_before_they_are_built(tmp_path):
 
 def test_the_row_limit_counts_expanded_rows_exactly(tmp_path):
     path = labelstudio_bomb(tmp_path / "ls.json", annotations=50, tasks=3)  # 52 rows
-    assert len(read_comparison_input(path, read=lambda p: read_table(p, max_rows=52))) == 52
+    assert len(load_input(path, read=lambda p: read_table(p, max_rows=52))) == 52
     with pytest.raises(PUAuditError, match=r"more than 51 rows .* refused at task 3"):
-        read_comparison_input(path, read=lambda p: read_table(p, max_rows=51))
-    assert len(read_comparison_input(path)) == 52  # no limit given: none applied
+        load_input(path, read=lambda p: read_table(p, max_rows=51))
+    assert len(load_input(path)) == 52  # no limit given: none applied
     # the limit is the read's, not the file's: an export does not carry it to the next read
     df = read_table(path, max_rows=60)
     assert df.attrs["row_limit"]["max_rows"] == 60
@@ -266,7 +266,7 @@ def test_label_studio_skipped_annotations_are_kept_once_per_task(tmp_path):
     path = tmp_path / "ls.json"
     path.write_text(json.dumps([{"id": 1, "data": {"prompt": "q", "answer1": "a",
                                                    "answer2": "b"}, "annotations": anns}]))
-    df = read_comparison_input(path)
+    df = load_input(path)
     assert len(df) == 3
     assert [a["id"] for a in json.loads(df["ls_task_not_voted"].iloc[0])] == [10, 11]
     assert df["ls_task_not_voted"].iloc[1:].isna().all()
@@ -317,19 +317,19 @@ def test_repeated_questions_and_answers_are_refused(tmp_path):
                                      _question(81, "second")], both)
     with pytest.raises(PUAuditError, match=r"question.jsonl: line 1 and line 3 both hold "
                                            r"question 81"):
-        read_comparison_input(judge, answers=bench)
+        load_input(judge, answers=bench)
     bench = _bench(tmp_path / "b2", [_question(81)],
                    {"m1": [_answer(81, "m1", "one"), _answer(81, "m1", "two")],
                     "m2": [_answer(81, "m2")]})
     with pytest.raises(PUAuditError, match=r"m1.jsonl: line 1 and .*m1.jsonl: line 2 both hold "
                                            r"the answer of model 'm1' to question 81"):
-        read_comparison_input(judge, answers=bench)
+        load_input(judge, answers=bench)
     # the same answer in two files (model_id says so) is refused too
     bench = _bench(tmp_path / "b3", [_question(81)],
                    {"m1": [_answer(81, "m1")], "m1_copy": [_answer(81, "m1", "other")],
                     "m2": [_answer(81, "m2")]})
     with pytest.raises(PUAuditError, match="both hold the answer of model 'm1'"):
-        read_comparison_input(judge, answers=bench)
+        load_input(judge, answers=bench)
 
 
 @pytest.mark.parametrize("value", [True, False])
@@ -341,7 +341,7 @@ def test_a_boolean_alpaca_eval_preference_is_refused(tmp_path, value):
     path.write_text(json.dumps(recs))
     word = "true" if value else "false"  # a yes / no, not 1 (output_1 better) nor 0 (a draw)
     with pytest.raises(PUAuditError, match=rf"record 2: 'preference' is {word}; AlpacaEval"):
-        read_comparison_input(path)
+        load_input(path)
 
 
 def test_an_arena_hard_file_without_answers_is_named_as_such(tmp_path, capsys):
