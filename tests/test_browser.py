@@ -186,7 +186,7 @@ def test_a_parquet_bomb_upload_is_refused_and_the_server_stays_up(tmp_path):
     """A 34 KB Parquet file that decodes to 5 GB (64 rows of 10 million zeros): the Data page
     shows the upload limit's message (refused from the file's footer), and a second visitor
     still gets the app."""
-    from tests.test_data_hostile_round3 import parquet_bomb
+    from bench._hostile_files import parquet_bomb
 
     bomb = tmp_path / "bomb.parquet"
     parquet_bomb(bomb)

@@ -144,7 +144,7 @@ def _import(args) -> int:
     from puaudit.review.labeling_tools import tool_decisions, tool_table
 
     name = Path(args.input).name
-    limits = limits_from(args)  # a file, or an Argilla folder's records as their votes expand
+    limits = limits_from(args).kwargs()  # a file, or an Argilla folder's records as their votes expand
     df = None if Path(args.input).is_dir() else read_table(args.input, **limits)
     missing = [c for c in REQUIRED if df is None or c not in df.columns]
     found = (tool_table(args.input, df, read=functools.partial(read_table, **limits))
