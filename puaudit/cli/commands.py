@@ -25,10 +25,9 @@ import puaudit.cli.report as report
 import puaudit.cli.review as review
 import puaudit.cli.sweep as sweep
 import puaudit.cli.trustjudge as trustjudge
-from puaudit.cli.output import report_stream
 from puaudit.errors import PUAuditError
 
-__all__ = ["main", "build_parser", "report_stream", "COMMANDS"]
+__all__ = ["main", "build_parser", "COMMANDS"]
 
 #: every command, by its name: the module that adds its parser and runs it
 COMMANDS = {"audit": audit, "evaluate": evaluate, "sweep": sweep, "demo": demo,
