@@ -12,11 +12,11 @@ Cases (``--case``, default all but ``upload``):
     Four 5 MB texts embedded with the default encoder (texts are cut before tokenising).
 ``decoded_parquet``, ``decoded_csv``, ``decoded_jsonl``
     ``puaudit audit FILE -o out.csv`` at the command line's default limits on a small file that
-    decodes to 5 GB (tests/test_data_hostile_round3.py builds them): a 34 KB Parquet file of 64
+    decodes to 5 GB (bench/_hostile_files.py builds them): a 34 KB Parquet file of 64
     rows each holding a list of 10 million zeros, and the same lists as text in a 5 MB gzip of
     CSV or JSONL. Refused by the decoded-size budget (2,048 MB) before the encoder is loaded.
 ``dict_zip``, ``argilla``, ``labelstudio``, ``review_import``, ``inf_turn``, ``fifo``
-    Issue 41's command-line cases (tests/test_data_hostile_round4.py builds the files):
+    Issue 41's command-line cases (bench/_hostile_files.py builds the files):
     ``puaudit audit`` of a 0.2 MB zip of a ``save_to_disk`` folder whose ``prompt`` column is one
     1 MB string behind 100,000 dictionary indices (100 GB expanded); ``audit`` of one Argilla
     record with 5,000 responses (embedded with the real encoder, so this one takes minutes);
@@ -66,7 +66,7 @@ print(json.dumps(OUT))
 
 _DECODED = """
     import contextlib, io, pathlib, tempfile
-    from tests.test_data_hostile_round3 import gzip_bomb, parquet_bomb
+    from bench._hostile_files import gzip_bomb, parquet_bomb
     from puaudit.cli.commands import main
     path = pathlib.Path(tempfile.mkdtemp()) / {file!r}
     {make}
@@ -81,8 +81,8 @@ _DECODED = """
 
 _ISSUE41 = """
     import contextlib, io, json, os, pathlib, tempfile
-    from tests.test_data_hostile_round4 import (argilla_record, comparison_columns, hf_bomb,
-                                                labelstudio_bomb, zip_folder)
+    from bench._hostile_files import (argilla_record, comparison_columns, hf_bomb,
+                                      labelstudio_bomb, zip_folder)
     from puaudit.cli.commands import main
     d = pathlib.Path(tempfile.mkdtemp())
     {make}

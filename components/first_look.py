@@ -1,8 +1,9 @@
 """The first look: while the texts are embedded, the evidence-only audit (Streamlit glue).
 
-The Audit page asks :func:`embeddings_or_first_look` for the embeddings. They are computed in a
-background thread, once per table and encoder per server process, through the same cached
-function as :func:`components.audit_runs.get_embeddings` (so every page finds them afterwards). When
+The Audit page asks :func:`embeddings_or_first_look` for the embeddings. They are computed as a
+foreground job of the dashboard's one job runner (:func:`components.audit_runs.runner`), once
+per table and encoder per server process, through the same cached function as
+:func:`components.audit_runs.get_embeddings` (so every page finds them afterwards). When
 they are not ready within :data:`WAIT_S`, the page shows the evidence-only audit
 (:mod:`puaudit.audit.evidence_only`, ``texts=False``: the judge's own evidence, no encoder) with
 the label ":data:`PRELIMINARY` (N s left)", and a timed fragment reruns the page when the
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future, TimeoutError as FutureTimeout
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from components import audit_runs, encoder_state, state
+from components.jobs import Job
 from puaudit.report.figures.metrics import (expected_text, headline_metrics, per_type_table,
                                             verdict_text)
 from components.safe_text import md
@@ -42,10 +44,11 @@ def _jobs() -> tuple[dict, threading.Lock]:
     return {}, threading.Lock()
 
 
-def embedding_job(table, encoder_label: str) -> tuple[Future, dict]:
-    """The embeddings of ``table`` computed in a background thread (one per table content and
-    encoder per server process; a failed one is started again), and their progress
-    ``{"done", "total", "start"}`` (``start``: texts done and the time at the first report)."""
+def embedding_job(table, encoder_label: str) -> tuple[Job, dict]:
+    """The embeddings of ``table`` computed as a job of the dashboard's one runner
+    (:func:`components.audit_runs.runner`; one per table content and encoder per server
+    process; a failed one is started again), and their progress ``{"done", "total", "start"}``
+    (``start``: texts done and the time at the first report)."""
     key = f"{state.table_hash(table)}|{encoder_label}"
     jobs, lock = _jobs()
     with lock:
@@ -53,25 +56,21 @@ def embedding_job(table, encoder_label: str) -> tuple[Future, dict]:
         if job is not None and not (job[0].done() and job[0].exception() is not None):
             return job
         encoder = encoder_state.load_encoder(encoder_label)
-        fut: Future = Future()
         prog: dict = {"done": 0, "total": 0, "start": None}
 
-        def report(done: int, total: int) -> None:
-            if prog["start"] is None:  # the first report counts the cached texts
-                prog["start"] = (done, time.monotonic())
-            prog.update(done=done, total=total)
+        def work(run: Job) -> object:
+            def report(done: int, total: int) -> None:
+                if prog["start"] is None:  # the first report counts the cached texts
+                    prog["start"] = (done, time.monotonic())
+                prog.update(done=done, total=total)
+                run.report(done, total)
+            return audit_runs._embeddings(state.table_hash(table), encoder_label, table,
+                                          encoder, report)
 
-        def run() -> None:
-            try:
-                fut.set_result(audit_runs._embeddings(state.table_hash(table), encoder_label, table,
-                                                      encoder, report))
-            except BaseException as exc:  # noqa: BLE001 - handed to the page that asks
-                fut.set_exception(exc)
-
-        th = threading.Thread(target=run, name="puaudit-embed", daemon=True)
-        add_script_run_ctx(th, get_script_run_ctx())
-        th.start()
-        jobs[key] = (fut, prog)
+        ctx = get_script_run_ctx()
+        jobs[key] = (audit_runs.runner().start(
+            work, text=f"Embedding with {encoder_label}…",
+            thread_hook=lambda th: add_script_run_ctx(th, ctx)), prog)
         while len(jobs) > 8:  # bounded memory: forget the oldest finished jobs
             old = next(k for k in jobs)
             if not jobs[old][0].done():

@@ -3,11 +3,13 @@
 ``server.maxUploadSize`` (``.streamlit/config.toml``) caps the bytes a browser may send, which
 for a ``.gz`` file says little about what the server must hold: a 1 MB upload can expand to
 gigabytes of short rows, and a 34 KB Parquet file to 10 GB of list values. Every page that
-accepts an upload reads it with :func:`read_upload`, which applies
-:func:`puaudit.data.upload_limits.upload_limits` (decoded size, rows, columns) through
-:func:`puaudit.data.io.read_table`'s budget: a gzip is measured before anything is kept, a Parquet
-file from its footer before any page is read and again batch by batch; the message names the
-limit and the command line for larger files.
+accepts an upload reads it with :func:`read_upload`, which reads it as the command line reads a
+file, with :func:`puaudit.data.load.load_input` (a Label Studio export, Argilla records, ...
+become the table ``puaudit audit`` audits), within
+:func:`puaudit.data.upload_limits.upload_limits` (decoded size, rows, columns): a gzip is
+measured before anything is kept, a Parquet file from its footer before any page is read and
+again batch by batch, a tool's records as they expand into one row per vote; the message names
+the limit and the command line for larger files.
 
 A zipped dataset folder with several splits is read at its default split (``train``, else
 ``test``; when it has neither, at its first split in the folder's own order, where the command
@@ -24,7 +26,8 @@ from collections.abc import Callable
 import pandas as pd
 
 from puaudit.data.folder_tables import ANOTHER_SPLIT, SPLIT, SPLITS, SplitNotChosen
-from puaudit.data.io import read_table
+from puaudit.data.load import load_input
+from puaudit.data.read_limits import ReadLimits
 from puaudit.data.upload_limits import UploadLimits, upload_limits
 from puaudit.errors import PUAuditError
 
@@ -40,7 +43,8 @@ def limits_text(limits: UploadLimits) -> str:
 def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
                 limits: UploadLimits | None = None, split: str | None = None,
                 unpack_zip: Callable | None = None) -> pd.DataFrame:
-    """Read uploaded bytes as a table, refusing what this server should not hold.
+    """Read uploaded bytes as ``puaudit audit`` reads the file, refusing what this server should
+    not hold.
 
     Parameters
     ----------
@@ -57,7 +61,7 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
         else ``test``, else the first in the folder's order: the dashboard's Split picker
         offers the others); the limits apply to that split as to any upload.
     unpack_zip : callable, optional
-        As for :func:`puaudit.data.io.read_table`: the dashboard's cache of unpacked archives
+        As for :func:`puaudit.data.load.load_input`: the dashboard's cache of unpacked archives
         (:func:`components.split_picker.unpacked_zip`), so that each split of a zipped folder, and
         the first split when the folder has no default, comes from one unpacking.
 
@@ -81,10 +85,9 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
             f"{name} is {len(data) / 2**20:,.1f} MB, over this server's {max_upload_mb} MB upload "
             f"limit (server.maxUploadSize in .streamlit/config.toml). {cli}")
     try:
-        return read_table(data, name=name, max_bytes=limits.max_bytes,
-                          max_rows=limits.max_rows, max_columns=limits.max_columns, split=split,
-                          limit_hint=f"This server accepts uploads {limits_text(limits)}. {cli}",
-                          unpack_zip=unpack_zip)
+        return load_input(data, name=name, split=split, unpack_zip=unpack_zip, limits=ReadLimits(
+            max_bytes=limits.max_bytes, max_rows=limits.max_rows, max_columns=limits.max_columns,
+            limit_hint=f"This server accepts uploads {limits_text(limits)}. {cli}"))
     except SplitNotChosen as exc:
         if split is not None or not exc.splits:
             raise

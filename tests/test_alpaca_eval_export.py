@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from puaudit.cli.commands import main
-from puaudit.data.formats import read_comparison_input
+from puaudit.data.load import load_input
 from puaudit.data.io import read_table
 from puaudit.data.formats.alpaca_eval_export import JUDGE_PREFERENCE, to_annotations
 from puaudit.errors import PUAuditError
@@ -56,7 +56,7 @@ def test_round_trip_keeps_every_record_and_field_with_audited_preferences(annota
     table = d / "audited.csv"
     assert _audit(d, path, table) == 0  # the same audit as a table, to compare with
     capsys.readouterr()
-    assert len(read_comparison_input(table)) == N  # an audited table is read (and audited) again
+    assert len(load_input(table)) == N  # an audited table is read (and audited) again
     written = json.loads(out.read_text(encoding="utf-8"))
     assert isinstance(written, list) and len(written) == len(records)
     adjusted = read_table(table)["puaudit_adjusted"].tolist()
@@ -76,7 +76,7 @@ def test_round_trip_keeps_every_record_and_field_with_audited_preferences(annota
     assert written[3]["preference"] is None
     assert sum(r["preference"] != r[JUDGE_PREFERENCE] for r in written) > 0  # the audit changed some
     # read back: AlpacaEval annotations whose judge is now the audit
-    again = read_comparison_input(out)
+    again = load_input(out)
     assert len(again) == len(records)
     kept = [i for i, r in enumerate(records) if r["preference"] is not None]
     assert again["judge_winner"].iloc[kept].tolist() == [adjusted[i] for i in kept]
@@ -96,4 +96,4 @@ def test_alpaca_eval_format_refuses_a_table_that_is_not_annotations(tmp_path, ca
 def test_to_annotations_needs_an_audited_table(annotations):
     _, path, _ = annotations
     with pytest.raises(PUAuditError, match="puaudit_adjusted"):
-        to_annotations(read_comparison_input(path))
+        to_annotations(load_input(path))

@@ -15,11 +15,17 @@ from puaudit.annotators.agreement import annotator_report
 from puaudit.annotators.audit_link import annotator_score_disagreement
 from puaudit.annotators.consensus import consensus_labels
 from puaudit.annotators.intervals import share_interval
-from puaudit.annotators.cli import main as cli_main
+from puaudit.cli.commands import main as puaudit_main
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 from puaudit.stats.proportions import wilson_interval
+
+
+def cli_main(argv):
+    """``puaudit annotators ARGV`` (the command's own module has no entry point of its own)."""
+    return puaudit_main(["annotators", *argv])
+
 
 # Response texts per (item, model): their lengths decide "longer".
 _LEN = {(1, "X"): 10, (1, "Y"): 20, (2, "X"): 30, (2, "Y"): 5, (3, "X"): 7, (3, "Z"): 7,

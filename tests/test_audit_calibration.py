@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from puaudit.audit.calibration import MonotoneCalibrator
-from puaudit.audit.config import AuditConfig, add_config_arguments, config_from_args
+from puaudit.audit.config import AuditConfig
+from puaudit.cli.options import add_config_arguments, config_from_args
 from puaudit.audit.crossfit import default_cv_repeats
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.splits import prepare_split

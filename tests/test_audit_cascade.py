@@ -68,7 +68,7 @@ def test_other_judges_named_explicitly_replace_the_name_heuristic():
 
 
 def test_other_judges_option_on_the_config_and_the_command_line():
-    from puaudit.audit.config import config_from_args
+    from puaudit.cli.options import config_from_args
     from puaudit.cli.commands import build_parser
 
     assert AuditConfig().other_judges is None

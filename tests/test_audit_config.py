@@ -40,7 +40,7 @@ def test_puaudit_is_a_scikit_learn_estimator():
 
 
 def test_cli_options_carry_the_config_defaults():
-    from puaudit.audit.config import config_from_args
+    from puaudit.cli.options import config_from_args
 
     args = build_parser().parse_args(["audit", "in.csv", "-o", "out.csv"])
     assert config_from_args(args) == AuditConfig()
@@ -97,7 +97,7 @@ def test_a_bad_parameter_is_refused_with_its_name_and_value(bad, message):
 def test_the_manifests_reproduce_command_carries_every_field(cfg):
     import shlex
 
-    from puaudit.audit.config import config_from_args
+    from puaudit.cli.options import config_from_args
     from puaudit.audit.manifest import reproduce_command
 
     cmd = reproduce_command({**cfg.to_dict(), "m_used": 0.5, "encoder": "x"})

@@ -11,7 +11,7 @@ import numpy as np
 
 from puaudit.audit.manifest import reproduce_command
 from puaudit.cli.commands import main
-from puaudit.data.formats import read_comparison_input
+from puaudit.data.load import load_input
 
 
 def _jsonl(path, records):
@@ -46,7 +46,7 @@ def _release(root, n_questions: int = 40):
 
 def test_cli_manifest_reproduces_the_joined_input(tmp_path, capsys):
     judge, human, bench = _release(tmp_path)
-    n = len(read_comparison_input(judge, human=human, answers=bench))
+    n = len(load_input(judge, human=human, answers=bench))
     rng = np.random.default_rng(1)
     np.savez(tmp_path / "emb.npz", e_a=rng.normal(size=(n, 8)).astype(np.float32),
              e_b=rng.normal(size=(n, 8)).astype(np.float32))

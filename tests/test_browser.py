@@ -186,7 +186,7 @@ def test_a_parquet_bomb_upload_is_refused_and_the_server_stays_up(tmp_path):
     """A 34 KB Parquet file that decodes to 5 GB (64 rows of 10 million zeros): the Data page
     shows the upload limit's message (refused from the file's footer), and a second visitor
     still gets the app."""
-    from tests.test_data_hostile_round3 import parquet_bomb
+    from bench._hostile_files import parquet_bomb
 
     bomb = tmp_path / "bomb.parquet"
     parquet_bomb(bomb)
@@ -256,3 +256,40 @@ def test_fully_annotated_weak_judge_numbers_agree_with_the_cli(server, mtbench_p
     assert reversed_txt == f"{n_rev} of {js['n_validation']}"
     assert (f"mean {100 * spread['mean']:+.1f} pts (range {100 * spread['min']:+.1f} to "
             f"{100 * spread['max']:+.1f})") in shown_spread
+
+
+def test_a_label_studio_export_uploaded_audits_as_the_cli_audits_it(server, tmp_path):
+    """Issue 52: a Label Studio export uploaded on the Data page is read as ``puaudit audit``
+    reads it (one row per vote), and the Audit page's Cons_orig, Cons_adj and reversals equal
+    the CLI's ``--json`` on the same file, with the same default encoder."""
+    import json
+
+    from tests.test_page_data_upload_formats import labelstudio_export
+
+    path = labelstudio_export(tmp_path / "project-export.json")
+    env = {k: v for k, v in os.environ.items() if k != "PUAUDIT_TEST_ENCODER"}
+    cli = subprocess.run([sys.executable, "-m", "puaudit", "audit", str(path), "-o",
+                          str(tmp_path / "out.csv"), "--spread-seeds", "1", "--json"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=1800)
+    assert cli.returncode == 0, cli.stderr
+    js = json.loads(cli.stdout.strip().splitlines()[-1])
+
+    with chromium() as browser:
+        page = open_app(browser, server, timeout_ms=900_000,
+                        viewport={"width": 1400, "height": 2000})
+        upload_table(page, path, rows=f"{js['n_rows']:,}")
+        idle(page)
+        go(page, "Audit")
+        page.wait_for_selector('[data-testid="stMetric"]:has-text("Cons_adj")')
+        # the first look (judge evidence alone) shows while the texts are embedded: the full
+        # audit replaces it
+        page.wait_for_function("() => !document.body.innerText.includes('preliminary: judge')",
+                               timeout=900_000)
+        idle(page)
+        cons_orig, cons_adj = metric(page, "Cons_orig"), metric(page, "Cons_adj")
+        reversed_txt = metric(page, "Reversed")
+        page.screenshot(path=str(ARTIFACTS / "page_audit_label_studio_upload.png"),
+                        full_page=True)
+    assert cons_orig == f"{js['cons_orig']:.1%}" and cons_adj == f"{js['cons_adj']:.1%}"
+    n_rev = round(js["reversed_share"] * js["n_validation"])
+    assert reversed_txt == f"{n_rev} of {js['n_validation']}" and n_rev > 0

@@ -251,7 +251,7 @@ def test_cli_audits_a_shard_folder_and_says_which_split(tmp_path, capsys):
 
 
 def test_alpaca_eval_annotations_in_parquet_shards_are_detected_as_such(tmp_path):
-    from puaudit.data.formats import read_comparison_input
+    from puaudit.data.load import load_input
 
     records = pd.DataFrame({"instruction": ["a", "b", "c", "d"], "output_1": ["x1", "x2", "x3", "x4"],
                             "output_2": ["y1", "y2", "y3", "y4"], "generator_1": "ref",
@@ -259,7 +259,7 @@ def test_alpaca_eval_annotations_in_parquet_shards_are_detected_as_such(tmp_path
     (tmp_path / "data").mkdir()
     records.iloc[:2].to_parquet(tmp_path / "data" / "train-00000-of-00002.parquet")
     records.iloc[2:].to_parquet(tmp_path / "data" / "train-00001-of-00002.parquet")
-    df = read_comparison_input(tmp_path)
+    df = load_input(tmp_path)
     assert df["judge_winner"].tolist() == ["A", "B", "tie", "B"]
     assert df["model_b"].tolist() == ["new"] * 4
 

@@ -12,7 +12,8 @@ import pytest
 
 from puaudit.audit.evidence import _swapped_column
 from puaudit.cli.commands import main
-from puaudit.data.formats import detect, read_comparison_input
+from puaudit.data.formats import detect
+from puaudit.data.load import load_input
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
@@ -71,7 +72,7 @@ def release(tmp_path) -> tuple[Path, Path]:
 
 def test_release_with_human_votes_is_one_row_per_vote_in_the_voter_orientation(release, bench):
     judge, human = release
-    df = read_comparison_input(judge, human=human, answers=bench)
+    df = load_input(judge, human=human, answers=bench)
     assert list(df.columns[:15]) == [
         "question_id", "category", "turn", "model_a", "model_b", "prompt", "response_a",
         "response_b", "human_winner", "judge_winner", "human_judge", "judge_winner_raw",
@@ -99,7 +100,7 @@ def test_release_with_human_votes_is_one_row_per_vote_in_the_voter_orientation(r
 
 def test_release_alone_gives_one_row_per_judge_verdict(release, bench):
     judge, _ = release
-    df = read_comparison_input(judge, answers=bench)
+    df = load_input(judge, answers=bench)
     assert len(df) == 4 and "human_winner" not in df.columns
     assert df["judge_winner"].tolist() == ["model_a", "tie", "model_b", "tie"]
     assert load_comparisons(df).n_annotated == 0
@@ -125,7 +126,7 @@ def test_fastchat_pairwise_both_orders_give_the_verdict_and_the_swapped_column(t
         _release(2, 1, "m2", "m3", "tie", "expert_2"),
         _release(2, 1, "m1", "m3", "model_b", "expert_4"),
     ])
-    df = read_comparison_input(judged, human=votes, answers=bench)
+    df = load_input(judged, human=votes, answers=bench)
     assert df["judge_winner"].tolist() == ["model_b", "tie", "tie", ""]
     assert df["judge_winner_raw"].tolist() == ["model_b", "tie (inconsistent)", "tie", ""]
     # row 1 shows m2 first: its order 1 is the judge's game 2 (m2 first), which chose m1 = B
@@ -163,20 +164,20 @@ def test_almost_the_format_names_the_field_and_the_line(tmp_path, bench, case, n
         records = [ok, ok | {"turn": 2}, bad]
     path = _jsonl(tmp_path / "judged.jsonl", records, blank_after=1)  # record 3 is on line 4
     with pytest.raises(PUAuditError) as err:
-        read_comparison_input(path, answers=bench)
+        load_input(path, answers=bench)
     assert needle in str(err.value) and "line 4" in str(err.value)
 
 
 def test_judgments_without_texts_or_with_an_unknown_model_say_what_to_pass(release, bench):
     judge, human = release
     with pytest.raises(PUAuditError, match="Pass --answers DIR"):
-        read_comparison_input(judge, human=human)
+        load_input(judge, human=human)
     for f in (bench / "model_answer").glob("m3.jsonl"):
         f.unlink()
     with pytest.raises(PUAuditError, match="No answer of model 'm3' to question 2"):
-        read_comparison_input(judge, human=human, answers=bench)
+        load_input(judge, human=human, answers=bench)
     with pytest.raises(PUAuditError, match="no question.jsonl"):
-        read_comparison_input(judge, answers=bench / "model_answer")
+        load_input(judge, answers=bench / "model_answer")
 
 
 def test_human_file_must_be_the_release_layout(release, bench, tmp_path):
@@ -184,7 +185,7 @@ def test_human_file_must_be_the_release_layout(release, bench, tmp_path):
     votes = _jsonl(tmp_path / "votes.jsonl", [{"question_id": 1, "turn": 1, "model_a": "m1",
                                                "model_b": "m2", "judge": "expert_1"}])
     with pytest.raises(PUAuditError, match=r"--human votes.jsonl: .* line 1 has no 'winner'"):
-        read_comparison_input(judge, human=votes, answers=bench)
+        load_input(judge, human=votes, answers=bench)
 
 
 def test_a_comparison_table_is_returned_as_read_and_refuses_join_flags(tmp_path, bench):
@@ -195,9 +196,9 @@ def test_a_comparison_table_is_returned_as_read_and_refuses_join_flags(tmp_path,
     df.to_csv(path, index=False)
     frame = read_table(path)
     assert detect(frame) is None
-    pd.testing.assert_frame_equal(read_comparison_input(path), frame)
+    pd.testing.assert_frame_equal(load_input(path), frame)
     with pytest.raises(PUAuditError, match="--human joins votes"):
-        read_comparison_input(path, human=path)
+        load_input(path, human=path)
 
 
 def test_cli_reads_judgment_files_and_refuses_a_missing_answers_folder(release, bench, tmp_path,
@@ -223,7 +224,7 @@ def test_alpaca_eval_preferences_become_verdicts_and_judge_probabilities(tmp_pat
     path.write_text(json.dumps([_annotation(0, 1), _annotation(1, 2), _annotation(2, 1.5),
                                 _annotation(3, 1.8), _annotation(4, None), _annotation(5, 0),
                                 _annotation(6, 1.25, dataset="setB")]), encoding="utf-8")
-    df = read_comparison_input(path)
+    df = load_input(path)
     assert df["judge_winner"].tolist() == ["A", "B", "tie", "B", "", "tie", "A"]
     assert df["p_B"].tolist() == pytest.approx([0, 1, 0.5, 0.8, np.nan, 0.5, 0.25],
                                                nan_ok=True)
@@ -241,7 +242,7 @@ def test_alpaca_eval_preferences_become_verdicts_and_judge_probabilities(tmp_pat
 def test_alpaca_eval_hard_preferences_give_no_probability_columns(tmp_path):
     path = tmp_path / "annotations.json"
     path.write_text(json.dumps([_annotation(0, 1), _annotation(1, 2.0)]), encoding="utf-8")
-    df = read_comparison_input(path)
+    df = load_input(path)
     assert "p_A" not in df.columns and df["judge_winner"].tolist() == ["A", "B"]
 
 
@@ -254,7 +255,7 @@ def test_alpaca_eval_malformed_names_the_field_and_record(tmp_path, records, nee
     path = tmp_path / "annotations.json"
     path.write_text(json.dumps(records), encoding="utf-8")
     with pytest.raises(PUAuditError) as err:
-        read_comparison_input(path)
+        load_input(path)
     assert needle in str(err.value) and "AlpacaEval" in str(err.value)
 
 
@@ -288,7 +289,7 @@ def test_arena_hard_games_give_both_orders_and_strength(tmp_path, arena_bench):
         _arena("qa", "B>>A", "A>B"),   # both games: cand better
         _arena("qb", "A>B", "A>B"),    # each game prefers the first shown: inconsistent
     ])
-    df = read_comparison_input(path, answers=arena_bench)
+    df = load_input(path, answers=arena_bench)
     assert df["model_a"].tolist() == ["gpt-4-0314"] * 2 and df["model_b"].tolist() == ["cand"] * 2
     assert df["judge_winner"].tolist() == ["model_b", "tie"]
     assert df["judge_winner_raw"].tolist() == ["model_b", "tie (inconsistent)"]
@@ -319,7 +320,7 @@ def test_arena_hard_scores_read_either_way_round():
 def test_arena_hard_malformed_names_the_problem_and_line(tmp_path, arena_bench, record, needle):
     path = _jsonl(tmp_path / "cand.jsonl", [_arena("qa", "A>B", "B>A"), record])
     with pytest.raises(PUAuditError) as err:
-        read_comparison_input(path, answers=arena_bench)
+        load_input(path, answers=arena_bench)
     assert needle in str(err.value) and "line 2" in str(err.value)
 
 
@@ -333,7 +334,7 @@ def test_real_mtbench_release_gives_the_shipped_table_and_its_cons_orig(tmp_path
         pytest.skip("../shared/data is not present")
     votes = src / "human_judgments"
     judge, human = votes / "gpt4_pair.jsonl", votes / "human.jsonl"
-    ours = read_comparison_input(judge, human=human, answers=src / "fastchat")
+    ours = load_input(judge, human=human, answers=src / "fastchat")
     shipped = read_table(MT / "mtbench_human_vs_gpt4.csv")
     assert ours.shape[0] == shipped.shape[0] == 3355
     for col in shipped.columns:  # CSV cells are text; ours keep JSON's numbers

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from puaudit.data.formats import argilla, detect, read_comparison_input
+from puaudit.data.formats import argilla, detect
+from puaudit.data.load import load_input
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
@@ -60,7 +61,7 @@ def _to_disk(folder, records, settings=SETTINGS):
 
 
 def test_to_disk_folder_one_row_per_submitted_response(tmp_path):
-    df = read_comparison_input(_to_disk(tmp_path / "pairs", _records()))
+    df = load_input(_to_disk(tmp_path / "pairs", _records()))
     assert df["id"].tolist() == ["rec-1", "rec-1", "rec-2"]
     assert df["human_winner"].tolist() == ["A", "tie", ""]
     assert df["annotator"].tolist() == ["u-ana", "u-bo", ""]
@@ -97,7 +98,7 @@ def test_flat_records_with_a_ranking_question(tmp_path):
              "rank.suggestion.agent": "judge-x"}]
     path = tmp_path / "records.txt"
     path.write_text("\n".join(json.dumps(r) for r in flat))
-    df = read_comparison_input(path)
+    df = load_input(path)
     assert df["human_winner"].tolist() == ["B", "tie"]
     assert df["annotator"].tolist() == ["u1", "u2"]
     assert df["judge_winner"].tolist() == ["A", "A"] and "p_A" not in df.columns
@@ -107,7 +108,7 @@ def test_no_votes_yet_is_fine(tmp_path):
     recs = _records()
     for r in recs:
         r["responses"], r["suggestions"] = {}, {}
-    df = read_comparison_input(_to_disk(tmp_path / "fresh", recs))
+    df = load_input(_to_disk(tmp_path / "fresh", recs))
     assert df["human_winner"].tolist() == ["", ""]
 
 
@@ -130,7 +131,7 @@ def test_almost_the_format_names_the_field_and_record(tmp_path, change, field, w
     path = tmp_path / "records.json"
     path.write_text(json.dumps(recs))
     with pytest.raises(PUAuditError) as err:
-        read_comparison_input(path)
+        load_input(path)
     msg = str(err.value)
     assert field in msg and where in msg and "Argilla" in msg
 
@@ -143,7 +144,7 @@ def test_flat_responses_without_users_name_the_field_and_line(tmp_path):
     path = tmp_path / "flat.jsonl"
     path.write_text("\n\n".join(json.dumps(r) for r in rows))
     with pytest.raises(PUAuditError, match=r"line 3 has no 'pref.responses.users'"):
-        read_comparison_input(path)
+        load_input(path)
 
 
 def test_a_question_that_names_no_side_is_refused(tmp_path):
@@ -152,7 +153,7 @@ def test_a_question_that_names_no_side_is_refused(tmp_path):
     path = tmp_path / "flat.jsonl"
     path.write_text(json.dumps(rows[0]))
     with pytest.raises(PUAuditError, match=r"\['quality'\].*LabelQuestion"):
-        read_comparison_input(path)
+        load_input(path)
 
 
 def test_hub_layout_parquet(tmp_path):
@@ -167,7 +168,7 @@ def test_hub_layout_parquet(tmp_path):
         "pref.responses.status": [["submitted", "submitted"], None],
         "pref.suggestion": ["response2", "response1"], "pref.suggestion.score": [0.6, 0.9],
         "pref.suggestion.agent": ["j", "j"]}), tmp_path / "train.parquet")
-    df = read_comparison_input(tmp_path / "train.parquet")
+    df = load_input(tmp_path / "train.parquet")
     assert df["human_winner"].tolist() == ["A", "tie", ""]
     assert df["annotator"].tolist() == ["u1", "u2", ""]
     assert df["p_A"].tolist() == pytest.approx([0.4, 0.4, 0.9])

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from puaudit.data.formats import detect, read_comparison_input
+from puaudit.data.formats import detect
+from puaudit.data.load import load_input
 from puaudit.data.formats import labelstudio
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons
@@ -56,7 +57,7 @@ def _write(tmp_path, records, name="project_export.csv"):
 
 def test_one_row_per_vote_with_annotators_and_every_field(tmp_path):
     path = _write(tmp_path, _export())
-    df = read_comparison_input(path)
+    df = load_input(path)
     assert df["ls_task_id"].tolist() == [101, 101, 102, 103]
     assert df["human_winner"].tolist() == ["A", "tie", "B", ""]
     assert df["annotator"].tolist() == ["7", "ana@example.org", "7", ""]
@@ -82,7 +83,7 @@ def test_prediction_is_the_judge_when_the_task_has_none(tmp_path):
                                "result": [{"type": "pairwise", "from_name": "pw",
                                            "to_name": "text1,text2",
                                            "value": {"selected": "right"}}]}]}]
-    df = read_comparison_input(_write(tmp_path, tasks))
+    df = load_input(_write(tmp_path, tasks))
     assert df["judge_winner"].tolist() == ["B"]
     assert df["p_B"].iloc[0] == pytest.approx(0.8) and df["p_A"].iloc[0] == pytest.approx(0.2)
     assert df["response_a"].tolist() == ["a"] and df["human_winner"].tolist() == [""]
@@ -90,7 +91,7 @@ def test_prediction_is_the_judge_when_the_task_has_none(tmp_path):
 
 def test_tasks_not_yet_annotated_read_without_votes(tmp_path):
     tasks = [{"data": {"prompt": "q", "response_a": "a", "response_b": "b", "judge": "A"}}]
-    df = read_comparison_input(_write(tmp_path, tasks, "tasks.json"))
+    df = load_input(_write(tmp_path, tasks, "tasks.json"))
     assert df["human_winner"].tolist() == [""] and df["response_a"].tolist() == ["a"]
 
 
@@ -115,7 +116,7 @@ def test_almost_the_export_names_the_field_and_record(tmp_path, change, field, w
     tasks = _export()
     change(tasks)
     with pytest.raises(PUAuditError) as err:
-        read_comparison_input(_write(tmp_path, tasks))
+        load_input(_write(tmp_path, tasks))
     msg = str(err.value)
     assert field in msg and where in msg and "Label Studio" in msg
 
@@ -124,11 +125,11 @@ def test_unknown_words_are_refused_with_the_word(tmp_path):
     tasks = _export()
     tasks[1]["annotations"][0]["result"] = [{"type": "pairwise", "value": {"selected": "up"}}]
     with pytest.raises(PUAuditError, match="'up'.*'left' or 'right'"):
-        read_comparison_input(_write(tmp_path, tasks))
+        load_input(_write(tmp_path, tasks))
     tasks[1]["annotations"][0]["result"] = [{"type": "choices",
                                              "value": {"choices": ["Maybe"]}}]
     with pytest.raises(PUAuditError, match="'Maybe' names neither response"):
-        read_comparison_input(_write(tmp_path, tasks))
+        load_input(_write(tmp_path, tasks))
 
 
 def test_puaudit_audit_reads_the_export(tmp_path, capsys):

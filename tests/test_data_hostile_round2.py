@@ -309,9 +309,9 @@ def test_audit_refuses_to_overwrite_its_input_before_any_work(data_dir, capsys, 
         os.link(src, target)
     elif how == "relative":
         (data_dir / "sub").mkdir()
-    import puaudit.cli.commands as cli
+    import puaudit.cli.audit as cli
 
-    monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("work started"))
+    monkeypatch.setattr(cli, "load_labelled", lambda args: pytest.fail("work started"))
     rc, err = _run(["audit", src, "-o", target], capsys)
     assert rc == 2 and "is the same file as the input" in err and "Traceback" not in err
     assert src.read_bytes() == before
@@ -336,9 +336,9 @@ def test_manifest_and_annotators_outputs_never_overwrite_an_input(data_dir, caps
 
 
 def test_output_paths_are_checked_before_the_audit(data_dir, capsys, monkeypatch):
-    import puaudit.cli.commands as cli
+    import puaudit.cli.audit as cli
 
-    monkeypatch.setattr(cli, "_load", lambda args: pytest.fail("work started"))
+    monkeypatch.setattr(cli, "load_labelled", lambda args: pytest.fail("work started"))
     src = data_dir / "in.csv"
     (data_dir / "folder").mkdir()
     cases = (
@@ -448,12 +448,13 @@ def test_zero_identical_and_nan_embeddings_say_so(tmp_path, capsys, data_dir):
 
 
 def test_out_of_memory_advice_names_real_options(data_dir, capsys, monkeypatch):
+    import puaudit.cli.audit as audit
     import puaudit.cli.commands as cli
 
     def oom(args):
         raise MemoryError
 
-    monkeypatch.setattr(cli, "_load", oom)
+    monkeypatch.setattr(audit, "load_labelled", oom)
     rc, err = _run(["audit", data_dir / "in.csv", "-o", data_dir / "o.csv"], capsys)
     assert rc == 2 and "out of memory" in err and "--pooled off" not in err
     audit = cli.build_parser()._subparsers._group_actions[0].choices["audit"]

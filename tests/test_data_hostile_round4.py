@@ -1,6 +1,6 @@
 """Hostile inputs, fourth round (issue 41, the readers): expansion bombs and silent results.
 
-Each file is generated here, small. The cases that once took gigabytes run in a child process
+Each file is generated, small, by bench/_hostile_files.py. The cases that once took gigabytes run in a child process
 under an address-space limit (``RLIMIT_AS``), so a regression fails with a MemoryError instead of
 taking the machine, and the child's peak (VmHWM) is checked as well.
 """
@@ -9,107 +9,24 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 
+from bench._hostile_files import (argilla_record, big_text_column, comparison_columns, hf_bomb,
+                                   labelstudio_bomb, zip_folder)
 from puaudit.cli.commands import main
-from puaudit.data.formats import read_comparison_input
+from puaudit.data.load import load_input
 from puaudit.data.io import read_table
+from puaudit.data.read_limits import ReadLimits
 from puaudit.data.writers import table_to_bytes
 from puaudit.data.parquet_read import decoded_nbytes
 from puaudit.errors import PUAuditError
 from tests.child_support import run_measured
 from tests.conftest import ROOT
-
-# --- the constructions (bench/hostile_memory.py builds its cases with these) ----------------
-
-
-def big_text_column(kind: str, rows: int, size: int) -> pa.Array:
-    """``rows`` values that are all one ``size``-byte string: a dictionary (one value, ``rows``
-    indices) or a ``string_view`` (``rows`` views of one shared buffer). A few bytes a row as
-    stored, ``size`` bytes a row once expanded."""
-    text = "x" * size
-    if kind == "dictionary":
-        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)),
-                                              pa.array([text]))
-    views = np.zeros((rows, 4), np.int32)  # length, 4-byte prefix, buffer index, offset
-    views[:, 0] = size
-    views[:, 1] = int.from_bytes(b"xxxx", "little", signed=True)
-    return pa.Array.from_buffers(pa.string_view(), rows,
-                                 [None, pa.py_buffer(views.tobytes()), pa.py_buffer(text.encode())])
-
-
-def comparison_columns(prompt: pa.Array) -> pa.Table:
-    n = len(prompt)
-    return pa.table({"prompt": prompt,
-                     "response_a": pa.array([f"answer a{i}" for i in range(n)]),
-                     "response_b": pa.array([f"answer b{i}" for i in range(n)]),
-                     "judge_winner": pa.array(["A" if i % 2 else "B" for i in range(n)]),
-                     "human_winner": pa.array(["A" if i % 3 == 0 else "" for i in range(n)])})
-
-
-def hf_bomb(root: Path, kind: str, *, rows: int = 100_000, size: int = 2**20) -> Path:
-    """A Hugging Face ``save_to_disk`` folder whose ``prompt`` column is ``big_text_column``:
-    with the defaults, 100,000 rows of one 1 MB string (100 GB expanded) in 4 MB."""
-    root.mkdir(parents=True, exist_ok=True)
-    table = comparison_columns(big_text_column(kind, rows, size))
-    with ipc.new_stream(str(root / "data-00000-of-00001.arrow"), table.schema) as w:
-        w.write_table(table)
-    (root / "state.json").write_text(json.dumps(
-        {"_data_files": [{"filename": "data-00000-of-00001.arrow"}], "_split": None}))
-    (root / "dataset_info.json").write_text(json.dumps({"features": {}}))
-    return root
-
-
-def zip_folder(folder: Path, path: Path) -> Path:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for f in sorted(folder.iterdir()):
-            zf.write(f, f"ds/{f.name}")
-    return path
-
-
-def labelstudio_bomb(path: Path, *, annotations: int = 1_000_000, tasks: int = 40) -> Path:
-    """Label Studio's JSON export: task 1 with ``annotations`` votes, ``tasks - 1`` more with one
-    each (with the defaults 1,000,039 rows in 166 MB), written in blocks."""
-    ann = ('{"id": %d, "completed_by": %d, "result": [{"type": "pairwise", "from_name": "cmp", '
-           '"to_name": "answer1,answer2", "value": {"selected": "%s"}}], "was_cancelled": false}')
-    with open(path, "w") as fh:
-        fh.write("[")
-        for t in range(tasks):
-            n = annotations if t == 0 else 1
-            fh.write(("," if t else "") + '{"id": %d, "data": {"prompt": "question %d", '
-                     '"answer1": "a%d", "answer2": "b%d"}, "annotations": [' % (t, t, t, t))
-            for k in range(0, n, 10_000):
-                fh.write(",".join(ann % (k + j, (k + j) % 50, "left" if (k + j) % 2 else "right")
-                                  for j in range(min(10_000, n - k))))
-                fh.write("," if k + 10_000 < n else "")
-            fh.write("]}")
-        fh.write("]")
-    return path
-
-
-def argilla_record(path: Path, *, responses: int = 5_000) -> Path:
-    """Argilla records (``records.to_json``): one record whose ``preference`` question has
-    ``responses`` submitted answers, a comment by each of the first ten people, and a judge's
-    suggestion."""
-    rec = {"id": "r1", "fields": {"prompt": "p", "response1": "a", "response2": "b"},
-           "metadata": {}, "vectors": {},
-           "suggestions": {"preference": {"value": "response1", "score": 0.8, "agent": "judge"}},
-           "responses": {"preference": [{"value": "response1" if i % 2 else "response2",
-                                         "user_id": f"u{i}", "status": "submitted"}
-                                        for i in range(responses)],
-                         "comment": [{"value": f"note {i}", "user_id": f"u{i}",
-                                      "status": "submitted"} for i in range(10)]}}
-    path.write_text(json.dumps([rec]))
-    return path
-
 
 # --- the command line in a child (tests/child_support.run_measured caps its memory) ---------
 
@@ -206,7 +123,7 @@ def _cells_bytes(df: pd.DataFrame) -> int:
 def test_argilla_vote_rows_carry_their_own_responses_only(tmp_path):
     sizes = {}
     for n in (200, 800):
-        df = read_comparison_input(argilla_record(tmp_path / f"r{n}.json", responses=n))
+        df = load_input(argilla_record(tmp_path / f"r{n}.json", responses=n))
         assert len(df) == n and df["annotator"].tolist()[:3] == ["u0", "u1", "u2"]
         assert df["preference.responses"].tolist()[:2] == ["response2", "response1"]
         assert df["preference.responses.users"].tolist()[:2] == ["u0", "u1"]
@@ -220,8 +137,8 @@ def test_argilla_vote_rows_carry_their_own_responses_only(tmp_path):
 
 def test_argilla_5000_responses_read_under_1_5_gb(tmp_path):
     path = argilla_record(tmp_path / "records.json", responses=5000)
-    code = ("from puaudit.data.formats import read_comparison_input\n"
-            f"df = read_comparison_input({str(path)!r})\nRC = 0 if len(df) == 5000 else 1\n")
+    code = ("from puaudit.data.load import load_input\n"
+            f"df = load_input({str(path)!r})\nRC = 0 if len(df) == 5000 else 1\n")
     rc, err, peak_mb, _ = run_measured(code, cwd=ROOT, limit_mb=2500)
     assert rc == 0, err[-3000:]
     assert peak_mb < 1536, peak_mb
@@ -247,10 +164,10 @@ def test_label_studio_rows_are_counted_before_they_are_built(tmp_path):
 
 def test_the_row_limit_counts_expanded_rows_exactly(tmp_path):
     path = labelstudio_bomb(tmp_path / "ls.json", annotations=50, tasks=3)  # 52 rows
-    assert len(read_comparison_input(path, read=lambda p: read_table(p, max_rows=52))) == 52
+    assert len(load_input(path, limits=ReadLimits(max_rows=52))) == 52
     with pytest.raises(PUAuditError, match=r"more than 51 rows .* refused at task 3"):
-        read_comparison_input(path, read=lambda p: read_table(p, max_rows=51))
-    assert len(read_comparison_input(path)) == 52  # no limit given: none applied
+        load_input(path, limits=ReadLimits(max_rows=51))
+    assert len(load_input(path)) == 52  # no limit given: none applied
     # the limit is the read's, not the file's: an export does not carry it to the next read
     df = read_table(path, max_rows=60)
     assert df.attrs["row_limit"]["max_rows"] == 60
@@ -266,7 +183,7 @@ def test_label_studio_skipped_annotations_are_kept_once_per_task(tmp_path):
     path = tmp_path / "ls.json"
     path.write_text(json.dumps([{"id": 1, "data": {"prompt": "q", "answer1": "a",
                                                    "answer2": "b"}, "annotations": anns}]))
-    df = read_comparison_input(path)
+    df = load_input(path)
     assert len(df) == 3
     assert [a["id"] for a in json.loads(df["ls_task_not_voted"].iloc[0])] == [10, 11]
     assert df["ls_task_not_voted"].iloc[1:].isna().all()
@@ -317,19 +234,19 @@ def test_repeated_questions_and_answers_are_refused(tmp_path):
                                      _question(81, "second")], both)
     with pytest.raises(PUAuditError, match=r"question.jsonl: line 1 and line 3 both hold "
                                            r"question 81"):
-        read_comparison_input(judge, answers=bench)
+        load_input(judge, answers=bench)
     bench = _bench(tmp_path / "b2", [_question(81)],
                    {"m1": [_answer(81, "m1", "one"), _answer(81, "m1", "two")],
                     "m2": [_answer(81, "m2")]})
     with pytest.raises(PUAuditError, match=r"m1.jsonl: line 1 and .*m1.jsonl: line 2 both hold "
                                            r"the answer of model 'm1' to question 81"):
-        read_comparison_input(judge, answers=bench)
+        load_input(judge, answers=bench)
     # the same answer in two files (model_id says so) is refused too
     bench = _bench(tmp_path / "b3", [_question(81)],
                    {"m1": [_answer(81, "m1")], "m1_copy": [_answer(81, "m1", "other")],
                     "m2": [_answer(81, "m2")]})
     with pytest.raises(PUAuditError, match="both hold the answer of model 'm1'"):
-        read_comparison_input(judge, answers=bench)
+        load_input(judge, answers=bench)
 
 
 @pytest.mark.parametrize("value", [True, False])
@@ -341,7 +258,7 @@ def test_a_boolean_alpaca_eval_preference_is_refused(tmp_path, value):
     path.write_text(json.dumps(recs))
     word = "true" if value else "false"  # a yes / no, not 1 (output_1 better) nor 0 (a draw)
     with pytest.raises(PUAuditError, match=rf"record 2: 'preference' is {word}; AlpacaEval"):
-        read_comparison_input(path)
+        load_input(path)
 
 
 def test_an_arena_hard_file_without_answers_is_named_as_such(tmp_path, capsys):

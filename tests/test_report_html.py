@@ -17,7 +17,7 @@ from puaudit.audit.config import AuditConfig
 from puaudit.audit.m_curve import audit_with_m_curve, m_grid
 from puaudit.cli.commands import main
 from puaudit.data.demo import generate_demo
-from puaudit.data.formats import read_comparison_input
+from puaudit.data.load import load_input
 from puaudit.data.schema import load_comparisons
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.report.card import build_card
@@ -116,7 +116,7 @@ def _alpaca_annotations(path, n: int = 60) -> None:
 def test_alpaca_eval_response_a_is_the_reference_not_a_position(tmp_path, capsys):
     path = tmp_path / "annotations.json"
     _alpaca_annotations(path)
-    table = load_comparisons(read_comparison_input(path))
+    table = load_comparisons(load_input(path))
     assert judge_tendencies(table)["response_a"] == REFERENCE
     assert main(["report", str(path), "-o", str(tmp_path / "r.html"), "--json"]) == 0
     card = json.loads(capsys.readouterr().out)  # stdout holds the card alone under --json

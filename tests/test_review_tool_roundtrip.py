@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from puaudit.cli.commands import main
-from puaudit.data.formats import read_comparison_input
+from puaudit.data.load import load_input
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons
 from puaudit.review.keys import row_keys
@@ -73,7 +73,7 @@ def test_label_studio_round_trip(tmp_path, audit_export, capsys):
     export = tmp_path / "project-1-at-2024.json"
     export.write_text(json.dumps(tasks))
     # the tool's export is also an input the audit reads
-    assert read_comparison_input(export)["human_winner"].tolist() == ["B", "tie", "", "A"]
+    assert load_input(export)["human_winner"].tolist() == ["B", "tie", "", "A"]
 
     db = tmp_path / "review.sqlite"
     assert main(["review", "import", str(export), "--db", str(db)]) == 0

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from puaudit.data.io import read_table
-from puaudit.trustjudge import cli, make_demo
+import puaudit.cli.trustjudge as cli
+from puaudit.trustjudge import make_demo
 
 
 def _run(argv, capsys):

@@ -1,13 +1,13 @@
 """One audit configuration: every parameter of the audit, its default and its validation, once.
 
 :class:`AuditConfig` is what :class:`puaudit.audit.estimator.PUAudit`, :func:`puaudit.audit.evaluate.evaluate`,
-the command line (its options are generated from the fields here) and the dashboard (which keeps
+the command line (its options are generated from the fields here, by
+:mod:`puaudit.cli.options`) and the dashboard (which keeps
 one in its session and uses it as its cache key) all take. It is frozen and hashable.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -19,7 +19,7 @@ from puaudit.audit.evidence import EVIDENCE_SIGNALS, evidence_signal_names
 from puaudit.audit.scorers import SCORERS
 
 __all__ = ["AuditConfig", "SCORER_CHOICES", "RULES", "OT_METHODS", "CALIBRATION_CHOICES",
-           "HUMAN_SOURCES", "CERTIFICATES", "add_config_arguments", "config_from_args"]
+           "HUMAN_SOURCES", "CERTIFICATES"]
 
 #: Relabel rules (:mod:`puaudit.audit.relabel`).
 RULES = ("guarded", "paper")
@@ -299,35 +299,3 @@ class AuditConfig:
     def defaults(cls) -> dict:
         """Every parameter's default (what the CLI, the dashboard and PUAudit report)."""
         return cls().to_dict()
-
-
-def add_config_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()
-                         ) -> None:
-    """Add one command-line option per :class:`AuditConfig` field (defaults from the class)."""
-    g = parser.add_argument_group("audit parameters")
-    for f in dataclasses.fields(AuditConfig):
-        if f.name in exclude:
-            continue
-        meta = dict(f.metadata)
-        flag, help_ = meta.pop("flag"), meta.pop("help")
-        dest = f"cfg_{f.name}"
-        if meta.pop("invert", False):
-            g.add_argument(flag, dest=dest, action="store_false", default=f.default, help=help_)
-            continue
-        kind = {"float": float, "int": int}.get(
-            str(f.type).replace(" | None", "").strip(), None)
-        if f.name == "random_state":
-            kind = int
-        if f.name == "review_band":
-            kind = float
-        default_txt = "auto" if f.default is None else f.default
-        meta.setdefault("metavar", None if "choices" in meta else f.name.upper())
-        if "(default" not in help_:  # a help that explains its default says it once
-            help_ = f"{help_} (default {default_txt})"
-        g.add_argument(flag, dest=dest, default=f.default, type=kind, help=help_, **meta)
-
-
-def config_from_args(args: argparse.Namespace, **overrides) -> AuditConfig:
-    """The :class:`AuditConfig` named by parsed command-line options."""
-    values = {k[4:]: v for k, v in vars(args).items() if k.startswith("cfg_")}
-    return AuditConfig(**{**values, **overrides})

@@ -31,7 +31,7 @@ _EXCLUDED = ("target_agreement", "risk", "m", "other_judges")
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``cascade`` subcommand."""
-    from puaudit.cli.commands import _add_audit_args, _add_table_args
+    from puaudit.cli.options import add_audit_arguments, add_table_arguments
 
     p = sub.add_parser(
         "cascade", help="a cascade of judges, cheapest first: trust each where certified, "
@@ -67,8 +67,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "certified rows on too, and the later judge's verdict is trusted there "
                         "where it is confident (joint certification only; default: only the "
                         "rows a stage did not certify)")
-    _add_table_args(p)
-    _add_audit_args(p, exclude=_EXCLUDED)
+    add_table_arguments(p)
+    add_audit_arguments(p, exclude=_EXCLUDED)
 
 
 def _print(summary: dict, file=None) -> None:
@@ -113,8 +113,11 @@ def _print(summary: dict, file=None) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``puaudit cascade``; returns the exit status."""
     from puaudit.audit.cascade import CASCADE_COLUMNS, run_cascade
-    from puaudit.audit.config import check_risk, check_target, config_from_args
-    from puaudit.cli.commands import _embeddings, _load, report_stream
+    from puaudit.audit.config import check_risk, check_target
+    from puaudit.cli.options import config_from_args
+    from puaudit.cli.embeddings import embeddings
+    from puaudit.cli.output import report_stream
+    from puaudit.cli.table_input import load_table
     from puaudit.data.writers import write_table
     from puaudit.data.jsonsafe import dumps
     from puaudit.data.writers import check_output_path
@@ -128,13 +131,13 @@ def run(args: argparse.Namespace) -> int:
                       what="output (-o)")
     if args.col_judge is None:  # the table needs a judge role to load; the first judge column
         args.col_judge = next((j for j in args.judges if not j.startswith("rule:")), None)
-    table = _load(args)
+    table = load_table(args)
     clash = [c for c in CASCADE_COLUMNS if c in table.frame.columns]
     if clash:
         raise PUAuditError(f"The input already has {', '.join(clash)} (an earlier cascade's "
                            "export): run the cascade on a table without them (puaudit judge "
                            "--only-escalated writes one).", column=clash[0])
-    emb = _embeddings(args, table)
+    emb = embeddings(args, table)
     t0 = time.perf_counter()
     res = run_cascade(table, emb, args.judges, target=target, risk=risk, config=cfg,
                       certify=args.certify, budget=args.budget)

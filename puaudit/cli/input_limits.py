@@ -19,11 +19,12 @@ from __future__ import annotations
 import argparse
 import os
 
+from puaudit.data.read_limits import ReadLimits
 from puaudit.errors import PUAuditError
 
 __all__ = ["DEFAULT_MAX_ROWS", "DEFAULT_MAX_DECODED_MB", "BYTES_PER_ROW", "add_max_rows_argument",
            "add_input_arguments", "max_rows_from", "max_decoded_bytes_from", "limits_from",
-           "add_split_argument", "read_input"]
+           "add_split_argument"]
 
 DEFAULT_MAX_ROWS = 1_000_000
 DEFAULT_MAX_DECODED_MB = 2048
@@ -92,9 +93,9 @@ def max_decoded_bytes_from(args) -> int | None:
     return None if n == 0 else n * 2**20
 
 
-def limits_from(args) -> dict:
-    """``max_rows``, ``max_bytes`` and the messages that say how to raise them, for a reader
-    (:func:`puaudit.data.io.read_table` or
+def limits_from(args) -> ReadLimits:
+    """The run's limits (``max_rows``, ``max_bytes``) and the messages that say how to raise
+    them, for :func:`puaudit.data.load.load_input` (``.kwargs()`` for
     :func:`puaudit.data.parquet_stream.read_comparisons_parquet`)."""
     out = {"max_rows": max_rows_from(args), "max_bytes": max_decoded_bytes_from(args),
            "size_hint": (f"On a machine with the memory (a run takes a few times the decoded "
@@ -108,7 +109,7 @@ def limits_from(args) -> dict:
             f"({gb:.1f} GB at {limit:,} rows, before the table itself). On a machine with the "
             f"memory, pass --max-rows N (0 = no limit) or set ${ENV}; or split the file (e.g. "
             f"one question type at a time).")
-    return out
+    return ReadLimits(**out)
 
 
 def add_split_argument(p: argparse.ArgumentParser) -> None:
@@ -117,16 +118,3 @@ def add_split_argument(p: argparse.ArgumentParser) -> None:
                    help="the split to read when INPUT is a dataset folder (Hugging Face "
                         "save_to_disk, Parquet shards) or a zip of one; default: its only "
                         "split, else train, else test")
-
-
-def read_input(path, args):
-    """:func:`puaudit.data.io.read_table` of ``path`` with the run's limits and ``--split``;
-    what a dataset folder's read chose (which split, how many files) goes to stderr."""
-    import sys
-
-    from puaudit.data.io import read_table
-
-    df = read_table(path, split=getattr(args, "split", None), **limits_from(args))
-    if df.attrs.get("read_note"):
-        print(df.attrs["read_note"], file=sys.stderr)
-    return df

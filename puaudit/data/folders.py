@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data import hf_disk, parquet_shards
+import puaudit.data.hf_disk as hf_disk
+import puaudit.data.parquet_shards as parquet_shards
 from puaudit.data.folder_tables import FolderRead
 from puaudit.errors import PUAuditError
 

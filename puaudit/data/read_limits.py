@@ -1,8 +1,10 @@
 """What one table read accepts: the file suffixes, the size limits, the checks on a header's
-columns and the rows, and :class:`DecodedBudget`, the decoded bytes a read may spend."""
+columns and the rows, :class:`ReadLimits` (what a caller allows one read) and
+:class:`DecodedBudget`, the decoded bytes a read may spend."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from collections.abc import Callable
@@ -10,7 +12,7 @@ from collections.abc import Callable
 from puaudit.errors import PUAuditError
 
 __all__ = ["SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM",
-           "DecodedBudget", "not_regular", "open_regular", "ROW_LIMIT"]
+           "DecodedBudget", "ReadLimits", "not_regular", "open_regular", "ROW_LIMIT"]
 
 
 SUPPORTED_SUFFIXES = {
@@ -37,6 +39,36 @@ _DEFAULT_HINT = "Split the table into smaller files."
 #: Key of ``DataFrame.attrs`` holding the row limit a table was read with (``{"max_rows",
 #: "hint"}``), for readers that expand one record into several rows.
 ROW_LIMIT = "row_limit"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadLimits:
+    """What one read may hold, and what the message says when it holds more.
+
+    Parameters
+    ----------
+    max_bytes : int or None
+        Largest decoded size (:class:`DecodedBudget`; default 4 GB); None: no limit.
+    max_rows : int or None
+        Largest number of rows, counted while parsing and again as a tool's records expand into
+        one row per vote; None: no limit.
+    max_columns : int
+        Largest number of columns, checked on the header.
+    limit_hint : str
+        What the reader can do when a limit is passed (the end of the message).
+    size_hint : str, optional
+        The same for ``max_bytes`` (default ``limit_hint``).
+    """
+
+    max_bytes: int | None = MAX_UNCOMPRESSED_BYTES
+    max_rows: int | None = None
+    max_columns: int = MAX_COLUMNS
+    limit_hint: str = _DEFAULT_HINT
+    size_hint: str | None = None
+
+    def kwargs(self) -> dict:
+        """The limits as :func:`puaudit.data.io.read_table`'s keyword arguments."""
+        return dataclasses.asdict(self)
 
 
 def not_regular(mode: int, name: str) -> PUAuditError | None:

@@ -6,7 +6,7 @@ flow back into the audit as human labels (docs/review.md).
 - :mod:`~puaudit.review.queue`: the order in which rows are worth a human check
 - :mod:`~puaudit.review.feedback`: decisions -> human labels, review columns for exports
 - :mod:`~puaudit.review.simulate`: the queue against random order with a simulated reviewer
-- :mod:`~puaudit.review.cli`: ``puaudit review export|import``
+- :mod:`puaudit.cli.review`: ``puaudit review export|import``
 
 No Streamlit import anywhere in this package.
 """

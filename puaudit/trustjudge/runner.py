@@ -2,7 +2,7 @@
 resumable on-disk cache of every response.
 
 Three pieces (this module holds the client; a response is read by :mod:`.completion`), used
-by ``puaudit judge`` (:mod:`puaudit.trustjudge.judge_cli`) and usable alone:
+by ``puaudit judge`` (:mod:`puaudit.cli.judge`) and usable alone:
 
 :class:`JudgeClient`
     One chat completion with ``logprobs`` through the ``openai`` client (vLLM, Ollama, llama.cpp

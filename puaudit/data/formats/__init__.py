@@ -1,7 +1,7 @@
 """Readers for the files evaluation tools write, each turned into a comparison table.
 
-:func:`read_comparison_input` reads a file, tells from its fields which tool wrote it
-(:mod:`.detect`) and converts it; a comparison table of our own comes back as read. One module
+:func:`puaudit.data.load.load_input` reads a file, tells from its fields which tool wrote it
+(:func:`detect`) and converts it; a comparison table of our own comes back as read. One module
 per format: :mod:`.mtbench` (the MT-Bench human-judgments release), :mod:`.fastchat_pair`
 (FastChat's pairwise judgments), :mod:`.alpaca_eval` (AlpacaEval annotations),
 :mod:`.arena_hard` (arena-hard-auto judgments), :mod:`.labelstudio` (Label Studio's JSON
@@ -10,6 +10,6 @@ per person's vote (:mod:`.tool_votes`); :mod:`.answers` reads the benchmark fold
 supplies the texts a judgment file names. See docs/data_formats.md.
 """
 
-from puaudit.data.formats.detect import FORMATS, detect, read_comparison_input
+from puaudit.data.formats.detect import FORMATS, detect
 
-__all__ = ["FORMATS", "detect", "read_comparison_input"]
+__all__ = ["FORMATS", "detect"]

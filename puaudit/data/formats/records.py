@@ -7,6 +7,7 @@ lines, and a JSON array has records, not lines.
 
 from __future__ import annotations
 
+import io
 import os
 
 import pandas as pd
@@ -17,12 +18,14 @@ from puaudit.errors import PUAuditError
 __all__ = ["locate", "Location", "require_fields", "missing_field_error"]
 
 
-def locate(path: str | os.PathLike | None, row: int) -> str:
-    """``"line N"`` (JSON Lines: blank lines counted) or ``"record N"`` for 1-based ``row``."""
+def locate(path: str | os.PathLike | bytes | None, row: int) -> str:
+    """``"line N"`` (JSON Lines: blank lines counted) or ``"record N"`` for 1-based ``row`` of
+    the file at ``path``, or of uploaded bytes."""
     if path is None:
         return f"record {row}"
     try:
-        with open(path, "rb") as fh:
+        with (io.BytesIO(path) if isinstance(path, (bytes, bytearray))
+              else open(path, "rb")) as fh:
             head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
             if head[:1] != b"{":  # a JSON array, gzip or anything else: records, not lines
                 return f"record {row}"

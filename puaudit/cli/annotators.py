@@ -16,13 +16,14 @@ import sys
 
 from puaudit.annotators.agreement import annotator_report
 from puaudit.annotators import MODEL_NAMES, MODELS, annotator_model_report
-from puaudit.cli.input_limits import add_input_arguments, read_input
+from puaudit.cli.input_limits import add_input_arguments
+from puaudit.cli.table_input import read_frame
 from puaudit.data.writers import check_output_path, write_table
 from puaudit.data.jsonsafe import dumps
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 
-__all__ = ["add_parser", "run", "main", "COMMANDS"]
+__all__ = ["add_parser", "run", "COMMANDS"]
 
 COMMANDS = ("annotators",)
 
@@ -60,7 +61,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object alone on stdout (the summary goes to stderr)")
     p.add_argument("-o", "--output", metavar="report.csv", help="write the annotator table")
-    # puaudit.cli.commands dispatches on ``args.run``; ``func`` serves the stand-alone entry point.
     p.set_defaults(func=run, run=run)
     return p
 
@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "consensus_output", None):
             check_output_path(args.consensus_output, inputs=[args.input], outputs=[args.output],
                               what="--consensus-output")
-        df = read_input(args.input, args)
+        df = read_frame(args)
         columns = {}
         if args.annotator_col:
             columns["annotator"] = args.annotator_col
@@ -256,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from puaudit.cli.commands import report_stream
+    from puaudit.cli.output import report_stream
 
     out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     print(_summary(report), file=out)
@@ -280,13 +280,3 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(payload))
     return 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m puaudit.annotators.cli INPUT ...`` (the errors and exit codes of ``puaudit``)."""
-    from puaudit.cli import main as puaudit_main
-
-    return puaudit_main(["annotators", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

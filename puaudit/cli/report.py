@@ -21,7 +21,7 @@ from pathlib import Path
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["add_parser", "run", "main"]
+__all__ = ["add_parser", "run"]
 
 FORMATS = ("html", "json")
 # options that say where the report goes or how it is gated, not what it shows
@@ -31,7 +31,7 @@ _PARSER: list[argparse.ArgumentParser] = []
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register the ``report`` sub-command on an ``argparse`` subparsers object."""
-    from puaudit.cli.commands import _add_audit_args, _add_table_args
+    from puaudit.cli.options import add_audit_arguments, add_table_arguments
 
     p = subparsers.add_parser("report", help="audit a table and write a shareable audit card "
                                              "(self-contained HTML, or JSON); a CI gate",
@@ -46,8 +46,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--spread-seeds", type=int, default=None, metavar="N",
                    help="seeded splits of the change over seeds, as for puaudit audit "
                         "(default 5 below 100,000 rows; 1: off)")
-    _add_table_args(p)
-    _add_audit_args(p)
+    add_table_arguments(p)
+    add_audit_arguments(p)
     p.set_defaults(func=run)
     _PARSER[:] = [p]
     return p
@@ -61,7 +61,7 @@ def _format(args) -> str:
 
 def _check(args):
     """Every option checked before any work; returns the :class:`AuditConfig`."""
-    from puaudit.audit.config import config_from_args
+    from puaudit.cli.options import config_from_args
     from puaudit.data.writers import check_output_path
 
     cfg = config_from_args(args)
@@ -78,7 +78,7 @@ def _check(args):
 def command_line(args) -> str:
     """The ``puaudit report`` command that rebuilds this report (options left at their
     defaults are omitted; every audit setting is spelled out)."""
-    from puaudit.audit.config import config_from_args
+    from puaudit.cli.options import config_from_args
 
     words = ["puaudit", "report", args.input, "-o", args.output]
     parser = _PARSER[0] if _PARSER else None
@@ -101,15 +101,15 @@ def _audit(args, table, cfg):
     with its reversals vs m, or why not."""
     from puaudit.audit.evaluate import default_spread_seeds, delta_over_seeds
     from puaudit.audit.m_curve import audit_with_m_curve
-    from puaudit.cli.commands import _embeddings, _preload_scorers
+    from puaudit.cli.embeddings import embeddings, preload_scorers
 
     if not table.n_annotated:
         return None, None, None, ("The table has no human verdicts: nothing measures the "
                                   "judge's agreement with people, so the audit is not run."), ""
     emb = None  # --no-texts: the evidence-only audit, no encoder
     if cfg.texts:
-        _preload_scorers()
-        emb = _embeddings(args, table)
+        preload_scorers()
+        emb = embeddings(args, table)
     encoder = "none (evidence only, --no-texts)" if emb is None else emb.encoder
     t0 = time.perf_counter()
     print(f"auditing {len(table):,} rows (scorer {cfg.scorer}, rule {cfg.rule}) and its "
@@ -147,14 +147,15 @@ def _write(args, parts, card) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``puaudit report``: 0 (or the gate's 0/1) on success, 2 on bad input."""
-    from puaudit.cli.commands import _load, report_stream
+    from puaudit.cli.output import report_stream
+    from puaudit.cli.table_input import load_table
     from puaudit.data.jsonsafe import dumps
     from puaudit.report.card import build_card, gate
     from puaudit.report.parts import assemble_report, file_sha256
 
     try:
         cfg = _check(args)
-        table = _load(args)
+        table = load_table(args)
         result, curve, spread, no_audit, encoder = _audit(args, table, cfg)
         t0 = time.perf_counter()
         source = {"name": args.input, "sha256": file_sha256(args.input)
@@ -183,13 +184,3 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(card))
     return 0 if passed else 1
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m puaudit.report.cli INPUT -o FILE ...``."""
-    from puaudit.cli import main as puaudit_main
-
-    return puaudit_main(["report", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

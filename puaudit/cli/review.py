@@ -24,7 +24,7 @@ from puaudit.cli.input_limits import add_max_rows_argument, limits_from
 from puaudit.errors import PUAuditError
 from puaudit.review.labeling_tools import TOOLS
 
-__all__ = ["add_parser", "run", "main"]
+__all__ = ["add_parser", "run"]
 
 REQUIRED = ("row_key", "verdict", "reviewer")
 
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 def _to_tool(args) -> int:
     """``export --table AUDIT_EXPORT --to TOOL``: the rows that need a person, for the tool."""
     from puaudit.data.writers import check_output_path
-    from puaudit.data.io import read_table
+    from puaudit.data.load import load_input
     from puaudit.review.labeling_tools import write_argilla, write_label_studio
 
     if not args.table:
@@ -94,12 +94,12 @@ def _to_tool(args) -> int:
                            "person: give the export with --table AUDIT_EXPORT.")
     name = Path(args.table).name
     if args.to == "argilla":
-        n = write_argilla(read_table(args.table), args.output, name=name)
+        n = write_argilla(load_input(args.table), args.output, name=name)
         print(f"wrote {n} records to {args.output} (load it with "
               "rg.Dataset.from_disk; export it back with to_disk, then `puaudit review import`)")
         return 0
     check_output_path(args.output, inputs=[args.table], what="output (-o)", table=False)
-    n, config = write_label_studio(read_table(args.table), args.output, name=name)
+    n, config = write_label_studio(load_input(args.table), args.output, name=name)
     print(f"wrote {n} tasks to {args.output} and their labelling config to {config} (import "
           "both into a Label Studio project; export it as JSON, then `puaudit review import`)")
     return 0
@@ -107,7 +107,7 @@ def _to_tool(args) -> int:
 
 def _export(args) -> int:
     from puaudit.data.writers import check_output_path, write_table
-    from puaudit.data.io import read_table
+    from puaudit.data.load import load_input
 
     if getattr(args, "to", None):
         return _to_tool(args)
@@ -118,7 +118,7 @@ def _export(args) -> int:
         from puaudit.review.feedback import review_columns
         from puaudit.review.keys import row_keys
 
-        df = read_table(args.table)
+        df = load_input(args.table)
         table = load_comparisons(df, name=Path(args.table).name)
         decisions = store.decisions(row_keys(table), reviewer=args.reviewer)
         out = df.copy()
@@ -144,7 +144,7 @@ def _import(args) -> int:
     from puaudit.review.labeling_tools import tool_decisions, tool_table
 
     name = Path(args.input).name
-    limits = limits_from(args)  # a file, or an Argilla folder's records as their votes expand
+    limits = limits_from(args).kwargs()  # a file, or an Argilla folder's records as their votes expand
     df = None if Path(args.input).is_dir() else read_table(args.input, **limits)
     missing = [c for c in REQUIRED if df is None or c not in df.columns]
     found = (tool_table(args.input, df, read=functools.partial(read_table, **limits))
@@ -166,13 +166,3 @@ def _import(args) -> int:
           + (f" ({'; '.join(left)})" if left else ""))
     return 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m puaudit.review.cli export|import ...`` (the errors and exit codes of ``puaudit``)."""
-    from puaudit.cli import main as puaudit_main
-
-    return puaudit_main(["review", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

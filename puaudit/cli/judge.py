@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.cli.input_limits import add_max_rows_argument, read_input
+from puaudit.cli.input_limits import add_max_rows_argument
+from puaudit.cli.table_input import read_frame
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 from puaudit.trustjudge.judge_tables import WINNER_RULES
@@ -264,7 +265,7 @@ def _checked_paths(args: argparse.Namespace, *, scores: bool) -> dict:
 def _input_frame(args: argparse.Namespace):
     """The input table (only the rows the audit escalated, with ``--only-escalated``), and for a
     cascade's export the function that puts the answers back into the whole table."""
-    frame = read_input(args.input, args)
+    frame = read_frame(args)
     if args.only_escalated and "puaudit_cascade_stage" in frame.columns:
         from puaudit.audit.escalation import cascade_escalated_rows, merge_asked_verdicts
 
@@ -345,7 +346,7 @@ def _collect(plan, args: argparse.Namespace, client, paths: dict):
 
 def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
     """Write the pairs, scores and problems tables; what was written where."""
-    from puaudit.cli.commands import report_stream
+    from puaudit.cli.output import report_stream
     from puaudit.data.writers import write_table
 
     out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
@@ -381,7 +382,7 @@ def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
 def _print_next(written: dict, plan, paths: dict, args: argparse.Namespace, *,
                 cascade: bool = False) -> None:
     """The command that reads what was written."""
-    from puaudit.cli.commands import report_stream
+    from puaudit.cli.output import report_stream
 
     out = report_stream(args)
     if "pairs" in written and plan.kind == "answers":

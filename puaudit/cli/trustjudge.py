@@ -1,6 +1,6 @@
 """``puaudit trustjudge``: Conflict Ratio and NTR_k of a pairwise table from the command line.
 
-The judge runner that produces such tables is ``puaudit judge`` (:mod:`puaudit.trustjudge.judge_cli`).
+The judge runner that produces such tables is ``puaudit judge`` (:mod:`puaudit.cli.judge`).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     except PUAuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from puaudit.cli.commands import report_stream
+    from puaudit.cli.output import report_stream
 
     out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     for line in summary_lines(report):

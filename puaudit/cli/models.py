@@ -17,11 +17,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from puaudit.cli.input_limits import add_input_arguments, read_input
+from puaudit.cli.input_limits import add_input_arguments
+from puaudit.cli.table_input import read_frame
 from puaudit.errors import PUAuditError
 from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, TOP_MODELS
 
-__all__ = ["add_parser", "run", "main"]
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -69,7 +70,7 @@ def _audited(df, export_path, n_rows, args):
 
     source = df
     if export_path:
-        source = read_input(export_path, args)
+        source = read_frame(args, export_path)
         if len(source) != n_rows:
             raise PUAuditError(f"{Path(export_path).name} has {len(source)} rows but INPUT has "
                                f"{n_rows}; pass the export written by `puaudit audit` for this "
@@ -145,9 +146,8 @@ def _summary(res, top: int | None = None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
-    from puaudit.cli.commands import report_stream
+    from puaudit.cli.output import report_stream
     from puaudit.data.jsonsafe import dumps
-    from puaudit.data.formats import read_comparison_input
     from puaudit.data.writers import check_output_path, write_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
     from puaudit.rankings.estimate import table_rankings
@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_path(args.output, inputs=[args.input, args.audit_export],
                               what="output (-o)")
         # every format `puaudit audit` reads (AlpacaEval annotations, Label Studio, ...)
-        df = read_comparison_input(args.input, read=lambda path: read_input(path, args))
+        df = read_frame(args)
         cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
         table = load_comparisons(df, columns=cols, name=Path(args.input).name)
         if args.judge_rule:
@@ -185,13 +185,3 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(out))
     return 0
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m puaudit.rankings.cli INPUT ...``."""
-    from puaudit.cli import main as puaudit_main
-
-    return puaudit_main(["models", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

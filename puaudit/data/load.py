@@ -1,0 +1,102 @@
+"""The one way a comparison table comes in: a path, or uploaded bytes with their file name.
+
+Every command (``puaudit audit``, ``models``, ``annotators``, ``judge``, ...) and the dashboard's
+Data page call :func:`load_input`, so a file gives the same table, and the same audit, wherever
+it is read: a comparison table of our own (CSV, TSV, Parquet, JSONL, gzip, a dataset folder or a
+zip of one, :func:`puaudit.data.io.read_table`) comes back as read; a file an evaluation tool
+wrote (Label Studio, Argilla, AlpacaEval, arena-hard-auto, FastChat, the MT-Bench release, told
+from its fields by :func:`puaudit.data.formats.detect`) comes back converted. The caller's
+limits (:class:`~puaudit.data.read_limits.ReadLimits`: the command line's ``--max-rows`` /
+``--max-decoded-mb``, the dashboard's ``PUAUDIT_MAX_UPLOAD_*``) bound every file read, and the
+rows a tool's records expand to.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from puaudit.data.folder_tables import READ_NOTE, SPLIT, SPLITS
+from puaudit.data.read_limits import ReadLimits
+from puaudit.errors import PUAuditError
+
+__all__ = ["load_input"]
+
+#: what a converted table keeps of the file's ``attrs``: the folder's splits and the read note
+_KEPT = (READ_NOTE, SPLIT, SPLITS)
+
+
+def load_input(source: str | os.PathLike | bytes, *, name: str | None = None,
+               human: str | os.PathLike | None = None, answers: str | os.PathLike | None = None,
+               split: str | None = None, limits: ReadLimits | None = None,
+               unpack_zip: Callable | None = None) -> pd.DataFrame:
+    """Read ``source`` as a comparison table, converting a known tool's file.
+
+    Parameters
+    ----------
+    source : path or bytes
+        A comparison table, a dataset folder (or a zip of one) or an evaluation tool's output
+        (see :data:`puaudit.data.formats.FORMATS`); bytes are an upload, read as a file.
+    name : str, optional
+        The file's name, for format detection and messages; needed with bytes (an upload's
+        name), else the path's name.
+    human : path, optional
+        Human votes to join (the MT-Bench human-judgments file): one row per vote.
+    answers : path, optional
+        The benchmark folder with the questions and model answers a judgment file names.
+    split : str, optional
+        The split of a dataset folder to read (default: the only one, else ``train``, else
+        ``test``).
+    limits : ReadLimits, optional
+        What each read may hold (default :class:`ReadLimits`: 4 GB decoded, no row limit); the
+        row limit also counts the rows a Label Studio task or Argilla record expands to.
+    unpack_zip : callable, optional
+        Where a zipped folder comes unpacked from (:func:`puaudit.data.io.read_table`).
+
+    Returns
+    -------
+    DataFrame
+        Columns that :func:`puaudit.data.schema.load_comparisons` detects, plus every original
+        field of the file; ``attrs`` name a dataset folder's split (``"split"``, ``"splits"``)
+        and what was read (``"read_note"``).
+
+    Raises
+    ------
+    PUAuditError
+        Unreadable content, a limit passed, a file that is almost a tool's format (the message
+        names the field and the line), ``human`` / ``answers`` with a table that names no
+        questions and models.
+    """
+    from puaudit.data.formats import argilla, detect
+    from puaudit.data.io import read_table
+
+    if isinstance(source, (bytes, bytearray)):
+        if not name:
+            raise PUAuditError("load_input: uploaded bytes need their file name (name=...), "
+                               "which says their format and names them in messages.")
+        label = name
+    else:
+        label = name or Path(source).name
+    limits = limits or ReadLimits()
+    read = functools.partial(read_table, **limits.kwargs())  # --human, --answers: the same limits
+    # a tool's export folder: Argilla's Dataset.to_disk (records.json beside settings.json)
+    if not isinstance(source, (bytes, bytearray)) and argilla.disk_folder(source):
+        return argilla.read_disk_folder(source, read=read, human=human, answers=answers)
+    frame = read(source, name=name, split=split, unpack_zip=unpack_zip)
+    fmt = detect(frame)
+    if fmt is None:
+        if human is not None or answers is not None:
+            flag = "--human" if human is not None else "--answers"
+            raise PUAuditError(
+                f"{flag} joins votes or texts to a judgment file that names questions and models "
+                f"(MT-Bench, FastChat, arena-hard-auto); {label} is none of those (its columns: "
+                f"{[str(c) for c in frame.columns][:12]}). Leave {flag} out for a comparison "
+                "table, or give the judgment file as INPUT.")
+        return frame
+    table = fmt.to_table(frame, name=label, path=source, human=human, answers=answers, read=read)
+    table.attrs.update({k: frame.attrs[k] for k in _KEPT if k in frame.attrs})
+    return table
