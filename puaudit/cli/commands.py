@@ -20,7 +20,7 @@ import puaudit.cli.cascade as cascade
 import puaudit.cli.demo as demo
 import puaudit.cli.evaluate as evaluate
 import puaudit.cli.judge as judge
-import puaudit.cli.models as models
+import puaudit.cli.leaderboard as leaderboard
 import puaudit.cli.report as report
 import puaudit.cli.review as review
 import puaudit.cli.sweep as sweep
@@ -31,7 +31,7 @@ __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: every command, by its name: the module that adds its parser and runs it
 COMMANDS = {"audit": audit, "evaluate": evaluate, "sweep": sweep, "demo": demo,
-            "trustjudge": trustjudge, "annotators": annotators, "models": models,
+            "trustjudge": trustjudge, "annotators": annotators, "models": leaderboard,
             "judge": judge, "review": review, "report": report, "cascade": cascade}
 
 
