@@ -27,7 +27,7 @@ __all__ = ["simulated_confidence", "add_judge_probabilities", "simulated_judge"]
 
 def simulated_confidence(agree: np.ndarray, items: np.ndarray, *, auroc: float = 0.75,
                          scale: float = 3.0, random_state: int | None = 0) -> np.ndarray:
-    """(n,) a judge's probability of its verdict per row, one per item (module docstring).
+    r"""(n,) a judge's probability of its verdict per row, one per item (module docstring).
 
     ``agree``: per row 1 when the judge's verdict equals the people's, 0 when not, NaN when
     unknown (an unlabelled row's item takes the labelled rows' mean). :math:`\mu` is found by
@@ -49,8 +49,15 @@ def simulated_confidence(agree: np.ndarray, items: np.ndarray, *, auroc: float =
     noise = np.random.default_rng(random_state).standard_normal(n_items)
     two_classes = known.any() and 0 < agree[known].mean() < 1
 
+    logit_base = np.log(base / (1 - base)) if 0 < base < 1 else 0.0
+
+    def item_probability(mu: float) -> np.ndarray:
+        z = mu * a + noise
+        return np.clip(expit(logit_base + scale * (z - mu * base)), 0.34, 0.999)
+
     def row_auroc(mu: float) -> float:
-        return float(roc_auc_score(agree[known], (mu * a + noise)[inv][known]))
+        # of the reported probabilities: the clip's ties count, as they do for a reader
+        return float(roc_auc_score(agree[known], item_probability(mu)[inv][known]))
 
     mu = np.sqrt(2.0) * norm.ppf(auroc)
     if two_classes:
@@ -58,10 +65,7 @@ def simulated_confidence(agree: np.ndarray, items: np.ndarray, *, auroc: float =
         for _ in range(40):
             mu = 0.5 * (lo + hi)
             lo, hi = (mu, hi) if row_auroc(mu) < auroc else (lo, mu)
-    z = mu * a + noise
-    logit_base = np.log(base / (1 - base)) if 0 < base < 1 else 0.0
-    p = expit(logit_base + scale * (z - mu * base))
-    return np.clip(p, 0.34, 0.999)[inv]
+    return item_probability(mu)[inv]
 
 
 def add_judge_probabilities(frame: pd.DataFrame, verdict_column: str, confidence, *,
