@@ -13,9 +13,8 @@ import time
 import pandas as pd
 import pytest
 
-from tests.browser_support import (ARTIFACTS, ROOT, choose, chromium, go, hashing_env, idle,
-                                   metric, open_app, press_to, slider, streamlit_server,
-                                   upload_table)
+from bench._browser import ROOT, choose, go, idle, metric, open_app, press_to, slider, upload_table
+from tests.browser_support import ARTIFACTS, chromium, hashing_env, streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

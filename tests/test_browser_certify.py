@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from tests.browser_support import (ARTIFACTS, chromium, go, hashing_server,  # noqa: F401 - fixture
-                                   idle, open_app, press_to, slider)
+from bench._browser import go, idle, open_app, press_to, slider
+from tests.browser_support import ARTIFACTS, chromium, hashing_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -19,8 +19,8 @@ from tests.make_hostile_files import (
     markup_pairwise,
     planted,
 )
-from tests.browser_support import (ARTIFACTS, chromium, hashing_server,  # noqa: F401 - fixture
-                                   idle, wait_for_value)
+from bench._browser import idle, wait_for_value
+from tests.browser_support import ARTIFACTS, chromium, hashing_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

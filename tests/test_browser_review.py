@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from puaudit.review.store import ReviewStore
-from tests.browser_support import (ARTIFACTS, chromium, hashing_env, idle, metric,
-                                   streamlit_server)
+from bench._browser import idle, metric
+from tests.browser_support import ARTIFACTS, chromium, hashing_env, streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from tests.browser_support import (ARTIFACTS, ROOT, choose, chromium, go, idle, metric,
-                                   open_app, press_to, slider, streamlit_server, upload_table)
+from bench._browser import ROOT, choose, go, idle, metric, open_app, press_to, slider, upload_table
+from tests.browser_support import ARTIFACTS, chromium, streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
