@@ -564,3 +564,43 @@ def test_choosing_spends_no_validity_and_costs_little_coverage():
     gaps = np.array(gaps)
     assert fails <= 6
     assert 0 <= gaps.mean() < 0.03 and gaps.max() <= 0.06
+
+
+def _with_confidence(planted, conf):
+    from puaudit.data.simulate_judges import add_judge_probabilities
+    df, e_a, e_b, _ = planted
+    return (load_comparisons(add_judge_probabilities(df, "judge_winner", conf, prefix="")),
+            PairEmbeddings(e_a, e_b))
+
+
+def test_an_audit_certifies_with_both_certificates_when_the_judge_gives_probabilities(planted):
+    from puaudit.data.simulate_judges import simulated_confidence
+    df = planted[0]
+    agree = (df["judge_winner"] == df["true_winner"]).to_numpy(float)
+    conf = simulated_confidence(agree, df["question_id"].to_numpy(), auroc=0.8)
+    table, emb = _with_confidence(planted, conf)
+    res = audit_table(table, emb, AuditConfig(target_agreement=0.85, risk=0.1))
+    cs = res.summary()["certification"]
+    assert set(cs["certificates"]) == {AUDIT, CONFIDENCE}
+    assert [c["risk"] for c in cs["certificates"].values()] == pytest.approx([0.05, 0.05])
+    c = res.certification
+    assert c.candidates[CONFIDENCE].floor == 0.0
+    np.testing.assert_allclose(c.candidates[CONFIDENCE].u_prob, conf[c.u_rows])
+    assert res.certification._u_trusted().sum() >= max(
+        x._u_trusted().sum() for x in c.candidates.values())
+    assert cs["certificate"] in (AUDIT, CONFIDENCE, f"{CONFIDENCE}+{AUDIT}",
+                                 f"{AUDIT}+{CONFIDENCE}")
+    only = audit_table(table, emb, AuditConfig(target_agreement=0.85, risk=0.1,
+                                               certificate="confidence"))
+    assert only.certification.name == CONFIDENCE
+    assert only.summary()["certification"]["folds"][0]["risk"] == pytest.approx(0.1 / 5)
+    with pytest.raises(PUAuditError, match="needs the judge's own probabilities"):
+        audit_table(load_comparisons(df), emb, AuditConfig(target_agreement=0.85,
+                                                           certificate="confidence"))
+
+
+def test_a_constant_confidence_spends_no_risk(planted):
+    table, emb = _with_confidence(planted, np.full(len(planted[0]), 0.9))
+    res = audit_table(table, emb, AuditConfig(target_agreement=0.85, risk=0.1))
+    assert res.certification.name == AUDIT and not res.certification.candidates
+    assert res.summary()["certification"]["folds"][0]["risk"] == pytest.approx(0.1 / 5)

@@ -197,3 +197,43 @@ def test_a_judges_text_column_is_not_taken_for_verdicts():
     assert not any("g1_judgment" in m for m in ev.messages)
     # a verdict column with one unreadable value is named, not silently dropped
     assert any("'judge_winner_gpt35'" in m and "'maybe'" in m for m in ev.messages)
+
+
+def _planted_with_confidence(signal, seed=0):
+    from puaudit.data.simulate_judges import add_judge_probabilities, simulated_confidence
+    from tests.conftest import planted_set
+    df, a, b, _ = planted_set(n=800, signal=signal, seed=seed)
+    agree = (df.judge_winner == df.true_winner).to_numpy(float)
+    conf = simulated_confidence(agree, df.question_id.to_numpy(), auroc=0.75, random_state=seed)
+    return df, add_judge_probabilities(df, "judge_winner", conf, prefix=""), PairEmbeddings(a, b)
+
+
+def test_auto_keeps_the_judges_confidence_on_a_log_loss_tie_and_yields_to_a_real_gain():
+    df, with_p, emb = _planted_with_confidence(1.6)
+    info = audit_table(load_comparisons(with_p), emb, AuditConfig()).summary()["scorer_choice"]
+    ll = info["log_loss"]
+    # prior-ot's log loss is lower by 0.0015: within noise, so the evidence (p_chosen) stays
+    assert ll["prior-ot"] < ll["evidence"] < ll["prior-ot"] + 0.005
+    assert info["chosen"] == "evidence"
+    assert info["reason"].startswith("evidence kept: it reads the judge's own probabilities")
+    # without the judge's probabilities the rule does not apply: the lowest log loss decides
+    plain = audit_table(load_comparisons(df), emb, AuditConfig()).summary()["scorer_choice"]
+    assert plain["reason"].startswith("lowest cross-fitted")
+    # texts that predict far better (stronger text signal) replace the evidence
+    _, with_p2, emb2 = _planted_with_confidence(2.0)
+    info2 = audit_table(load_comparisons(with_p2), emb2, AuditConfig()).summary()["scorer_choice"]
+    assert info2["chosen"] == "knn" and info2["reason"].startswith("lowest cross-fitted")
+
+
+def test_paired_gain_is_the_items_mean_log_loss_gain_over_its_standard_error():
+    from puaudit.audit.calibration import paired_gain
+    y = np.array([1, 1, 0, 1, 0, 1], float)
+    q_ref = np.array([0.6, 0.7, 0.4, 0.5, 0.5, 0.6])
+    q_new = np.array([0.8, 0.9, 0.3, 0.6, 0.2, 0.7])
+    groups = np.array(["a", "a", "b", "c", "d", "e"])
+    ll = lambda q: -(y * np.log(q) + (1 - y) * np.log(1 - q))  # noqa: E731
+    d = ll(q_ref) - ll(q_new)
+    per_item = np.array([d[0] + d[1], d[2], d[3], d[4], d[5]])
+    want = per_item.mean() / (per_item.std(ddof=1) / np.sqrt(5))
+    assert paired_gain(q_ref, q_new, y, groups) == pytest.approx(want)
+    assert paired_gain(q_ref, q_ref, y, groups) == 0.0

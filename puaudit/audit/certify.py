@@ -512,6 +512,12 @@ def certify_split(prep, scored, config, *, reversed_rows: np.ndarray | None = No
         u_raw=np.asarray(scored.score, dtype=np.float64)[u])
     conf = (None if config.certificate == AUDIT
             else confidence_candidate(cert, prep, fold))
+    if conf is not None and config.certificate == "auto" and len(np.unique(
+            np.r_[conf.p_prob, conf.u_prob][np.isfinite(np.r_[conf.p_prob, conf.u_prob])])) < 2:
+        # one value (two answer orders that agree: probability 1 everywhere) trusts all rows or
+        # none, a set the audit's own sequence tests last: no share of the risk is spent on it
+        # (read from the probabilities alone, never an outcome)
+        conf = None
     if conf is None:
         if config.certificate == CONFIDENCE:
             raise PUAuditError("certificate='confidence' needs the judge's own probabilities "
