@@ -8,8 +8,8 @@ leaderboards of :mod:`puaudit.rankings`):
 * :mod:`puaudit.annotators.votes`: the votes in the models' form (:func:`collect_votes`);
 * :mod:`puaudit.annotators.crowdkit_em`: vectorised ports of crowd-kit's Dawid–Skene and MACE;
 * :mod:`puaudit.annotators.latent_truth`: the models, their fit and item consensus;
-* :mod:`puaudit.annotators.reliability`: per-annotator statistics, intervals and kappas;
-* :mod:`puaudit.annotators.reliability_report`: the report (:func:`annotator_model_report`);
+* :mod:`puaudit.annotators.reliability`: per-annotator statistics, intervals, kappas and the
+  report (:func:`annotator_model_report`);
 * :mod:`puaudit.annotators.simulate`: planted annotators with a known truth.
 """
 
@@ -17,8 +17,8 @@ from puaudit.annotators.crowdkit_em import dawid_skene_em, mace_em
 from puaudit.annotators.latent_truth import (CONSENSUS_MODELS, MODEL_NAMES, MODELS, TruthFit,
                                              fit_truth_model, item_pred_probs,
                                              model_consensus_labels)
-from puaudit.annotators.reliability import STAT_COLUMNS, annotator_stats, fleiss_kappa_items
-from puaudit.annotators.reliability_report import ModelReport, annotator_model_report
+from puaudit.annotators.reliability import (STAT_COLUMNS, ModelReport, annotator_model_report,
+                                            annotator_stats, fleiss_kappa_items)
 from puaudit.annotators.simulate import simulate_votes
 from puaudit.annotators.votes import LABELS, VoteData, collect_votes
 
