@@ -73,7 +73,7 @@ class JudgePlan:
     generated_ids: bool = False
 
 
-def _answer_columns(frame: pd.DataFrame, columns: Mapping[str, str] | None) -> dict:
+def answer_columns(frame: pd.DataFrame, columns: Mapping[str, str] | None) -> dict:
     """Role -> column of the answers shape (None where absent): the explicit ``columns``, then
     the first alias of :data:`ANSWER_ALIASES` present (:func:`puaudit.data.vocabulary
     .match_columns`, as every other table reader finds its columns)."""
@@ -94,7 +94,7 @@ def detect_input_kind(frame: pd.DataFrame) -> str:
     guessed = guess_columns(frame)
     if "response_a" in guessed and "response_b" in guessed:
         return "comparisons"
-    found = _answer_columns(frame, None)
+    found = answer_columns(frame, None)
     if found["candidate"] and found["answer"]:
         return "answers"
     raise PUAuditError(
@@ -200,7 +200,7 @@ def _pairs_to_judge(kind: str, answers: pd.DataFrame, used) -> list[tuple]:
 
 
 def _answers(frame: pd.DataFrame, columns, name: str) -> tuple[pd.DataFrame, dict, bool]:
-    found = _answer_columns(frame, columns)
+    found = answer_columns(frame, columns)
     for role in ("question", "candidate", "answer"):
         if found[role] is None:
             raise PUAuditError(f"{name}: no column for the {role}. Name it '{role}' (or one of "

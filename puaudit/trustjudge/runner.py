@@ -36,9 +36,9 @@ import time
 from typing import Any, Callable
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge.completion import (EndpointError, RequestFailed, ResponseTooLarge,
-                                           _Malformed, _parse_body, default_max_response_bytes,
-                                           redact_secret)
+from puaudit.trustjudge.completion import (EndpointError, Malformed, RequestFailed,
+                                           ResponseTooLarge, default_max_response_bytes,
+                                           parse_body, redact_secret)
 from puaudit.trustjudge.response_cache import request_key
 
 __all__ = ["JudgeClient", "DEFAULT_KEY_ENV"]
@@ -128,7 +128,7 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
-def _read_capped(raw: Any, limit: int) -> bytes:
+def read_capped(raw: Any, limit: int) -> bytes:
     """The body of a streamed response, refused as soon as it passes ``limit`` bytes (by its
     Content-Length, or while reading): a hostile server's 100 MB body is never held."""
     declared = raw.headers.get("content-length")
@@ -272,7 +272,7 @@ class JudgeClient:
         o = self._openai
         if isinstance(exc, (o.AuthenticationError, o.PermissionDeniedError, o.NotFoundError)):
             return "stop"
-        if isinstance(exc, (o.RateLimitError, o.APIConnectionError, _Malformed, _DeadlinePassed,
+        if isinstance(exc, (o.RateLimitError, o.APIConnectionError, Malformed, _DeadlinePassed,
                             ValueError, o.APIResponseValidationError)):
             return "retry"
         if isinstance(exc, o.APIStatusError):
@@ -366,7 +366,7 @@ class JudgeClient:
             self._local.deadline = deadline
             try:
                 with self._client.chat.completions.with_streaming_response.create(**kwargs) as raw:
-                    body = _read_capped(raw, self.max_response_bytes)
+                    body = read_capped(raw, self.max_response_bytes)
             except ResponseTooLarge:
                 raise
             except Exception:
@@ -375,4 +375,4 @@ class JudgeClient:
                 raise
             finally:
                 self._local.deadline = None
-        return _parse_body(body, self._secret)
+        return parse_body(body, self._secret)
