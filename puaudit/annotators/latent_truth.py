@@ -1,41 +1,22 @@
 r"""Latent-truth models of pairwise votes: what each item's truth probably is, given who voted.
 
-Pairwise votes (A / B / tie) with annotator ids are fitted with a latent-truth model; the
-annotators' statistics are read off its posterior in :mod:`puaudit.annotators.reliability`.
+Models (docs/annotator_models.md compares them, and says why GLAD is not offered):
 
-Models
-------
 ``"ds"``
     Dawid–Skene (crowd-kit ``DawidSkene``): annotator :math:`w` has a confusion matrix
-    :math:`\pi^w_{tv} = P(\text{vote } v \mid \text{truth } t)`, the items' truths are drawn from a
-    prior :math:`p_t`, and EM maximises
-
-    .. math:: \prod_i \sum_t p_t \prod_{(i, w, v)} \pi^w_{tv}.
-
+    :math:`\pi^w_{tv} = P(\text{vote } v \mid \text{truth } t)`; EM maximises
+    :math:`\prod_i \sum_t p_t \prod_{(i, w, v)} \pi^w_{tv}`.
 ``"mace"``
-    MACE (crowd-kit ``MACE``, variational Bayes): annotator :math:`w` knows the truth with
-    probability :math:`\theta_w` (its *competence*) and otherwise votes from its own habit
-    :math:`\xi_w`, so :math:`P(v \mid t) = \theta_w [v = t] + (1 - \theta_w)\,\xi_{w v}`; truths
-    are uniform.
+    MACE (crowd-kit ``MACE``, variational Bayes): :math:`P(v \mid t) = \theta_w [v = t] +
+    (1 - \theta_w)\,\xi_{w v}` with competence :math:`\theta_w`; truths are uniform.
 ``"crowdlab"``
-    CROWDLAB (cleanlab ``get_label_quality_multiannotator``): the posterior of an item is a
-    weighted average of a model's predicted probabilities (here the audit's calibrated
-    ``p_judge_right``, out of fold on P) and the annotators' votes, weights estimated from
-    agreement with the consensus.
+    CROWDLAB (cleanlab ``get_label_quality_multiannotator``): a weighted average of the audit's
+    calibrated ``p_judge_right`` (out of fold on P) and the annotators' votes.
 ``"mv"``
-    Majority vote (the existing consensus: a shared top count gives ``tie``), the baseline.
+    Majority vote (a shared top count gives ``tie``), the baseline.
 
-GLAD (crowd-kit) is not offered: it gives one skill per annotator with errors spread evenly
-over the other labels, so it cannot express a tie habit or a position bias, and it took
-195 s on the 8,931 LLMFAO votes (Dawid–Skene: 2 s).
-
-Orientation
------------
-Rows of one item may show the pair in either order. The model's truth lives in the item's
-*reference orientation* (its first row in file order): a vote on a row that shows the pair the
-other way round is translated (A ↔ B) before fitting. Statistics about *what the annotator saw*
-(position bias, "says A when the truth is B") translate the truth back into the orientation of
-each vote's row; length bias translates it into "longer / shorter".
+The truth lives in the item's *reference orientation* (its first row in file order): a vote on a
+row showing the pair the other way round is translated (A ↔ B) before fitting.
 """
 
 from __future__ import annotations

@@ -23,21 +23,10 @@ crowd-kit's ``errors_`` of the fitted model. With :math:`a_{t v} = C_{tv} / (C_{
   strict votes for the longer response, balanced over which one is truly better (0.5 = none);
 * ``confusion``: :math:`\pi_{tv} = C_{tv} / \sum_{v'} C_{tv'}` (rows A, B, tie truths).
 
-CROWDLAB's posterior is a weighted average of votes and model, not a calibrated posterior, so
-its statistics count against its consensus label (:math:`q_i` one-hot). Only the items with two
-or more votes in the model count (see :attr:`TruthFit.fit_items`).
-
-Intervals are percentiles of the bootstrap over items: items are drawn with replacement, the
-model is **refitted** on each replicate (a vectorised port of crowd-kit's EM for ``ds`` and
-``mace``, checked against crowd-kit in the tests; cleanlab itself for ``crowdlab``), and every
-statistic is recomputed.
-
-Cohen's kappa of an annotator is computed against the consensus *of the others*: the model's
-posterior with the annotator's own vote divided out (exact for Dawid–Skene, MACE and CROWDLAB,
-whose posteriors factorise over votes or average them), over the votes whose item has at least
-one other vote in the model (statsmodels ``cohens_kappa``, asymptotic 95% interval). Fleiss'
-kappa (statsmodels ``fleiss_kappa``) uses the items with exactly ``k`` people's votes, ``k`` the
-most common count of two or more.
+CROWDLAB's statistics count against its consensus label (:math:`q_i` one-hot); only the items
+with two or more votes in the model count (:attr:`TruthFit.fit_items`). Intervals (the wider of
+the bootstrap with the model refitted and the Jeffreys interval of the soft counts), Cohen's
+kappa against the consensus *of the others* and Fleiss' kappa: docs/annotator_models.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The requests that judge an input table (:func:`plan_judging`).
 
-Two input shapes (column names case-insensitive, common variants recognised):
-
-answers (one row per question and candidate)
-    ``question_id`` (qid, prompt_id, id; generated from the question text when absent),
-    ``question`` (prompt, instruction, query, input), ``candidate`` (model, model_name, system),
-    ``answer`` (response, output, completion, text), optional ``category`` (question_type, type,
-    task, domain). Every pair of a question's candidates is compared.
-comparisons (a PUAudit table: one row per comparison)
-    ``prompt``, ``response_a``, ``response_b`` and the other columns :func:`puaudit.data.schema
-    .guess_columns` recognises (``model_a``, ``model_b``, ``question_id``, ``category``, ...).
-    Each row is judged as it stands (order 1 shows response_a first) and the judge's verdict is
-    written to its ``judge_winner`` column, so the table goes straight to ``puaudit audit``.
+Two input shapes (docs/judge.md; column variants in :data:`ANSWER_ALIASES`): *answers*, one row
+per question and candidate, every pair of a question's candidates compared; *comparisons*, a
+PUAudit table judged row by row (order 1 shows response_a first), the verdict written to its
+``judge_winner`` column so that the table goes straight to ``puaudit audit``.
 """
 
 from __future__ import annotations
