@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from puaudit.data.io import read_table
-from puaudit.trustjudge.judge_responses import usable_tokens
+from puaudit.trustjudge.judge_tables import usable_tokens
 from puaudit.trustjudge.completion import RequestFailed, response_usage
 from puaudit.trustjudge.runner import JudgeClient
 from tests.judge_stub import StubJudgeServer

@@ -1,16 +1,8 @@
 """The annotator audit: agreement statistics, latent-truth models of the votes, the CLI.
 
-The latent-truth audit's public names import from here; the code lives in modules named for what
-they hold (the "models" of this package are models of the annotators' votes, never the
-leaderboards of :mod:`puaudit.rankings`):
-
-* :mod:`puaudit.annotators.agreement`: agreement with peers and with the judge, biases, consensus;
-* :mod:`puaudit.annotators.votes`: the votes in the models' form (:func:`collect_votes`);
-* :mod:`puaudit.annotators.crowdkit_em`: vectorised ports of crowd-kit's Dawid–Skene and MACE;
-* :mod:`puaudit.annotators.latent_truth`: the models, their fit and item consensus;
-* :mod:`puaudit.annotators.reliability`: per-annotator statistics, intervals, kappas and the
-  report (:func:`annotator_model_report`);
-* :mod:`puaudit.annotators.simulate`: planted annotators with a known truth.
+The latent-truth audit's public names import from here (the module map: docs/development.md).
+The "models" of this package are models of the annotators' votes, never the leaderboards of
+:mod:`puaudit.rankings`.
 """
 
 from puaudit.annotators.crowdkit_em import dawid_skene_em, mace_em

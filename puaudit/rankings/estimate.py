@@ -387,7 +387,7 @@ def _percentile_interval(est, s: np.ndarray, *, n_resamples: int, alpha: float,
     Each unit gathers every row of one item (:func:`_rows`), so resampling
     units with :func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`, each unit its own
     item, resamples items. A coordinate undefined in some draw (NaN) has no interval, as in
-    ``ppi_py.classical_bootstrap_ci``, which this replaces.
+    ``ppi_py.classical_bootstrap_ci``.
     """
     dist = np.array([est(s[idx]) for idx in cluster_bootstrap_indices(
         len(s), n_resamples, random_state=random_state)])
