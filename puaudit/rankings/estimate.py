@@ -86,6 +86,7 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
 
     Returns
     -------
+    ModelRankings
 
     Notes
     -----
