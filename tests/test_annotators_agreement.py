@@ -14,7 +14,7 @@ import pytest
 from puaudit.annotators.agreement import annotator_report
 from puaudit.annotators.audit_link import annotator_score_disagreement
 from puaudit.annotators.consensus import consensus_labels
-from puaudit.annotators.intervals import share_interval
+from puaudit.annotators.agreement import share_interval
 from puaudit.cli.commands import main as puaudit_main
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons

@@ -3,7 +3,7 @@ is "low skill"."""
 
 import numpy as np
 
-from puaudit.annotators.reliability_report import _model_flags
+from puaudit.annotators.reliability import flag_reasons
 
 
 def _row(skill, lo, hi, n=300):
@@ -14,7 +14,7 @@ def _row(skill, lo, hi, n=300):
 
 
 def _flags(skill, lo, hi):
-    return _model_flags(_row(skill, lo, hi), "Dawid-Skene", skill_bar=0.8, position_margin=0.1,
+    return flag_reasons(_row(skill, lo, hi), "Dawid-Skene", skill_bar=0.8, position_margin=0.1,
                         length_margin=0.1)
 
 

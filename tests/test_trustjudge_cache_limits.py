@@ -24,7 +24,7 @@ import pytest
 
 from puaudit.trustjudge.completion import ResponseTooLarge
 from puaudit.trustjudge.response_cache import CachedResponses, ResponseCache
-from puaudit.trustjudge.runner import _read_capped
+from puaudit.trustjudge.runner import read_capped
 from tests.conftest import ROOT
 from tests.judge_stub import StubJudgeServer
 from tests.test_trustjudge_runner import FAST, judge, stdout_json
@@ -88,9 +88,9 @@ class _Streamed:
 def test_a_streamed_body_is_not_read_past_the_limit():
     raw = _Streamed(n_chunks=1000, size=64 * 1024)  # 65 MB on offer
     with pytest.raises(ResponseTooLarge, match="passed the limit of 1.0 MB"):
-        _read_capped(raw, MB)
+        read_capped(raw, MB)
     assert raw.read == 16  # 16 × 64 KiB > 1 MB: stopped there
-    assert _read_capped(_Streamed(3, 10), MB) == b"x" * 30
+    assert read_capped(_Streamed(3, 10), MB) == b"x" * 30
 
 
 def test_the_cache_stops_at_its_limit_and_a_rerun_continues(ten_pairs, tmp_path, capsys):

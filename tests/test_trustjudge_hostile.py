@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from puaudit.data.io import read_table
-from puaudit.trustjudge.judge_responses import usable_tokens
+from puaudit.trustjudge.judge_tables import usable_tokens
 from puaudit.trustjudge.completion import RequestFailed, response_usage
 from puaudit.trustjudge.runner import JudgeClient
 from tests.judge_stub import StubJudgeServer
@@ -357,18 +357,18 @@ def test_key_in_the_input_is_not_copied_out(tmp_path, capsys, monkeypatch):
 def test_raw_bodies_that_json_alone_would_choke_on():
     """Parsing the body: a 5000-digit number (over Python's int-string limit), a lone surrogate
     (not writable as UTF-8), nesting deeper than the interpreter's recursion limit."""
-    from puaudit.trustjudge.completion import _Malformed, _parse_body
+    from puaudit.trustjudge.completion import Malformed, parse_body
 
     head = b'{"choices": [{"message": {"content": "Verdict: [A] \\ud800"}, "logprobs": {"content": ['
     tok = b'{"token": "A", "logprob": -0.1, "top_logprobs": [{"token": "B", "logprob": -' + b"9" * 5000
-    data, n = _parse_body(head + tok + b"}]}]}}]}", "sk-x")
+    data, n = parse_body(head + tok + b"}]}]}}]}", "sk-x")
     assert n == 0 and response_text_ok(data)
     alt = data["choices"][0]["logprobs"]["content"][0]["top_logprobs"][0]["logprob"]
     assert alt == -math.inf
     assert usable_tokens(data) == (None, "token 1 top_logprobs[1].logprob is -inf, not a finite "
                                          "number")
-    with pytest.raises(_Malformed, match="nested too deeply"):
-        _parse_body(b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "")
+    with pytest.raises(Malformed, match="nested too deeply"):
+        parse_body(b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "")
 
 
 def response_text_ok(data) -> bool:

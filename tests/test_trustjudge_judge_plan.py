@@ -4,14 +4,14 @@ import pandas as pd
 import pytest
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge.judge_plan import ANSWER_ALIASES, _answer_columns, detect_input_kind
+from puaudit.trustjudge.judge_plan import ANSWER_ALIASES, answer_columns, detect_input_kind
 
 
 def test_answer_columns_are_found_with_spaces_hyphens_and_case():
     """``Model Name`` is the alias ``model_name`` (the plan lowered names but kept spaces, so it
     did not see it before it used match_columns)."""
     frame = pd.DataFrame(columns=["Question", "Model Name", "Response", "Question-Type"])
-    found = _answer_columns(frame, None)
+    found = answer_columns(frame, None)
     assert found == {"question_id": None, "question": "Question", "candidate": "Model Name",
                      "answer": "Response", "category": "Question-Type"}
     assert detect_input_kind(frame) == "answers"
@@ -19,7 +19,7 @@ def test_answer_columns_are_found_with_spaces_hyphens_and_case():
 
 def test_explicit_columns_win_and_a_column_serves_one_role():
     frame = pd.DataFrame(columns=["id", "prompt", "model", "text", "output"])
-    found = _answer_columns(frame, {"answer": "output", "question_id": "id"})
+    found = answer_columns(frame, {"answer": "output", "question_id": "id"})
     assert found["answer"] == "output" and found["question_id"] == "id"
     assert found["question"] == "prompt" and found["candidate"] == "model"
     assert set(found) == set(ANSWER_ALIASES)
@@ -29,4 +29,4 @@ def test_an_explicit_column_not_in_the_table_is_named():
     frame = pd.DataFrame(columns=["question", "model", "answer"])
     with pytest.raises(PUAuditError, match=r"Column 'resp' given for answer is not in the "
                                            r"table \(columns: question, model, answer\)"):
-        _answer_columns(frame, {"answer": "resp"})
+        answer_columns(frame, {"answer": "resp"})

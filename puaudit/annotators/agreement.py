@@ -3,11 +3,8 @@
 The LLM judge is audited as one more annotator next to the people who voted. Every statistic is
 a share with a 95% interval, so a reviewer sees both who stands out and how sure that is.
 
-Votes are compared across rows as *which response won*, never as raw letters: two rows of the
-same item may show the pair in opposite orders. A response is identified by its model name when
-the table has distinct ``model_a`` / ``model_b`` names on that row, else by its text. A vote
-``"A"`` on a row therefore becomes the identity of that row's response A, ``"B"`` the identity
-of response B, and ``"tie"`` the tie key.
+Votes are compared as *which response won* (:mod:`puaudit.annotators.consensus`), never as raw
+letters.
 
 Conventions
 -----------
@@ -28,14 +25,43 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from puaudit.annotators.consensus import (TIE_KEY, _item_majority, _to_keys, _to_letters,
-                                          require_annotator_column, winner_keys)
-from puaudit.annotators.intervals import CI_METHODS, share_columns, share_interval
+from puaudit.annotators.consensus import (TIE_KEY, item_majority, require_annotator_column,
+                                          to_keys, to_letters, winner_keys)
 from puaudit.data.jsonsafe import to_jsonable
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
+from puaudit.stats.proportions import proportion_interval
 
-__all__ = ["AnnotatorReport", "annotator_report"]
+__all__ = [
+    "CI_METHODS", "AnnotatorReport", "annotator_report", "share_columns", "share_interval",
+]
+
+CI_METHODS = ("wilson", "jeffreys")
+
+
+def share_interval(k, n, *, method: str = "wilson",
+                   confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    r"""Two-sided interval for a share :math:`\hat p = k / n`, elementwise (``k`` may be
+    fractional): :func:`puaudit.stats.proportions.proportion_interval`, Wilson or Jeffreys, whose
+    bounds are 0 at :math:`k = 0` and 1 at :math:`k = n` (an annotator who never did something is
+    not shown a positive lower bound). NaN where ``n == 0``.
+    """
+    if method not in CI_METHODS:
+        raise PUAuditError(f"Unknown interval method '{method}': choose one of {list(CI_METHODS)}.")
+    if not 0 < confidence < 1:
+        raise PUAuditError(f"confidence must lie strictly between 0 and 1, got {confidence}.")
+    return proportion_interval(k, n, alpha=1.0 - confidence, method=method)
+
+
+def share_columns(prefix: str, k, n, method: str, confidence: float) -> dict:
+    """``{prefix: k / n, prefix_lo, prefix_hi}`` (NaN where ``n == 0``), ready to become columns."""
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    lo, hi = share_interval(k, n, method=method, confidence=confidence)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(n > 0, k / n, np.nan)
+    return {prefix: share, f"{prefix}_lo": lo, f"{prefix}_hi": hi}
+
 
 @dataclass
 class AnnotatorReport:
@@ -157,7 +183,7 @@ def _judge_counts(table: ComparisonTable, jkey: np.ndarray, judge_item: dict, ke
     jrows = np.array(sorted(first_row.values()), dtype=int)
     jk = np.array([judge_item[table.item_id[i]] for i in jrows], dtype=object)
     jv = pd.DataFrame({"annotator": judge_name, "item": table.item_id[jrows],
-                       "vote": _to_letters(jk, key_a[jrows], key_b[jrows]),
+                       "vote": to_letters(jk, key_a[jrows], key_b[jrows]),
                        "longer": longer[jrows]})
     jv["strict"] = jv["vote"].isin(["A", "B"])
     # Its peers: every strict human vote on the item; none of them is the judge's own.
@@ -274,7 +300,7 @@ def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
               "judge_margin": judge_margin, "position_margin": position_margin,
               "length_margin": length_margin}
     key_a, key_b = winner_keys(table)
-    hkey, longer = _to_keys(table.human, key_a, key_b), _longer_letter(table)
+    hkey, longer = to_keys(table.human, key_a, key_b), _longer_letter(table)
     votes, by_item, by_item_key = _people_votes(table, hkey, longer, ci_method=ci_method,
                                                 include_judge=include_judge, judge_name=judge_name)
     jkey, judge_item = _judge_items(table, key_a, key_b)
@@ -296,8 +322,8 @@ def annotator_report(table: ComparisonTable, *, include_judge: bool = True,
 
 def _judge_items(table: ComparisonTable, key_a, key_b) -> tuple[np.ndarray, dict]:
     """The judge's verdict identities per row, and its one vote per item (their majority)."""
-    jkey = _to_keys(table.judge, key_a, key_b)
-    return jkey, {it: v[0] for it, v in _item_majority(table.item_id, jkey).items()}
+    jkey = to_keys(table.judge, key_a, key_b)
+    return jkey, {it: v[0] for it, v in item_majority(table.item_id, jkey).items()}
 
 
 def _longer_letter(table: ComparisonTable) -> np.ndarray:
@@ -402,7 +428,7 @@ def _alpha(votes: pd.DataFrame, judge_item: dict | None, item_first: dict) -> tu
 
 
 def _consensus_frame(table: ComparisonTable, key_a, key_b, hkey, judge_item: dict) -> pd.DataFrame:
-    maj = _item_majority(table.item_id, hkey)
+    maj = item_majority(table.item_id, hkey)
     first: dict = {}
     for i, it in enumerate(table.item_id):
         if it in maj and it not in first:
@@ -414,6 +440,6 @@ def _consensus_frame(table: ComparisonTable, key_a, key_b, hkey, judge_item: dic
     return pd.DataFrame({
         "item_id": pd.Series(items, dtype=object), "row": rows,
         "n_votes": np.array([maj[it][2] for it in items], dtype=int),
-        "consensus": _to_letters(cons, key_a[rows], key_b[rows]),
+        "consensus": to_letters(cons, key_a[rows], key_b[rows]),
         "consensus_share": np.array([maj[it][1] / maj[it][2] for it in items], dtype=float),
-        "judge": _to_letters(judge, key_a[rows], key_b[rows])})
+        "judge": to_letters(judge, key_a[rows], key_b[rows])})

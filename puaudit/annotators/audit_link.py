@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from puaudit.annotators.intervals import share_columns
+from puaudit.annotators.agreement import share_columns
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
 

@@ -18,7 +18,8 @@ from puaudit.data.cells import is_missing
 from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
 from puaudit.errors import PUAuditError
 
-__all__ = ["TIE_KEY", "winner_keys", "consensus_labels", "require_annotator_column"]
+__all__ = ["TIE_KEY", "winner_keys", "to_keys", "to_letters", "item_majority",
+           "consensus_labels", "require_annotator_column"]
 
 TIE_KEY = "=tie"
 
@@ -47,14 +48,14 @@ def winner_keys(table: ComparisonTable) -> tuple[np.ndarray, np.ndarray]:
     return key_a, key_b
 
 
-def _to_keys(votes: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
+def to_keys(votes: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     out = np.empty(len(votes), dtype=object)
     for i, v in enumerate(votes):
         out[i] = key_a[i] if v == "A" else key_b[i] if v == "B" else TIE_KEY if v == "tie" else None
     return out
 
 
-def _to_letters(keys: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
+def to_letters(keys: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     out = np.empty(len(keys), dtype=object)
     for i, k in enumerate(keys):
         out[i] = (None if k is None else "tie" if k == TIE_KEY else "A" if k == key_a[i]
@@ -75,7 +76,7 @@ def _majority(keys) -> tuple[Any, int, int]:
     return key, counts.get(key, 0), sum(counts.values())
 
 
-def _item_majority(items: np.ndarray, keys: np.ndarray) -> dict:
+def item_majority(items: np.ndarray, keys: np.ndarray) -> dict:
     """item -> (majority key, its count, number of votes) over the non-missing keys."""
     by_item: dict = {}
     for it, k in zip(items, keys):
@@ -106,10 +107,10 @@ def consensus_labels(table: ComparisonTable, *, log: bool = False):
     log : dict, only when ``log=True``
     """
     key_a, key_b = winner_keys(table)
-    keys = _to_keys(table.human, key_a, key_b)
-    maj = _item_majority(table.item_id, keys)
+    keys = to_keys(table.human, key_a, key_b)
+    maj = item_majority(table.item_id, keys)
     item_keys = np.array([maj[it][0] if it in maj else None for it in table.item_id], dtype=object)
-    labels = _to_letters(item_keys, key_a, key_b)
+    labels = to_letters(item_keys, key_a, key_b)
     if not log:
         return labels
     by_item: dict = {}

@@ -10,7 +10,7 @@ import numpy as np
 
 __all__ = ["dawid_skene_em", "mace_em"]
 
-_EPS = 1e-10          # crowd-kit's Dawid-Skene clipping constant
+EPS = 1e-10          # crowd-kit's Dawid-Skene clipping constant
 
 
 def dawid_skene_em(item: np.ndarray, worker: np.ndarray, label: np.ndarray, *, n_items: int,
@@ -46,7 +46,7 @@ def dawid_skene_em(item: np.ndarray, worker: np.ndarray, label: np.ndarray, *, n
     def m_step(q):
         e = np.zeros((n_workers, n_labels, n_labels))
         np.add.at(e, (worker, label), vw[:, None] * q[item])
-        e = np.where(used[:, :, None], np.maximum(e, _EPS), 0.0)
+        e = np.where(used[:, :, None], np.maximum(e, EPS), 0.0)
         s = e.sum(1, keepdims=True)
         return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
 
@@ -57,16 +57,16 @@ def dawid_skene_em(item: np.ndarray, worker: np.ndarray, label: np.ndarray, *, n
         ll = np.zeros((n_items, n_labels))
         with np.errstate(divide="ignore"):
             np.add.at(ll, item, np.log2(err[worker, label]))
-        ll += np.log2(np.maximum(prior, _EPS))
+        ll += np.log2(np.maximum(prior, EPS))
         ll -= ll.max(1, keepdims=True)
         p = np.exp2(ll)
         return p / p.sum(1, keepdims=True)
 
     def elbo(q, prior, err):
         with np.errstate(divide="ignore"):
-            le = np.log(err[worker, label]) + np.log(np.maximum(prior, _EPS))
+            le = np.log(err[worker, label]) + np.log(np.maximum(prior, EPS))
         joint = np.sum(vw[:, None] * q[item] * np.where(np.isfinite(le), le, 0.0))
-        qc = np.maximum(q, _EPS)
+        qc = np.maximum(q, EPS)
         ent = -np.sum(wt[:, None] * qc * np.log(qc))
         return float(joint + ent) / total_votes
 
@@ -82,7 +82,7 @@ def dawid_skene_em(item: np.ndarray, worker: np.ndarray, label: np.ndarray, *, n
         if new - loss < tol:
             break
         loss = new
-    return {"posterior": np.maximum(q, _EPS), "prior": prior, "errors": err, "n_iter": it}
+    return {"posterior": np.maximum(q, EPS), "prior": prior, "errors": err, "n_iter": it}
 
 
 def mace_em(item: np.ndarray, worker: np.ndarray, label: np.ndarray, *, n_items: int,

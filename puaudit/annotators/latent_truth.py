@@ -1,41 +1,22 @@
 r"""Latent-truth models of pairwise votes: what each item's truth probably is, given who voted.
 
-Pairwise votes (A / B / tie) with annotator ids are fitted with a latent-truth model; the
-annotators' statistics are read off its posterior in :mod:`puaudit.annotators.reliability`.
+Models (docs/annotator_models.md compares them, and says why GLAD is not offered):
 
-Models
-------
 ``"ds"``
     Dawid–Skene (crowd-kit ``DawidSkene``): annotator :math:`w` has a confusion matrix
-    :math:`\pi^w_{tv} = P(\text{vote } v \mid \text{truth } t)`, the items' truths are drawn from a
-    prior :math:`p_t`, and EM maximises
-
-    .. math:: \prod_i \sum_t p_t \prod_{(i, w, v)} \pi^w_{tv}.
-
+    :math:`\pi^w_{tv} = P(\text{vote } v \mid \text{truth } t)`; EM maximises
+    :math:`\prod_i \sum_t p_t \prod_{(i, w, v)} \pi^w_{tv}`.
 ``"mace"``
-    MACE (crowd-kit ``MACE``, variational Bayes): annotator :math:`w` knows the truth with
-    probability :math:`\theta_w` (its *competence*) and otherwise votes from its own habit
-    :math:`\xi_w`, so :math:`P(v \mid t) = \theta_w [v = t] + (1 - \theta_w)\,\xi_{w v}`; truths
-    are uniform.
+    MACE (crowd-kit ``MACE``, variational Bayes): :math:`P(v \mid t) = \theta_w [v = t] +
+    (1 - \theta_w)\,\xi_{w v}` with competence :math:`\theta_w`; truths are uniform.
 ``"crowdlab"``
-    CROWDLAB (cleanlab ``get_label_quality_multiannotator``): the posterior of an item is a
-    weighted average of a model's predicted probabilities (here the audit's calibrated
-    ``p_judge_right``, out of fold on P) and the annotators' votes, weights estimated from
-    agreement with the consensus.
+    CROWDLAB (cleanlab ``get_label_quality_multiannotator``): a weighted average of the audit's
+    calibrated ``p_judge_right`` (out of fold on P) and the annotators' votes.
 ``"mv"``
-    Majority vote (the existing consensus: a shared top count gives ``tie``), the baseline.
+    Majority vote (a shared top count gives ``tie``), the baseline.
 
-GLAD (crowd-kit) is not offered: it gives one skill per annotator with errors spread evenly
-over the other labels, so it cannot express a tie habit or a position bias, and it took
-195 s on the 8,931 LLMFAO votes (Dawid–Skene: 2 s).
-
-Orientation
------------
-Rows of one item may show the pair in either order. The model's truth lives in the item's
-*reference orientation* (its first row in file order): a vote on a row that shows the pair the
-other way round is translated (A ↔ B) before fitting. Statistics about *what the annotator saw*
-(position bias, "says A when the truth is B") translate the truth back into the orientation of
-each vote's row; length bias translates it into "longer / shorter".
+The truth lives in the item's *reference orientation* (its first row in file order): a vote on a
+row showing the pair the other way round is translated (A ↔ B) before fitting.
 """
 
 from __future__ import annotations
@@ -48,7 +29,7 @@ import pandas as pd
 from scipy.special import softmax
 
 from puaudit.annotators.consensus import winner_keys
-from puaudit.annotators.crowdkit_em import _EPS, dawid_skene_em, mace_em
+from puaudit.annotators.crowdkit_em import EPS, dawid_skene_em, mace_em
 from puaudit.annotators.votes import LABELS, VoteData, collect_votes
 from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
@@ -153,7 +134,7 @@ def _vote_log_lik(lik: np.ndarray, worker: np.ndarray, label: np.ndarray) -> np.
         return np.where(used, np.log(np.maximum(rows, 1e-300)), 0.0)
 
 
-def _consensus_of(post: np.ndarray) -> np.ndarray:
+def consensus_of(post: np.ndarray) -> np.ndarray:
     """Most probable label; tie (2) when two labels share the top probability (as majority
     vote's shared top count)."""
     top = post.argmax(1)
@@ -220,7 +201,7 @@ def fit_truth_model(votes: VoteData, *, model: str = "ds", include_judge: bool =
         np.add.at(counts, (votes.item[mask], votes.label[mask]), 1.0)
         tot = counts.sum(1, keepdims=True)
         post = np.divide(counts, tot, out=np.full_like(counts, 1 / 3), where=tot > 0)
-        return TruthFit(model, post, _consensus_of(post), mask, fit_items)
+        return TruthFit(model, post, consensus_of(post), mask, fit_items)
     if model == "crowdlab":
         return _fit_crowdlab(votes, mask, fit_items, pred_probs, wts)
     fit_mask = mask & fit_items[votes.item]
@@ -236,7 +217,7 @@ def fit_truth_model(votes: VoteData, *, model: str = "ds", include_judge: bool =
     ll = np.zeros((n_items, 3)) + log_prior
     np.add.at(ll, votes.item[rest], _vote_log_lik(lik, votes.worker[rest], votes.label[rest]))
     post = np.where(fit_items[:, None], post, softmax(ll, axis=1))
-    return TruthFit(model, post, _consensus_of(post), mask, fit_items, likelihood=lik,
+    return TruthFit(model, post, consensus_of(post), mask, fit_items, likelihood=lik,
                     log_prior=log_prior, worker_info=extra.get("worker_info", {}),
                     info=extra.get("info", {}))
 
@@ -249,7 +230,7 @@ def _fit_port(votes, fit_mask, model, wts, random_state):
                              weights=wts)
         post = out["posterior"] / out["posterior"].sum(1, keepdims=True)
         return (post, out["errors"].transpose(0, 2, 1),
-                np.log(np.maximum(out["prior"], _EPS)), {"info": {"n_iter": out["n_iter"]}})
+                np.log(np.maximum(out["prior"], EPS)), {"info": {"n_iter": out["n_iter"]}})
     _, inv, wcodes, wnames, lcodes, lnames = _canonical_frame(votes, fit_mask)
     out = mace_em(item, wcodes[inv], lcodes[inv], n_items=n_items, n_workers=len(wnames),
                   n_labels=len(lnames), weights=wts, random_state=random_state)
@@ -314,7 +295,7 @@ def _fit_crowdkit_inner(votes, fit_mask, model, random_state):
             lik[w_idx, lab, v_idx] = err[code].to_numpy()
         prior = np.zeros(3)
         prior[lnames] = ds.priors_.reindex(range(len(lnames))).to_numpy()
-        return post, lik, np.log(np.maximum(prior, _EPS)), {
+        return post, lik, np.log(np.maximum(prior, EPS)), {
             "info": {"n_iter": len(ds.loss_history_)}}
     mace = MACE(n_restarts=1, n_iter=50, method="vb", random_state=random_state).fit(data)
     pr = mace.probas_

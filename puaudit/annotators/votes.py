@@ -22,7 +22,7 @@ __all__ = ["LABELS", "VoteData", "collect_votes"]
 #: Labels in the order used by every array here: 0 = A, 1 = B, 2 = tie.
 LABELS = ("A", "B", "tie")
 _CODE = {"A": 0, "B": 1, "tie": 2}
-_SWAP = np.array([1, 0, 2])      # A <-> B, tie stays: a label in the other orientation
+SWAP = np.array([1, 0, 2])      # A <-> B, tie stays: a label in the other orientation
 
 
 @dataclass

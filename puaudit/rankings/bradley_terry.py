@@ -98,9 +98,7 @@ def bradley_terry(i, j, wins, n, *, n_models: int, covariate=None, prior: float 
     \mathrm{diag}(\text{prior}) + \mathbf 1 \mathbf 1^\top`, :math:`c_u = n_u\sigma(\eta_u)
     \sigma(-\eta_u)`, by conjugate gradients with Hessian-vector products (Jacobi
     preconditioner; exactly for at most ``direct_max`` parameters), followed by a backtracking
-    line search. Stops when
-    :math:`\lVert g\rVert_2 \le 10^{-8}` (the tolerance of the former dense ``trust-exact`` fit,
-    whose estimates it reproduces).
+    line search. Stops when :math:`\lVert g\rVert_2 \le 10^{-8}`.
 
     Parameters
     ----------

@@ -1,54 +1,34 @@
 r"""Model leaderboards from pairwise verdicts: win rates and Bradley–Terry strengths, four ways.
 
-People audit a judge because they rank models with it. This module turns a table of pairwise
-comparisons (``model_a``, ``model_b`` and a verdict per row) into one leaderboard per source of
-verdicts, side by side:
-
-``judge``    the LLM judge's verdicts on every row;
-``audited``  the audited verdicts (:attr:`puaudit.audit.estimator.AuditResult.adjusted`, the export's
-             ``puaudit_adjusted``);
-``human``    the human verdicts only, on the rows people labelled;
-``ppi``      prediction-powered estimates (PPI++, Angelopoulos et al. 2023): the judge on every
-             row, rectified by the human labels on the labelled rows. They stay valid when the
-             judge is biased, provided the labelled rows are a uniform random sample of the rows.
-
-For each model: the **win rate against the field**, :math:`(\text{wins} + \tfrac12
-\text{ties}) / \text{comparisons}` over the rows where it appears (``ties="exclude"``:
-wins / decisive comparisons), and the **Bradley–Terry strength** :math:`\theta_k` with
-:math:`P(k \text{ beats } l) = \sigma(\theta_k - \theta_l)` (log-odds scale, mean zero), each with
-a 95% interval. Optionally the **length-controlled win rate** (AlpacaEval 2.0 style): a
-Bradley–Terry model with the length difference as a covariate, read with the covariate at zero.
-
-Inference. Rows are grouped into **units**: rows of one item (``groups``, e.g. the table's item
-id: question, turn and model pair) share a unit, so several votes on one item count as several
-comparisons in the estimate but as one draw in the bootstrap; without ``groups`` each row is its
-own item. Intervals are percentile bootstrap intervals over units
-(:func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`) for ``judge``, ``audited`` and
-``human``, and the prediction-powered bootstrap (``ppi_py.ppboot``, Zrnic 2024) for ``ppi``, whose
-power-tuning weight :math:`\lambda` (PPI++) is estimated from bootstrap draws as in ``ppboot`` and
-clipped to [0, 1]. ``judge`` and ``audited`` intervals describe sampling noise only: a biased judge
-gets a narrow interval around the wrong value (that is what the comparison shows).
+One leaderboard per source of verdicts: ``judge`` (the LLM judge on every row), ``audited``
+(:attr:`puaudit.audit.estimator.AuditResult.adjusted`), ``human`` (the labelled rows only) and
+``ppi`` (PPI++: the judge on every row rectified by the human labels, valid whatever the judge's
+bias if the labelled rows are a uniform random sample). Rows of one item and model pair form a
+**unit**: several votes count as several comparisons but one bootstrap draw. Intervals are
+percentile bootstrap intervals over units, ``ppi_py.ppboot``'s for ``ppi``; the method is in
+docs/method.md ("Rankings and PPI").
 """
 
 from __future__ import annotations
 
+import threading
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 from puaudit.data.cells import id_text
 from puaudit.errors import PUAuditError
-from puaudit.rankings.bootstrap import _classical_sources, _draw_notes, _plan
 from puaudit.rankings.bradley_terry import bradley_terry
-from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, MIN_DRAWS
-from puaudit.rankings.ppi import _ppi_source
-from puaudit.rankings.result import ModelRankings, _leaderboard_frame
-from puaudit.rankings.units import _I, _J, _N, _W, _X, _stats, _Units
-from puaudit.rankings.winrates import TIES, length_covariate, verdict_scores
+from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, MIN_DRAWS, WINRATE_WORK
+from puaudit.rankings.result import SOURCE_LABELS, SOURCES, ModelRankings
+from puaudit.rankings.winrates import TIES, length_covariate, verdict_scores, win_rates
+from puaudit.stats.bootstrap import cluster_bootstrap_indices
 
-# The building blocks live in modules named for what they hold (winrates, bradley_terry, units,
-# bootstrap, ppi, result, simulate); every public name stays importable from here.
 __all__ = ["model_rankings", "table_models", "table_rankings"]
 
 MODEL_COLUMNS_HINT = ("Model rankings need the names of the two models compared in each row: "
@@ -106,10 +86,11 @@ def model_rankings(model_a, model_b, judge, human=None, audited=None, *, groups=
 
     Returns
     -------
+    ModelRankings
 
     Notes
     -----
-    The prediction-powered estimate, its interval and when it is valid: :mod:`puaudit.rankings.ppi`.
+    The prediction-powered estimate, its interval and when it is valid: :func:`_ppi_source`.
     """
     _check_arguments(judge, model_a=model_a, model_b=model_b, human=human, audited=audited,
                      groups=groups, length_a=length_a, length_b=length_b, ties=ties, alpha=alpha,
@@ -241,11 +222,359 @@ def _length_coefficients(stats: dict, *, n_models: int, prior: float) -> dict[st
         if st is None or not (st[:, _N] > 0).any():
             out[f"gamma_{source}"] = np.nan
             continue
-        st = st[st[:, _N] > 0]
-        _, g = bradley_terry(st[:, _I].astype(int), st[:, _J].astype(int), st[:, _W],
-                             st[:, _N], n_models=n_models, covariate=st[:, _X], prior=prior)
-        out[f"gamma_{source}"] = g
+        out[f"gamma_{source}"] = _length_fit(st, n_models=n_models, prior=prior)[1]
     return out
+
+
+def _length_fit(s: np.ndarray, *, n_models: int, prior: float) -> tuple[np.ndarray, float]:
+    """Bradley–Terry strengths and length coefficient γ of the units with comparisons in ``s``."""
+    s = s[s[:, _N] > 0]
+    return bradley_terry(s[:, _I].astype(int), s[:, _J].astype(int), s[:, _W], s[:, _N],
+                         n_models=n_models, covariate=s[:, _X], prior=prior)
+
+
+# --- units: rows of one item and model pair ----------
+# A "stats" matrix has one row per unit and the columns below; the bootstrap resamples its rows.
+_I, _J, _W, _N, _X, _P = range(6)
+
+
+def _stats(units, score_i: np.ndarray) -> np.ndarray:
+    """Per-unit [i, j, score of i, comparisons, covariate, model pair] for one source."""
+    ok = np.isfinite(score_i)
+    w = np.bincount(units.code[ok], score_i[ok], units.size)
+    n = np.bincount(units.code[ok], minlength=units.size).astype(float)
+    return np.column_stack([units.i, units.j, w, n, units.x, units.pair])
+
+
+class _Units:
+    """Rows grouped by (group, unordered model pair); ``pair`` numbers the model pairs that occur
+    (in the order of ``pair_i * n_models + pair_j``), so that per-pair totals are bincounts over
+    the pairs present rather than over all n_models² pairs."""
+
+    def __init__(self, code, i, j, x, *, n_models: int):
+        self.code, self.i, self.j, self.x = code, i, j, x
+        self.size = len(i)
+        uniq, self.pair = np.unique(i.astype(np.int64) * n_models + j.astype(np.int64),
+                                    return_inverse=True)
+        self.pair_i, self.pair_j = uniq // n_models, uniq % n_models
+
+
+def _estimators(n_models: int, prior: float, length_control: bool, warm: dict,
+                units: _Units) -> dict[str, Callable]:
+    """Statistics of a stats matrix; ``warm`` holds starting points for the fits (bootstrap refits
+    start from the point estimate: same answer, fewer Newton steps)."""
+    def winrate(s):
+        return win_rates(s[:, _I], s[:, _J], s[:, _W], s[:, _N], n_models=n_models)
+
+    def bt(s):
+        # Units of one model pair are summed first: the plain model only sees pair totals.
+        pair = s[:, _P].astype(np.int64)
+        w = np.bincount(pair, s[:, _W], len(units.pair_i))
+        n = np.bincount(pair, s[:, _N], len(units.pair_i))
+        nz = np.flatnonzero(n)
+        return bradley_terry(units.pair_i[nz], units.pair_j[nz], w[nz], n[nz],
+                             n_models=n_models, prior=prior, init=warm.get("bt"))[0]
+
+    out = {"winrate": winrate, "bt": bt}
+    if length_control:
+        def lc(s):
+            i = s[:, _I].astype(np.int64)
+            j = s[:, _J].astype(np.int64)
+            theta, gamma = bradley_terry(i, j, s[:, _W], s[:, _N], n_models=n_models,
+                                         covariate=s[:, _X], prior=prior, init=warm.get("lc"))
+            p = expit(theta[i] - theta[j])  # the covariate at zero: equal lengths
+            return win_rates(i, j, p * s[:, _N], s[:, _N], n_models=n_models)
+
+        out["lc_winrate"] = lc
+    return out
+
+
+# --- percentile bootstrap intervals ----------
+# ppi_py's bootstrap draws from numpy's global generator: seed it under a lock (and put the
+# previous state back) so that results are reproducible with ``random_state`` even when several
+# dashboard sessions compute at once.
+_GLOBAL_RNG_LOCK = threading.Lock()
+
+
+@contextmanager
+def _global_seed(seed: int):
+    with _GLOBAL_RNG_LOCK:
+        state = np.random.get_state()
+        np.random.seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(state)
+
+
+def _ppi_py():
+    """Import ``ppi_py`` without its import-time ``warnings.simplefilter("ignore")`` leaking out."""
+    with warnings.catch_warnings():
+        import ppi_py
+    return ppi_py
+
+
+def _draws(n_resamples: int, n_models: int, max_work: int) -> dict[str, int]:
+    """Bootstrap draws per statistic family: ``n_resamples``, fewer under the caps, 0 = none."""
+    def capped(work):
+        got = min(n_resamples, work // n_models)
+        return got if got >= MIN_DRAWS else 0
+
+    bt = capped(max_work)
+    return {"winrate": capped(max(WINRATE_WORK, max_work)), "bt": bt, "lc_winrate": bt}
+
+
+def _draw_notes(draws: dict, n_resamples: int, n_models: int, max_work: int,
+                length_control: bool) -> list[str]:
+    notes = []
+    for fam, what, work in (
+            ("winrate", "Win-rate", max(WINRATE_WORK, max_work)),
+            ("bt", "Bradley–Terry" + (" and length-controlled" if length_control else ""),
+             max_work)):
+        if draws[fam] == 0:
+            notes.append(f"{what} intervals are left out: with {n_models:,} models even "
+                         f"{MIN_DRAWS} bootstrap draws exceed the cap of {work:,} draws × models. "
+                         "Point estimates and ranks are complete"
+                         + ("; the prediction-powered strengths use the win rate's PPI++ weight"
+                            if fam == "bt" else "; the prediction-powered estimates use "
+                            "λ = 0 (the human votes alone)")
+                         + ". Rank a subset of the models, or raise the cap (max_work, "
+                         "--max-work), for these intervals.")
+        elif draws[fam] < n_resamples:
+            notes.append(f"{what} intervals use {draws[fam]:,} bootstrap draws, not "
+                         f"{n_resamples:,}: with {n_models:,} models the cap is {work:,} draws × "
+                         "models (max_work, --max-work); their ends are rougher.")
+    return notes
+
+
+@dataclass
+class _Plan:
+    """What every interval of one leaderboard shares: the statistics, their warm starts, the
+    draws per statistic family, the seeds and the level."""
+
+    ests: dict
+    warm: dict
+    draws: dict
+    seeds: np.ndarray
+    alpha: float
+    n_models: int
+    prior: float
+    length_control: bool
+
+    def nan(self) -> np.ndarray:
+        return np.full(self.n_models, np.nan)
+
+    def warm_start(self, s: np.ndarray) -> None:
+        """Fit the point estimates of ``s`` as starting points for its bootstrap refits."""
+        self.warm.clear()
+        self.warm["bt"] = self.ests["bt"](s)
+        if self.length_control:
+            self.warm["lc"] = np.append(*_length_fit(s, n_models=self.n_models, prior=self.prior))
+
+
+def _plan(units: _Units, *, n_models: int, prior: float, length_control: bool, n_resamples: int,
+          max_work: int, alpha: float, random_state) -> _Plan:
+    warm: dict = {}
+    return _Plan(ests=_estimators(n_models, prior, length_control, warm, units), warm=warm,
+                 draws=_draws(n_resamples, n_models, max_work),
+                 seeds=np.random.SeedSequence(random_state).generate_state(16), alpha=alpha,
+                 n_models=n_models, prior=prior, length_control=length_control)
+
+
+def _percentile_interval(est, s: np.ndarray, *, n_resamples: int, alpha: float,
+                         random_state: int) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of ``est`` over the units (rows) of ``s``.
+
+    Each unit gathers every row of one item (:func:`_rows`), so resampling
+    units with :func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`, each unit its own
+    item, resamples items. A coordinate undefined in some draw (NaN) has no interval, as in
+    ``ppi_py.classical_bootstrap_ci``.
+    """
+    dist = np.array([est(s[idx]) for idx in cluster_bootstrap_indices(
+        len(s), n_resamples, random_state=random_state)])
+    return np.quantile(dist, alpha / 2, axis=0), np.quantile(dist, 1 - alpha / 2, axis=0)
+
+
+def _classical_intervals(s: np.ndarray, plan: _Plan, *, seed_offset: int) -> dict:
+    """Point estimate and percentile bootstrap interval of every statistic on one stats matrix."""
+    out = {}
+    plan.warm_start(s)
+    for f_i, (name, est) in enumerate(plan.ests.items()):
+        point = est(s)
+        if not plan.draws[name]:
+            out[name] = (point, plan.nan(), plan.nan())
+            continue
+        lo_, hi_ = _percentile_interval(est, s, n_resamples=plan.draws[name], alpha=plan.alpha,
+                                        random_state=int(plan.seeds[seed_offset + f_i]))
+        out[name] = (point, np.asarray(lo_, float), np.asarray(hi_, float))
+    return out
+
+
+def _classical_sources(stats: dict, plan: _Plan, notes: list) -> dict[str, dict[str, tuple]]:
+    """Estimates with intervals of the ``judge``, ``audited`` and ``human`` sources (NaN for a
+    source missing or with fewer than two usable units); caveats go to ``notes``."""
+    results: dict[str, dict[str, tuple]] = {}
+    for s_i, source in enumerate(("judge", "audited", "human")):
+        st = stats[source]
+        if st is None:
+            results[source] = {name: (plan.nan(),) * 3 for name in plan.ests}
+            continue
+        st = st[st[:, _N] > 0]
+        if len(st) < 2:
+            results[source] = {name: (plan.nan(),) * 3 for name in plan.ests}
+            if len(st) == 1:  # none at all is said once, elsewhere
+                notes.append(f"{SOURCE_LABELS[source]}: only one item with a usable comparison.")
+            continue
+        results[source] = _classical_intervals(st, plan, seed_offset=3 * s_i)
+    if stats["audited"] is None:
+        notes.append("No audited verdicts: run the audit (Audit page, or `puaudit audit` and "
+                     "--audit-export) to fill the audited columns.")
+    return results
+
+
+# --- prediction-powered intervals (PPI++) ----------
+def _power_tuning(est, y, yhat, yhat_u, *, n_resamples: int, rng) -> float:
+    r"""PPI++ weight :math:`\lambda = \sum_k \mathrm{Cov}(\hat\theta_k(Y), \hat\theta_k(\hat Y)) /
+    \sum_k [\mathrm{Var}\,\hat\theta_k(\hat Y) + \mathrm{Var}\,\hat\theta_k(\hat Y^u)]` over
+    bootstrap draws (the rule of ``ppi_py.ppboot``), clipped to [0, 1]; coordinates undefined in a
+    draw are left out of that draw.
+
+    The labelled and unlabelled units are resampled separately (as ``ppboot`` does), each by
+    :func:`puaudit.stats.bootstrap.cluster_bootstrap_indices` with every unit its own item: a
+    unit already gathers all rows of one item (:func:`_rows`)."""
+    a, b, c = [], [], []
+    # one generator, the labelled and the unlabelled draw alternating
+    draws = zip(cluster_bootstrap_indices(len(y), n_resamples, random_state=rng),
+                cluster_bootstrap_indices(len(yhat_u), n_resamples, random_state=rng))
+    for idx, idu in draws:
+        a.append(est(y[idx]))
+        b.append(est(yhat[idx]))
+        c.append(est(yhat_u[idu]))
+    a, b, c = np.array(a), np.array(b), np.array(c)
+    # Column by column, over the draws where the coordinate is defined (vectorised: one pass
+    # for any number of models). Covariance with n − 1, variances with n, as np.cov / np.var.
+    ok = np.isfinite(a) & np.isfinite(b)
+    cnt = ok.sum(axis=0)
+    use = cnt > 2
+    a0, b0 = np.where(ok, a, 0.0), np.where(ok, b, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ma, mb = a0.sum(axis=0) / cnt, b0.sum(axis=0) / cnt
+        da, db = np.where(ok, a0 - ma, 0.0), np.where(ok, b0 - mb, 0.0)
+        num = float(((da * db).sum(axis=0) / (cnt - 1))[use].sum())
+        den = float(((db * db).sum(axis=0) / cnt)[use].sum())
+        okc = np.isfinite(c)
+        cntc = okc.sum(axis=0)
+        c0 = np.where(okc, c, 0.0)
+        dc = np.where(okc, c0 - c0.sum(axis=0) / cntc, 0.0)
+        den += float(((dc * dc).sum(axis=0) / cntc)[cntc > 2].sum())
+    return float(np.clip(num / den, 0.0, 1.0)) if den > 0 else 0.0
+
+
+def _ppi_intervals(y, yhat, yhat_u, plan: _Plan, diag: dict) -> dict:
+    """PPI++ point estimates and ``ppboot`` intervals of every statistic; the weights λ go to
+    ``diag`` (``lambda_<statistic>``)."""
+    ppi = _ppi_py()
+    rng = np.random.default_rng(plan.seeds[12])
+    plan.warm_start(y)
+    out = {}
+    for f_i, (name, est) in enumerate(plan.ests.items()):
+        draws = plan.draws[name]
+        if draws:
+            # 100 draws for λ (ppboot's rule), half the interval's when those are capped
+            lam = _power_tuning(est, y, yhat, yhat_u, rng=rng,
+                                n_resamples=min(100, max(MIN_DRAWS, draws // 2)))
+        else:  # any fixed λ in [0, 1] keeps the estimate valid; only its variance moves
+            lam = diag.get("lambda_winrate", 0.0)
+        point = lam * est(yhat_u) + est(y) - lam * est(yhat)
+        if draws:
+            with _global_seed(int(plan.seeds[13 + f_i])):
+                lo_, hi_ = ppi.ppboot(est, y, yhat, yhat_u, lam=lam, n_resamples=draws,
+                                      alpha=plan.alpha)
+            out[name] = (point, np.asarray(lo_, float), np.asarray(hi_, float))
+        else:
+            out[name] = (point, plan.nan(), plan.nan())
+        diag[f"lambda_{name}"] = lam
+    return out
+
+
+def _ppi_source(stats: dict, results: dict, plan: _Plan, *, diag: dict,
+                notes: list) -> dict[str, tuple]:
+    r"""The ``ppi`` source (PPI++, arXiv:2311.01453): labelled units carry human verdicts, the
+    rest only the judge's. A functional :math:`\theta` of the human verdicts is estimated as
+
+    .. math:: \hat\theta^{PP} = \lambda\,\hat\theta(\hat Y^{u}) + \hat\theta(Y) -
+              \lambda\,\hat\theta(\hat Y)
+
+    with :math:`Y` the human verdicts on the labelled units, :math:`\hat Y` the judge's on them
+    and :math:`\hat Y^u` the judge's on the unlabelled units; the interval is
+    ``ppi_py.ppboot``'s. Valid whatever the judge's bias **if the labelled units are a uniform
+    random sample of all units**. Every unit labelled: ``ppi`` is ``human``. Counts and λ go to
+    ``diag``, caveats to ``notes``."""
+    if stats["human"] is None or not (stats["human"][:, _N] > 0).any():
+        notes.append("No human verdicts: the human and prediction-powered columns are empty.")
+        diag.update(n_units_labelled=0, n_units_unlabelled=int((stats["judge"][:, _N] > 0).sum()))
+        return {name: (plan.nan(),) * 3 for name in plan.ests}
+    labelled = stats["human"][:, _N] > 0
+    y = stats["human"][labelled]
+    yhat = stats["judge"][labelled]
+    yhat_u = stats["judge"][~labelled & (stats["judge"][:, _N] > 0)]
+    diag.update(n_units_labelled=int(labelled.sum()), n_units_unlabelled=len(yhat_u))
+    if len(yhat_u) < 2:
+        out = results["human"]
+        for name in plan.ests:
+            diag[f"lambda_{name}"] = 0.0
+        notes.append("Every item has a human verdict: there is nothing for the judge to add, "
+                     "so the prediction-powered columns equal the human ones.")
+    else:
+        out = _ppi_intervals(y, yhat, yhat_u, plan, diag)
+    if labelled.sum() < 30:
+        notes.append(f"Only {int(labelled.sum())} labelled items: human and prediction-powered "
+                     "intervals are rough.")
+    return out
+
+
+# --- the leaderboard frame ----------
+def _leaderboard_frame(models: list, lo: np.ndarray, hi: np.ndarray, human_scores, results: dict,
+                       *, length_control: bool, diag: dict) -> tuple[pd.DataFrame, dict]:
+    """The :attr:`ModelRankings.frame` from each source's ``(point, lo, hi)`` per statistic, and
+    the strengths per source; ``diag["sorted_by"]`` names the source whose rank sorts the frame
+    (unset when no rank is complete).
+
+    ``lo`` / ``hi`` are the two models of each row used; ``human_scores`` are the rows' human
+    scores (NaN without a vote), or None.
+    """
+    k = len(models)
+    n_model = (np.bincount(lo, minlength=k) + np.bincount(hi, minlength=k)).astype(int)
+    if human_scores is None:
+        n_human = np.zeros(k, dtype=int)
+    else:
+        ok = np.isfinite(human_scores)
+        n_human = (np.bincount(lo[ok], minlength=k) + np.bincount(hi[ok], minlength=k)).astype(int)
+    frame = pd.DataFrame({"model": models, "n": n_model, "n_human": n_human})
+    strengths = {}
+    for source in SOURCES:
+        res = results[source]
+        for name in ("winrate", "bt"):
+            _put_interval(frame, f"{name}_{source}", res[name])
+        theta = np.asarray(res["bt"][0], dtype=float)
+        strengths[source] = theta
+        frame[f"rank_{source}"] = (pd.Series(-theta).rank(method="min").to_numpy()
+                                   if np.isfinite(theta).all() else np.nan)
+        if length_control:
+            _put_interval(frame, f"lc_winrate_{source}", res["lc_winrate"])
+    for source in ("ppi", "human", "judge"):
+        if frame[f"rank_{source}"].notna().all():
+            frame = frame.sort_values([f"rank_{source}", "model"], kind="stable")
+            diag["sorted_by"] = source
+            break
+    return frame.reset_index(drop=True), strengths
+
+
+def _put_interval(frame: pd.DataFrame, column: str, estimate: tuple) -> None:
+    point, lo_, hi_ = estimate
+    frame[column] = point
+    frame[f"{column}_lo"] = lo_
+    frame[f"{column}_hi"] = hi_
 
 
 # --- tables -------------------------------------------------------------------------------------

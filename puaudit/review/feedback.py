@@ -1,17 +1,9 @@
 """Decisions flow back: reviewed rows become human labels, exports carry the review columns.
 
-A reviewer's *vote* on a row is their latest decision on its content key; ``skip`` is a decision
-that gives no label (a later skip withdraws an earlier vote). Votes are A, B or tie.
-
-:func:`merge_decisions` builds the table the audit reruns on: each vote becomes a human label
-with ``annotator = reviewer``. A vote fills a row with that key and no human verdict; a vote with
-no such row left (a second reviewer, or a row people had labelled already) is added as one more
-row, a copy of the row with the vote, like one more person's vote in a file with one row per
-vote. The audit then has more annotated items (a larger P, and more validation), and the
-Annotators page lists the reviewers next to the table's own annotators.
-
-:func:`review_columns` summarises the votes per row for exports: the consensus, every vote, and
-whether the reviewers disagree.
+A reviewer's *vote* on a row is their latest decision on its content key; ``skip`` gives no
+label (a later skip withdraws an earlier vote). :func:`merge_decisions` builds the table the
+audit reruns on, :func:`review_columns` summarises the votes per row for exports
+(docs/review.md).
 """
 
 from __future__ import annotations

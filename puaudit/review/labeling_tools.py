@@ -1,17 +1,9 @@
 """Rows for people, out to Label Studio or Argilla and back as review decisions.
 
-:func:`write_label_studio` and :func:`write_argilla` take an audit export (or a cascade export)
-and write the rows that need a person (unlabelled rows the audit left ``uncertain`` or
-escalated, or that a cascade of judges left for people) in a form the tool imports: Label
-Studio tasks (``[{"data": {...}}, ...]``) with a pairwise labelling config
-beside them, or an Argilla ``Dataset.to_disk`` folder with a LabelQuestion A / B / tie. Every
-column of the row travels with it (Label Studio's ``data``, Argilla's ``metadata``), and so does
-its content key, ``puaudit_row_key`` (:mod:`puaudit.review.keys`).
-
-:func:`tool_decisions` reads what the tool exports once people voted (a Label Studio JSON export,
-Argilla records or a ``to_disk`` folder, through the readers of :mod:`puaudit.data.formats`) and
-turns each vote into a review decision on the row of that key, so that
-``puaudit review import`` brings the votes into the review store.
+:func:`write_label_studio` and :func:`write_argilla` write the rows of an audit (or cascade)
+export that need a person, every column and the content key ``puaudit_row_key``
+(:mod:`puaudit.review.keys`) travelling with them; :func:`tool_decisions` turns the tool's
+export (through :mod:`puaudit.data.formats`) into review decisions (docs/review.md).
 """
 
 from __future__ import annotations

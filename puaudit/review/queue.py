@@ -1,27 +1,11 @@
 """Which rows are worth a human check first.
 
-The audit gives every audited row a calibrated probability ``p`` that the judge is right and a
-group (``positive`` kept, ``negative`` reversed, ``uncertain`` left alone by the guarded rule).
-Without a review, a row ends with the adjusted verdict, right with probability
-``max(p, 1 − p)``; a human check makes it right, so its value is about ``min(p, 1 − p)``,
-largest at ``p = 0.5``. The queue therefore takes
-
-1. the guarded rule's ``uncertain`` rows (the audit would not decide them),
-2. then the reversal candidates (``negative``: a check confirms or undoes a reversal),
-3. then every other row,
-
-each tier by ``|p − 0.5|`` (closest to a coin flip first; rows without a probability last),
-ties by row order. ``order="random"`` is the baseline: a seeded random permutation.
-
-When the audit certified a threshold ``t`` (``target_agreement``), the escalated rows come first,
-farthest below the threshold first (``t − p`` largest: the verdicts the audit trusts least),
-then the trusted rows, closest to the threshold first.
-
-After a cascade of judges (:mod:`puaudit.audit.cascade`), the rows it left for people
-(``puaudit_cascade_stage`` = ``people``) that have no human verdict come before all of these,
-tier ``cascade: no judge trusted``: no judge is certified on them, so only a person decides
-them. Among themselves, and among the rest, the order above holds unchanged. They join the queue
-even where the audited judge gave no strict verdict (a tie or a blank the audit leaves out).
+A check makes a row right, so its value is about ``min(p, 1 − p)`` (``p`` the audit's calibrated
+probability that the judge is right): the queue takes the guarded rule's ``uncertain`` rows,
+then the reversal candidates, then the rest, each tier closest to a coin flip first; with a
+certified threshold ``t`` the escalated rows farthest below it first; rows a cascade of judges
+left for people without a human verdict before all of these. ``order="random"`` is the seeded
+baseline. The tiers in full: docs/review.md.
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
 """Where review decisions live: a SQLAlchemy 2 store, an SQLite file by default.
 
-Location, first match wins:
-
-1. the ``url`` given to :class:`ReviewStore` (any SQLAlchemy URL, e.g.
-   ``postgresql+psycopg://user@host/db``),
-2. ``$PUAUDIT_REVIEW_URL`` (the same, set by the operator),
-3. ``$PUAUDIT_REVIEW_DB`` (a path to an SQLite file),
-4. ``~/.puaudit/review.sqlite``.
-
-Every decision is one row that is never updated or deleted: a reviewer who changes their mind
-adds a later decision (the latest per reviewer and row counts), and two reviewers on one row are
-two rows. Each carries a random ``uid`` so that importing the same export twice adds nothing.
-
-SQLite runs in WAL mode with a busy timeout, and every write, creating the table included, is
-one ``BEGIN IMMEDIATE`` transaction, so concurrent writers (threads, processes, two browser
-sessions, several processes creating a new file at once) wait for each other instead of failing
-or losing a decision. A locked or damaged file raises a :class:`~puaudit.errors.PUAuditError`
-that says which file, what is wrong and what to do; the store never rewrites or deletes an
-existing file, so decisions already made stay where they are. A file that cannot be written (a
-read-only file, folder or mount) is opened read-only: its decisions are read, and saving raises
-an error saying saving is off (:attr:`ReviewStore.read_only`). An SQLite file holding tables of
-another application is refused unless ``allow_other_tables`` (the store would add its table to
-it); allowed, its journal mode is left as it is.
-
-Every field of a decision is checked by :mod:`puaudit.review.validate` before anything is saved.
+Location, first match wins: the ``url`` given to :class:`ReviewStore`, ``$PUAUDIT_REVIEW_URL``,
+``$PUAUDIT_REVIEW_DB`` (an SQLite path), ``~/.puaudit/review.sqlite``. Every decision is one row
+never updated or deleted (the latest per reviewer and row counts), with a random ``uid`` so that
+importing an export twice adds nothing. Every write is one ``BEGIN IMMEDIATE`` transaction
+(SQLite in WAL mode with a busy timeout); an existing file is never rewritten; a file that cannot
+be written opens read-only. Concurrency, locked and foreign files: docs/review.md. Every field is
+checked by :mod:`puaudit.review.validate` before anything is saved.
 """
 
 from __future__ import annotations

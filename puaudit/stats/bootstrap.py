@@ -65,17 +65,8 @@ def cluster_bootstrap_weights(groups: ArrayLike | int, n_boot: int, *,
 def cluster_bootstrap_indices(groups: ArrayLike | int, n_boot: int, *,
                               random_state: int | np.random.Generator | None
                               ) -> Iterator[np.ndarray]:
-    """Row indices of ``n_boot`` bootstrap resamples over items (see
-    :func:`cluster_bootstrap_weights`, whose draws these are, seed for seed).
-
-    Parameters
-    ----------
-    groups : array_like of item ids, one per row, or int
-        Each row's item; an int ``n`` means ``n`` rows, each its own item.
-    n_boot : int
-        Number of resamples.
-    random_state : int, Generator or None
-        Seeds the draws (a Generator is used as is).
+    """Row indices of ``n_boot`` bootstrap resamples over items: the draws of
+    :func:`cluster_bootstrap_weights` (same parameters), seed for seed.
 
     Yields
     ------

@@ -3,7 +3,7 @@
 Reads pairwise-verdict and single-score tables, computes pair relations (baseline or
 likelihood-aware), the Conflict Ratio, NTR_k with each violating triple classified, a
 Bradley–Terry ranking per question and the weakest edge of every cycle. ``puaudit judge``
-(:mod:`.runner`, :mod:`.collect`, :mod:`.prompts`) collects such tables from any
+(:mod:`.runner`, :mod:`.judge_tables`, :mod:`.prompts`) collects such tables from any
 OpenAI-compatible endpoint. See ``docs/trustjudge.md`` and ``docs/method.md`` ("TrustJudge").
 """
 

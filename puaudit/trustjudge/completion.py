@@ -9,8 +9,9 @@ from typing import Any, Mapping
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["RequestFailed", "ResponseTooLarge", "EndpointError", "response_text",
-           "response_usage", "redact_secret", "default_max_response_bytes"]
+__all__ = ["RequestFailed", "ResponseTooLarge", "EndpointError", "Malformed", "response_text",
+           "response_usage", "redact_secret", "default_max_response_bytes", "check_response",
+           "parse_body"]
 
 
 class RequestFailed(Exception):
@@ -35,7 +36,7 @@ class EndpointError(PUAuditError):
     """The endpoint refuses every request (bad key, unknown model, no log-probabilities): stop."""
 
 
-class _Malformed(Exception):
+class Malformed(Exception):
     """A 200 response that is not a usable chat completion."""
 
 
@@ -62,7 +63,7 @@ def response_usage(response: Mapping) -> tuple[int, int]:
     return count(u.get("prompt_tokens")), count(u.get("completion_tokens"))
 
 
-def _check_response(data: Any) -> dict:
+def check_response(data: Any) -> dict:
     """A response must hold ``choices[0].message.content`` text; its log-probabilities may be
     anything: :func:`puaudit.trustjudge.judge_tables.assemble_judge_tables` checks them and lists the bad ones,
     keeping the verdict (asking again would not change a deterministic server's answer)."""
@@ -70,9 +71,9 @@ def _check_response(data: Any) -> dict:
         choice = data["choices"][0]
         content = choice["message"].get("content")
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise _Malformed("the response has no choices[0].message") from None
+        raise Malformed("the response has no choices[0].message") from None
     if not isinstance(content, str):
-        raise _Malformed("the response's message has no text content")
+        raise Malformed("the response's message has no text content")
     return data
 
 
@@ -121,10 +122,10 @@ def _parse_int(digits: str) -> int | float:
     return int(digits) if len(digits) <= 64 else float(digits)
 
 
-def _parse_body(raw: bytes, secret: str) -> tuple[dict, int]:
+def parse_body(raw: bytes, secret: str) -> tuple[dict, int]:
     try:
         data = json.loads(raw, parse_int=_parse_int)
         data, n = redact_secret(data, secret)
     except RecursionError:
-        raise _Malformed("the response is nested too deeply to be a chat completion") from None
-    return _check_response(data), n
+        raise Malformed("the response is nested too deeply to be a chat completion") from None
+    return check_response(data), n

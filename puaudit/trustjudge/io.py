@@ -1,42 +1,11 @@
 """Reading TrustJudge inputs: pairwise-verdict tables and single-score tables.
 
-Both readers accept anything :func:`puaudit.data.io.read_table` accepts (path, bytes, upload) or an
-already-loaded :class:`pandas.DataFrame`, find the columns by name (case-insensitive, common
-variants), and return a table with canonical column names and typed values.
-
-Pairwise table, canonical columns (variants recognised in brackets)
--------------------------------------------------------------------
-``question_id`` (question, qid, prompt_id, id) · ``category`` (question_type, type, task; default
-``all``) · ``judge`` (judge_model, evaluator; default ``judge``) · ``candidate_i`` (model_a,
-candidate_a, model_1) · ``candidate_j`` (model_b, candidate_b, model_2) · ``verdict_1``
-(verdict, winner, judge_winner: the verdict with candidate_i shown first, A = candidate_i) ·
-``verdict_2`` (verdict_swapped, winner_2: the verdict with candidate_j shown first, so **A =
-candidate_j**; optional) · probabilities ``p1_A p1_B p1_tie p2_A p2_B p2_tie`` (also
-``prob_1_a``, ``p_A_1``, ...; letters as the judge saw them in that order; optional) · perplexities
-``ppl_1 ppl_2`` (perplexity_1, ...; optional; where absent, computed from JSON lists of the
-judgment's token log-probabilities ``token_logprobs_1 token_logprobs_2``) · rationales ``rationale_1 rationale_2``
-(explanation_1, reasoning_1, judgment_1; optional).
-
-Verdicts are read case-insensitively: ``A``, ``model_a``, ``1``, ``[[A]]``, ``assistant 1`` mean
-the first-shown response; ``B``, ``model_b``, ``2`` the second; ``tie``, ``draw``, ``equal``,
-``C``, ``tie (inconsistent)`` a tie. An empty cell means the order was not asked.
-
-Turns and repeated pairs: a ``turn`` column (round) with more than one value makes each turn its
-own question (``"81 · turn 2"``): the judge compared the answers to that turn, so cycles are
-looked for within it. Each pair is one judgment per judge and question. Rows that list the same
-pair again (either way round; a table with one row per *human* vote, like MT-Bench's human
-judgments, repeats the judge's verdict on every row) are merged order by order: an order is
-named by which candidate was shown first, its verdict, probabilities, perplexity and rationale
-move with it, and a row listing the pair the other way round gives the other order. Rows that
-disagree about the same order are refused, naming the row. (A verdict column that already
-combines both orders, as MT-Bench's does, then appears in each order a listing gives.)
-
-Single-score table
-------------------
-``question_id`` · ``candidate`` (model, model_name, system) · optional ``judge`` and ``category``
-· either ``score`` (rating, grade) or a distribution over the allowed score tokens: columns
-``p_1 … p_K`` (the number after ``p_`` is the score token) or one JSON-object column
-``score_distribution`` (distribution, score_probs) such as ``{"1": 0.1, "2": 0.9}``.
+Both readers accept anything :func:`puaudit.data.io.read_table` accepts, or a DataFrame, find
+the columns by name (case-insensitive, common variants: :data:`PAIRWISE_ALIASES`,
+:data:`SCORE_ALIASES`) and return canonical columns with typed values. The columns, the verdict
+spellings, turns and the merging of repeated pairs are described in docs/trustjudge.md
+("Input tables"); a verdict order is named by which candidate was shown first, and ``verdict_2`` has
+**A = candidate_j**.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The requests that judge an input table (:func:`plan_judging`).
 
-Two input shapes (column names case-insensitive, common variants recognised):
-
-answers (one row per question and candidate)
-    ``question_id`` (qid, prompt_id, id; generated from the question text when absent),
-    ``question`` (prompt, instruction, query, input), ``candidate`` (model, model_name, system),
-    ``answer`` (response, output, completion, text), optional ``category`` (question_type, type,
-    task, domain). Every pair of a question's candidates is compared.
-comparisons (a PUAudit table: one row per comparison)
-    ``prompt``, ``response_a``, ``response_b`` and the other columns :func:`puaudit.data.schema
-    .guess_columns` recognises (``model_a``, ``model_b``, ``question_id``, ``category``, ...).
-    Each row is judged as it stands (order 1 shows response_a first) and the judge's verdict is
-    written to its ``judge_winner`` column, so the table goes straight to ``puaudit audit``.
+Two input shapes (docs/judge.md; column variants in :data:`ANSWER_ALIASES`): *answers*, one row
+per question and candidate, every pair of a question's candidates compared; *comparisons*, a
+PUAudit table judged row by row (order 1 shows response_a first), the verdict written to its
+``judge_winner`` column so that the table goes straight to ``puaudit audit``.
 """
 
 from __future__ import annotations
@@ -73,7 +65,7 @@ class JudgePlan:
     generated_ids: bool = False
 
 
-def _answer_columns(frame: pd.DataFrame, columns: Mapping[str, str] | None) -> dict:
+def answer_columns(frame: pd.DataFrame, columns: Mapping[str, str] | None) -> dict:
     """Role -> column of the answers shape (None where absent): the explicit ``columns``, then
     the first alias of :data:`ANSWER_ALIASES` present (:func:`puaudit.data.vocabulary
     .match_columns`, as every other table reader finds its columns)."""
@@ -94,7 +86,7 @@ def detect_input_kind(frame: pd.DataFrame) -> str:
     guessed = guess_columns(frame)
     if "response_a" in guessed and "response_b" in guessed:
         return "comparisons"
-    found = _answer_columns(frame, None)
+    found = answer_columns(frame, None)
     if found["candidate"] and found["answer"]:
         return "answers"
     raise PUAuditError(
@@ -200,7 +192,7 @@ def _pairs_to_judge(kind: str, answers: pd.DataFrame, used) -> list[tuple]:
 
 
 def _answers(frame: pd.DataFrame, columns, name: str) -> tuple[pd.DataFrame, dict, bool]:
-    found = _answer_columns(frame, columns)
+    found = answer_columns(frame, columns)
     for role in ("question", "candidate", "answer"):
         if found[role] is None:
             raise PUAuditError(f"{name}: no column for the {role}. Name it '{role}' (or one of "

@@ -1,19 +1,6 @@
 """What a judge's token log-probabilities say: perplexity, confidence weights, verdict and score
 probabilities.
 
-A chat-completions response with ``logprobs`` carries, for every generated token, its text, its
-log-probability and the ``top_logprobs`` alternatives the model considered at that position.
-From them:
-
-* :func:`perplexity` of a judgment, ``PPL = exp(−(1/N) Σ_t log p(t))`` over its N tokens;
-* :func:`confidence_weights`, ``w = exp(−γ·PPL)``: a judgment the model found less surprising
-  weighs more when both answer orders are combined (see
-  :func:`puaudit.trustjudge.relations.relation_weighted`);
-* :func:`verdict_probabilities`: the final verdict letter (``[[A]]`` / ``[B]`` / ``[[C]]`` ...)
-  found in the text, and the probabilities of A, B and C at that token;
-* :func:`score_distribution_from_logprobs`: the final score (``[[7]]`` / ``Score: [85]``) and the
-  probability of every allowed score token at that position.
-
 All functions take the response's ``choices[0].logprobs.content`` list as plain dicts (keys
 ``token``, ``logprob``, ``bytes``, ``top_logprobs``).
 """

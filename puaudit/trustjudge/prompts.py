@@ -1,19 +1,10 @@
 """Prompt templates for the judge runner (``puaudit judge``).
 
-A template is a system message and a user message with ``{placeholders}``:
-
-* pairwise (``kind="pair"``): ``{question}``, ``{answer_a}``, ``{answer_b}``; the judge must end
-  with a bracketed letter, ``[A]`` / ``[B]`` / ``[C]`` (C = tie) or the doubled ``[[A]]`` form;
-* single score (``kind="score"``): ``{question}``, ``{answer}``, ``{low}``, ``{high}``; the judge
-  must end with a bracketed integer score between ``low`` and ``high`` (``Score: [4]`` or
-  ``[[4]]``).
-
-Built-in templates: :data:`PAIR_TEMPLATES` (``trustjudge``, the default: strengths, weaknesses,
-then a single-bracket verdict; ``mtbench``: an impartial-judge instruction with a double-bracket
-verdict) and :data:`SCORE_TEMPLATES` (``trustjudge-5``, the default, ``trustjudge-100`` for
-distribution-sensitive scoring on a fine scale, ``mtbench-10``). Your own: a JSON file
-``{"kind": "pair", "system": "...", "user": "..."}`` (``"scale": [1, 10]`` for a score template),
-read by :func:`load_template`; write literal braces as ``{{`` and ``}}``.
+A template is a system message and a user message with ``{placeholders}``: ``{question}``,
+``{answer_a}``, ``{answer_b}`` for pairs (the judge ends with ``[A]`` / ``[B]`` / ``[C]``, C = tie,
+or the doubled form), ``{question}``, ``{answer}``, ``{low}``, ``{high}`` for scores (a bracketed
+integer). Built in: :data:`PAIR_TEMPLATES` and :data:`SCORE_TEMPLATES`; your own JSON file is
+read by :func:`load_template` (docs/judge.md).
 """
 
 from __future__ import annotations

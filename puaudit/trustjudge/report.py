@@ -17,8 +17,7 @@ from puaudit.trustjudge.candidate_ranking import rank_candidates
 from puaudit.trustjudge.relations import pair_relations
 from puaudit.trustjudge.scores import SCORE_METHODS, score_table
 from puaudit.trustjudge.transitivity import (KINDS, bad_triple_tensor, count_nontransitive,
-                                             _violation_arrays, pool_counts,
-                                             relation_matrix)
+                                             pool_counts, relation_matrix, violation_arrays)
 
 __all__ = ["TrustJudgeReport", "analyse"]
 
@@ -255,7 +254,7 @@ def _per_question(rel: pd.DataFrame, ks: tuple[int, ...], *, random_state: int |
             row[f"exact_{kk}"] = c["exact"]
         unit_rows.append(row)
         if bad.any():
-            arrays = _violation_arrays(names, R, known, margin, kinds=kinds)
+            arrays = violation_arrays(names, R, known, margin, kinds=kinds)
             m = len(arrays["kind"])
             for key, val in (("judge", [judge] * m), ("question_id", [qid] * m),
                              ("category", [category] * m), *arrays.items()):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge.completion import _check_response, _Malformed
+from puaudit.trustjudge.completion import Malformed, check_response
 
 __all__ = ["ResponseCache", "CachedResponses", "request_key", "CACHE_VERSION",
            "DEFAULT_MAX_CACHE_BYTES"]
@@ -101,8 +101,8 @@ class ResponseCache:
                 try:
                     rec = json.loads(line)
                     key = rec["key"]
-                    _check_response(rec["response"])
-                except (ValueError, KeyError, TypeError, _Malformed):
+                    check_response(rec["response"])
+                except (ValueError, KeyError, TypeError, Malformed):
                     self.n_dropped += 1
                     continue
                 self._index[key] = (start, len(line), int(rec.get("redacted") or 0))

@@ -1,27 +1,11 @@
 """Query an OpenAI-compatible chat-completions endpoint, with retries, concurrency and a
 resumable on-disk cache of every response.
 
-Three pieces (this module holds the client; a response is read by :mod:`.completion`), used
-by ``puaudit judge`` (:mod:`puaudit.cli.judge`) and usable alone:
-
-:class:`JudgeClient`
-    One chat completion with ``logprobs`` through the ``openai`` client (vLLM, Ollama, llama.cpp
-    server, hosted APIs). Each attempt has one wall-clock deadline for connecting, the headers
-    and the whole body, so a server that trickles bytes cannot keep it alive. Retries 429, 5xx,
-    timeouts, dropped connections and malformed responses with exponential backoff and jitter
-    (honouring ``Retry-After``); a refused key (401), a forbidden or unknown model (403, 404) or
-    an endpoint without log-probabilities stop the run; another 4xx fails that one request. The
-    API key is read from an environment variable and is never logged, cached or written
-    anywhere, also when the server sends it back (it is replaced by ``***`` on arrival).
-:class:`ResponseCache` (:mod:`.response_cache`)
-    An append-only JSON-lines file: every response is written and flushed (and fsynced) the
-    moment it arrives, keyed by a hash of the model, sampling parameters and messages. A crash,
-    ``kill -9`` or Ctrl-C loses at most the requests still in flight; a torn last line is
-    dropped on the next start; a rerun asks only for what is missing. One process at a time
-    (a lock file).
-:func:`run_requests` (:mod:`.request_pool`)
-    Sends every request not yet cached with at most ``concurrency`` in flight, shows a progress
-    bar with counts and token totals, and returns :class:`RunStats`.
+This module holds :class:`JudgeClient` (one chat completion with ``logprobs``, one wall-clock
+deadline per attempt, retries with backoff, the API key never logged, cached or written); a
+response is read by :mod:`.completion`, cached by :mod:`.response_cache` and the requests are
+sent by :func:`puaudit.trustjudge.request_pool.run_requests`. What each retries, stops on and
+keeps: docs/judge.md.
 """
 
 from __future__ import annotations
@@ -36,9 +20,9 @@ import time
 from typing import Any, Callable
 
 from puaudit.errors import PUAuditError
-from puaudit.trustjudge.completion import (EndpointError, RequestFailed, ResponseTooLarge,
-                                           _Malformed, _parse_body, default_max_response_bytes,
-                                           redact_secret)
+from puaudit.trustjudge.completion import (EndpointError, Malformed, RequestFailed,
+                                           ResponseTooLarge, default_max_response_bytes,
+                                           parse_body, redact_secret)
 from puaudit.trustjudge.response_cache import request_key
 
 __all__ = ["JudgeClient", "DEFAULT_KEY_ENV"]
@@ -128,7 +112,7 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
-def _read_capped(raw: Any, limit: int) -> bytes:
+def read_capped(raw: Any, limit: int) -> bytes:
     """The body of a streamed response, refused as soon as it passes ``limit`` bytes (by its
     Content-Length, or while reading): a hostile server's 100 MB body is never held."""
     declared = raw.headers.get("content-length")
@@ -272,7 +256,7 @@ class JudgeClient:
         o = self._openai
         if isinstance(exc, (o.AuthenticationError, o.PermissionDeniedError, o.NotFoundError)):
             return "stop"
-        if isinstance(exc, (o.RateLimitError, o.APIConnectionError, _Malformed, _DeadlinePassed,
+        if isinstance(exc, (o.RateLimitError, o.APIConnectionError, Malformed, _DeadlinePassed,
                             ValueError, o.APIResponseValidationError)):
             return "retry"
         if isinstance(exc, o.APIStatusError):
@@ -366,7 +350,7 @@ class JudgeClient:
             self._local.deadline = deadline
             try:
                 with self._client.chat.completions.with_streaming_response.create(**kwargs) as raw:
-                    body = _read_capped(raw, self.max_response_bytes)
+                    body = read_capped(raw, self.max_response_bytes)
             except ResponseTooLarge:
                 raise
             except Exception:
@@ -375,4 +359,4 @@ class JudgeClient:
                 raise
             finally:
                 self._local.deadline = None
-        return _parse_body(body, self._secret)
+        return parse_body(body, self._secret)

@@ -244,10 +244,10 @@ def violating_triples(names: Sequence[str], R: np.ndarray, known: np.ndarray,
     cols = ["cand_1", "cand_2", "cand_3", "rel_12", "rel_23", "rel_31", "kind"]
     if margin is not None:
         cols += ["weakest_edge", "weakest_margin"]
-    return pd.DataFrame(_violation_arrays(names, R, known, margin), columns=cols)
+    return pd.DataFrame(violation_arrays(names, R, known, margin), columns=cols)
 
 
-def _violation_arrays(names: Sequence[str], R: np.ndarray, known: np.ndarray,
+def violation_arrays(names: Sequence[str], R: np.ndarray, known: np.ndarray,
                       margin: np.ndarray | None = None, *,
                       kinds: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Column arrays of :func:`violating_triples` (no DataFrame, for speed in loops)."""
