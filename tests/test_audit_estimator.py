@@ -5,13 +5,13 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from puaudit.audit.calibration import MonotoneCalibrator
+from puaudit.audit.scorers.calibration import MonotoneCalibrator
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.result import EXPORT_COLUMNS
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.estimator import PUAudit
 from puaudit.audit.splits import prepare_split
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.metrics import consistency
 from puaudit.audit.relabel import adjust_verdicts, relabel_guarded, relabel_paper
 from puaudit.data.io import read_table
@@ -185,7 +185,7 @@ def test_consistency_by_hand():
 
 
 def test_prior_shift_moves_probabilities_to_m_and_is_the_identity_at_the_base_rate():
-    from puaudit.audit.calibration import prior_shift
+    from puaudit.audit.scorers.calibration import prior_shift
 
     p = np.array([0.1, 0.5, 0.8, np.nan])
     np.testing.assert_allclose(prior_shift(p, base_rate=0.7, target=None), p)

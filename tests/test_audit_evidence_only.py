@@ -13,7 +13,7 @@ from puaudit.audit.stages import audit_table
 from puaudit.embed.pairs import embed_table
 from puaudit.audit.splits import prepare_split
 from puaudit.audit.evaluate import evaluate
-from puaudit.audit.evidence_only import EVIDENCE_ONLY
+from puaudit.audit.scorers.evidence import EVIDENCE_ONLY
 from puaudit.audit.splits import identical_responses
 from puaudit.cli.commands import main
 from puaudit.data.schema import load_comparisons

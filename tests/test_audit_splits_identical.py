@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit.cascade import _cascade_split
+from puaudit.audit.certify.cascade import _cascade_split
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.estimator import PUAudit
 from puaudit.audit.splits import SPLIT_EXCLUDED, identical_responses, prepare_split

@@ -70,7 +70,7 @@ def test_default_ranks_verdicts_with_the_judges_own_evidence(boards):
 
 def test_prior_ot_scores_are_graded_on_real_data(mt):
     from puaudit.audit.splits import prepare_split
-    from puaudit.audit.scoring import score_split
+    from puaudit.audit.scorers.scoring import score_split
 
     table, emb = mt
     prep = prepare_split(table, emb, AuditConfig(p_ratio=0.3, random_state=0))

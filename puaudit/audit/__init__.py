@@ -9,7 +9,7 @@ from puaudit.audit.estimator import PUAudit
 from puaudit.audit.stages import audit_table
 from puaudit.audit.splits import prepare_split
 from puaudit.audit.relabel import relabel_split
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 
 __all__ = ["AuditConfig", "AuditResult", "PairEmbeddings", "PUAudit", "audit_table", "embed_table",
            "prepare_split", "relabel_split", "score_split"]

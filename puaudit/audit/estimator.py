@@ -6,11 +6,11 @@ stage                   function                               module
 pair embeddings         :func:`embed_table` (slow; cached)     :mod:`puaudit.embed.pairs`
 split + evidence        :func:`prepare_split`                  :mod:`puaudit.audit.splits`
                                                                :mod:`puaudit.audit.evidence`
-denoise, score,         :func:`score_split`                    :mod:`puaudit.audit.scoring`
-cross-fit, calibrate,                                          :mod:`puaudit.audit.crossfit`
+denoise, score,         :func:`score_split`                    :mod:`puaudit.audit.scorers.scoring`
+cross-fit, calibrate,                                          :mod:`puaudit.audit.scorers.crossfit`
 automatic choice                                               :mod:`puaudit.audit.scorers`
 relabel + measure       :func:`relabel_split`                  :mod:`puaudit.audit.relabel`
-certify (optional)      :func:`certify_split`                  :mod:`puaudit.audit.certify`
+certify (optional)      :func:`certify_split`                  :mod:`puaudit.audit.certify.judge`
 result + export         :class:`AuditResult`                   :mod:`puaudit.audit.result`
 ======================  =====================================  =========================
 
@@ -31,10 +31,10 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from puaudit.audit.calibration import prior_shift
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.calibration import prior_shift
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.crossfit import ScoredSplit
+from puaudit.audit.scorers.crossfit import ScoredSplit
 from puaudit.audit.relabel import GROUP_NEG, beats_base_rate, relabel_split
 from puaudit.audit.scorers import SCORER_SPECS
 from puaudit.audit.splits import PreparedSplit

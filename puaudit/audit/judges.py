@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from puaudit.audit.fixed_sequence import item_outcomes, two_sided_interval
+from puaudit.audit.certify.sequence import item_outcomes, two_sided_interval
 from puaudit.audit.splits import SPLIT_P
 
 __all__ = ["other_judges_frame", "OTHER_JUDGE_COLUMNS"]

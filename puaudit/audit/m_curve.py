@@ -15,7 +15,7 @@ from puaudit.audit.config import AuditConfig
 from puaudit.audit.stages import audit_table, human_labels
 from puaudit.audit.splits import prepare_split
 from puaudit.audit.estimator import reversals_vs_m
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.relabel import GROUP_NEG
 from puaudit.audit.result import AuditResult
 from puaudit.data.schema import ComparisonTable

@@ -43,9 +43,9 @@ from typing import Callable
 
 import numpy as np
 
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer
+from puaudit.audit.scorers.crossfit import ScoredSplit, apply_prior, crossfit_scorer
 from puaudit.audit.relabel import GROUP_NEG, relabel_split
 from puaudit.audit.result import AuditResult, InputInfo
 from puaudit.audit.scorers import AUTO_CANDIDATES, SCORER_SPECS
@@ -157,7 +157,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     Ray backend's tasks). ``relabelled``: :func:`relabel_split` of ``prep`` and ``scored``
     with ``config`` when the caller has it (certification at another target reuses it).
     ``input_info``: :meth:`InputInfo.of` ``(table)`` when the caller has it (hashing the texts
-    is a fifth of an ``m`` step on MT-Bench). ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.evidence_only`);
+    is a fifth of an ``m`` step on MT-Bench). ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.scorers.evidence`);
     ``embeddings`` is not read and may be None.
     """
     stages = _StageLog()
@@ -172,7 +172,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     stages.done("relabel + measure")
     certification = None
     if config.target_agreement is not None:
-        from puaudit.audit.certify import certify_split
+        from puaudit.audit.certify.judge import certify_split
 
         certification = certify_split(prep, scored, config,
                                       reversed_rows=rel["group"] == GROUP_NEG)
@@ -206,7 +206,7 @@ class StageCache:
         Stage results kept (least recently used dropped first); a stage result holds a few
         arrays aligned with the rows.
     map_fn : callable, optional
-        Runs the scoring jobs (:func:`~puaudit.audit.scoring.score_split`; the Ray backend).
+        Runs the scoring jobs (:func:`~puaudit.audit.scorers.scoring.score_split`; the Ray backend).
 
     Attributes
     ----------
@@ -328,7 +328,7 @@ class StageCache:
 
     def scored(self, config: AuditConfig, *, checkpoint: Callable | None = None
                ) -> ScoredSplit:
-        """:func:`~puaudit.audit.scoring.score_split` of ``config``: the fits (and the
+        """:func:`~puaudit.audit.scorers.scoring.score_split` of ``config``: the fits (and the
         automatic choice) before the prior shift are cached; the shift to ``m`` is applied to
         a copy (a few vector operations)."""
         prep = self.split(config, checkpoint=checkpoint)

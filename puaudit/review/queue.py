@@ -17,7 +17,7 @@ When the audit certified a threshold ``t`` (``target_agreement``), the escalated
 farthest below the threshold first (``t − p`` largest: the verdicts the audit trusts least),
 then the trusted rows, closest to the threshold first.
 
-After a cascade of judges (:mod:`puaudit.audit.cascade`), the rows it left for people
+After a cascade of judges (:mod:`puaudit.audit.certify.cascade`), the rows it left for people
 (``puaudit_cascade_stage`` = ``people``) that have no human verdict come before all of these,
 tier ``cascade: no judge trusted``: no judge is certified on them, so only a person decides
 them. Among themselves, and among the rest, the order above holds unchanged. They join the queue
@@ -44,7 +44,7 @@ CERTIFIED_TIER_NAMES = {0: "escalated", 1: "trusted"}
 CASCADE_TIER = "cascade: no judge trusted"
 #: The cascade export's column naming the judge trusted on each row, or ``people``.
 STAGE_COLUMN = "puaudit_cascade_stage"
-PEOPLE = "people"  # puaudit.audit.cascade.PEOPLE (not imported: the cascade pulls in the audit)
+PEOPLE = "people"  # puaudit.audit.certify.cascade.PEOPLE (not imported: the cascade pulls in the audit)
 
 
 def _tiers(group) -> np.ndarray:
@@ -63,7 +63,7 @@ def review_order(p_judge_right, group, candidates, *, order: str = "value",
     order : {"value", "random"}
     below : array over all rows, optional
         Certified threshold minus each row's probability
-        (:meth:`~puaudit.audit.certify.Certification.distance_below`): escalated rows (``> 0``)
+        (:meth:`~puaudit.audit.certify.judge.Certification.distance_below`): escalated rows (``> 0``)
         first, largest first, then trusted ones, closest to the threshold first.
     first : bool array over all rows, optional
         Rows that go before every other (the rows a cascade left for people,

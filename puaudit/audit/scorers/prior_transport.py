@@ -1,6 +1,6 @@
 r"""Prior-aware two-sided transport: graded scores in which ``m`` is the prior share of right verdicts.
 
-The paper's partial transport (:mod:`puaudit.audit.transport`) is a linear programme whose optimum is a
+The paper's partial transport (:mod:`puaudit.audit.scorers.transport`) is a linear programme whose optimum is a
 vertex, so its scores are 0 or 1 and a calibrated map has nothing to grade (docs/method.md,
 "Scorers"). This module keeps transport's global mass constraint but gives each
 audited row a graded score:

@@ -84,9 +84,9 @@ the audited rows come from another distribution than the labelled ones, or when 
 changed between them.
 
 Where it lives: the fixed-sequence test over shares and its exact bounds in
-:mod:`puaudit.audit.fixed_sequence`; the folds, the out-of-fold probabilities and
+:mod:`puaudit.audit.certify.sequence`; the folds, the out-of-fold probabilities and
 :class:`Certification` here; the rows an audit escalates to the next judge in
-:mod:`puaudit.audit.escalation`.
+:mod:`puaudit.audit.certify.escalation`.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from puaudit.audit.config import check_risk, check_target
-from puaudit.audit.fixed_sequence import (SHARE_STEP, START_SHARE, choose_share_sorted,
+from puaudit.audit.certify.sequence import (SHARE_STEP, START_SHARE, choose_share_sorted,
                                           item_outcomes, sorted_items, two_sided_interval)
 from puaudit.audit.splits import SPLIT_VAL
 from puaudit.errors import PUAuditError
@@ -142,7 +142,7 @@ def out_of_fold_probabilities(scores: np.ndarray, correct: np.ndarray, folds: np
     audit's calibrator is fitted on every P row, so its probabilities of P rows have seen their
     own labels. NaN where a fold's complement is too small to fit.
     """
-    from puaudit.audit.calibration import MonotoneCalibrator
+    from puaudit.audit.scorers.calibration import MonotoneCalibrator
 
     scores = np.asarray(scores, dtype=np.float64)
     correct = np.asarray(correct, dtype=np.float64)

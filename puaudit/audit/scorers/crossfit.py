@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from puaudit.audit.calibration import MonotoneCalibrator, prior_shift
+from puaudit.audit.scorers.calibration import MonotoneCalibrator, prior_shift
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.denoise import denoise_by_type
 from puaudit.audit.scorers import score_targets, transport_prior
