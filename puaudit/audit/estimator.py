@@ -58,7 +58,8 @@ class PUAudit(BaseEstimator):
     Parameters
     ----------
     config : AuditConfig, optional
-        A whole configuration; fields passed by name override it.
+        A whole configuration: it gives every field not passed by name, here and in
+        ``set_params(config=...)``.
     encoder : str or TextEncoder, optional
         Model name or local Hugging Face directory; default all-MiniLM-L6-v2.
     backend : {"local", "ray"}
@@ -78,11 +79,8 @@ class PUAudit(BaseEstimator):
     table_, embeddings_ : ComparisonTable, PairEmbeddings
         The fitted input (references, not copies) — :meth:`to_frame` uses ``table_``.
     stages_ : StageCache
-        Every stage of this fit (:mod:`puaudit.audit.stages`). A later :meth:`fit` given the
-        same table object (its content unchanged) with the same embeddings (or none), encoder
-        and backend reuses each stage whose fields did not change: after
-        ``set_params(m=0.8)`` only the prior shift, the relabelling, certification and the
-        transport scorers are computed again.
+        Every stage of this fit (:mod:`puaudit.audit.stages`); pass it to a later
+        ``fit(..., stages=est.stages_)`` to reuse each stage whose fields did not change.
     """
 
     def __init__(self, config: AuditConfig | None = None, *, encoder=None,
@@ -97,42 +95,50 @@ class PUAudit(BaseEstimator):
         for name in _FIELDS:
             setattr(self, name, params[name] if name in params else getattr(base, name))
 
+    def set_params(self, **params) -> "PUAudit":
+        """Set parameters; ``config=`` sets every field it holds that is not passed by name."""
+        if "config" in params:
+            base = AuditConfig() if params["config"] is None else params["config"]
+            params = {**{name: getattr(base, name) for name in _FIELDS}, **params}
+        return super().set_params(**params)
+
     def resolved_config(self) -> AuditConfig:
         """The parameters as a validated :class:`AuditConfig`."""
         return AuditConfig(**{name: getattr(self, name) for name in _FIELDS})
 
     def fit(self, table, embeddings: PairEmbeddings | None = None, *,
-            progress: Callable | None = None, show_progress: bool = False) -> "PUAudit":
+            stages: StageCache | None = None, progress: Callable | None = None,
+            show_progress: bool = False) -> "PUAudit":
         """Run the audit on ``table`` (a DataFrame or :class:`ComparisonTable`).
 
-        Sets ``config_``, ``result_`` (:class:`AuditResult`) and the shortcuts ``split_``,
-        ``scores_``, ``p_judge_right_``, ``groups_``, ``adjusted_``, ``m_``, ``m_estimate_``,
-        ``metrics_``, ``per_type_``, ``table_``, ``embeddings_``.
+        ``stages``: a :class:`StageCache` of this table (an earlier ``stages_``): the stages
+        whose fields did not change are reused (after ``set_params(m=0.8)`` only the prior
+        shift, the relabelling, certification and the transport scorers are computed again).
+        Sets ``config_``, ``result_`` (:class:`AuditResult`), ``stages_`` and the shortcuts
+        ``split_``, ``scores_``, ``p_judge_right_``, ``groups_``, ``adjusted_``, ``m_``,
+        ``m_estimate_``, ``metrics_``, ``per_type_``, ``table_``, ``embeddings_``.
         """
         cfg = self.resolved_config()
-        given = table
-        if isinstance(table, pd.DataFrame):
-            table = load_comparisons(table)
-        map_fn = None
         if self.backend not in ("local", "ray"):
             raise PUAuditError(f"Unknown backend {self.backend!r}: choose 'local' or 'ray'.")
-        if self.backend == "ray" and self._reusable_stages(given, table, embeddings) is None:
-            from puaudit.scale.ray_embed import embed_table_ray
-            from puaudit.scale.ray_score import RayMap
+        if isinstance(table, pd.DataFrame):
+            table = load_comparisons(table)
+        if stages is not None:
+            _check_stages(stages, table, embeddings, texts=cfg.texts)
+        else:
+            map_fn = None
+            if self.backend == "ray":
+                from puaudit.scale.ray_embed import embed_table_ray
+                from puaudit.scale.ray_score import RayMap
 
-            if embeddings is None and cfg.texts:
-                embeddings = embed_table_ray(table, self.encoder, progress=progress,
-                                             show_progress=show_progress)
-            map_fn = RayMap()
-        stages = self._reusable_stages(given, table, embeddings)
-        if stages is not None and cfg.texts and stages.embeddings is None:
-            stages = None  # the previous fit was evidence-only: this one needs the texts
-        if stages is None:
+                if embeddings is None and cfg.texts:
+                    embeddings = embed_table_ray(table, self.encoder, progress=progress,
+                                                 show_progress=show_progress)
+                map_fn = RayMap()
             if embeddings is None and cfg.texts:  # texts=False: no encoder, no embeddings
                 embeddings = embed_table(table, self.encoder, progress=progress,
                                          show_progress=show_progress)
             stages = StageCache(table, embeddings, map_fn=map_fn)
-        self._stages_of = (self.encoder, self.backend, given)
         self.config_ = cfg
         self.stages_ = stages
         self.result_ = stages.audit(cfg)
@@ -144,27 +150,28 @@ class PUAudit(BaseEstimator):
         self.metrics_, self.per_type_ = r.metrics, r.per_type
         return self
 
-    def _reusable_stages(self, given, table: ComparisonTable, embeddings) -> StageCache | None:
-        """The previous fit's stages when this fit is given the same table object (its
-        content unchanged since) with the same embeddings (or none), encoder and backend."""
-        prev = getattr(self, "stages_", None)
-        of = getattr(self, "_stages_of", None)
-        if prev is None or of is None or of[2] is not given:
-            return None
-        if of[:2] != (self.encoder, self.backend):
-            return None
-        if embeddings is not None and embeddings is not prev.embeddings:
-            return None
-        if table.content_hash() != prev.table.content_hash():  # edited in place since
-            return None
-        return prev
-
     def to_frame(self) -> pd.DataFrame:
         """The fitted table with the ``puaudit_*`` columns (:meth:`AuditResult.to_frame`)."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "result_", msg="Call fit(table) before to_frame().")
         return self.result_.to_frame(self.table_)
+
+
+def _check_stages(stages: StageCache, table: ComparisonTable, embeddings, *, texts: bool):
+    """A stage cache given to :meth:`PUAudit.fit` must hold this table and these embeddings."""
+    if not isinstance(stages, StageCache):
+        raise PUAuditError(f"stages must be a StageCache (an earlier fit's stages_), got "
+                           f"{type(stages).__name__}.")
+    if table.content_hash() != stages.table.content_hash():
+        raise PUAuditError("stages hold the stages of another table (or of this one before it "
+                           "was edited): fit without stages.")
+    if embeddings is not None and embeddings is not stages.embeddings:
+        raise PUAuditError("stages were computed with other embeddings: fit without stages, or "
+                           "leave embeddings out to use the ones the stages hold.")
+    if texts and stages.embeddings is None:
+        raise PUAuditError("stages come from an evidence-only fit (texts=False) and hold no "
+                           "embeddings: fit without stages to embed the texts.")
 
 
 # scikit-learn reads an estimator's parameters from the signature of its __init__: every

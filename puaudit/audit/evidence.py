@@ -191,7 +191,7 @@ def _numeric(frame: pd.DataFrame, col: str, *, lo: float, hi: float, open_lo: bo
     return vals
 
 
-def _swapped_column(frame: pd.DataFrame, judge_col: str) -> str | None:
+def swapped_column(frame: pd.DataFrame, judge_col: str) -> str | None:
     """A column holding the same judge's verdicts with the answers shown in the other order."""
     names = {str(c).lower(): c for c in frame.columns}
     j = judge_col.lower()
@@ -325,7 +325,7 @@ def _strength_signals(c: _Collector) -> None:
 
 def _order_signal(c: _Collector) -> None:
     frame, judge_col = c.frame, c.judge_col
-    swapped = _swapped_column(frame, judge_col)
+    swapped = swapped_column(frame, judge_col)
     raw = next((col for col in frame.columns if str(col).lower() == f"{judge_col.lower()}_raw"),
                None)
     if swapped is not None:

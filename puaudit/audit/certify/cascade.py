@@ -325,7 +325,7 @@ def _check_judges(table: ComparisonTable, judges) -> tuple[list[str], list]:
     return judges, verdicts
 
 
-def _cascade_split(table: ComparisonTable, embeddings, human: np.ndarray, config: AuditConfig):
+def cascade_split(table: ComparisonTable, embeddings, human: np.ndarray, config: AuditConfig):
     """P / validation / unlabelled / excluded, drawn once for every stage: by item, per type,
     among the rows with a people's verdict, whatever any judge said."""
     from puaudit.audit.splits import identical_responses
@@ -486,7 +486,7 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     judges, verdicts = _check_judges(table, judges)
     human = human_labels(table, config)
     human = np.asarray(table.human if human is None else human, dtype=object)
-    split, reason = _cascade_split(table, embeddings, human, config)
+    split, reason = cascade_split(table, embeddings, human, config)
     K = len(judges)
     items = np.asarray(table.item_id).astype(str)
     # one dealing of the certification folds for every stage, the union and the judge alone,

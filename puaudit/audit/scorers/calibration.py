@@ -7,6 +7,7 @@ rows the scorer never saw.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from puaudit.errors import PUAuditError
 from puaudit.stats.bootstrap import cluster_bootstrap_indices
@@ -20,7 +21,7 @@ __all__ = ["MonotoneCalibrator", "CALIBRATIONS", "sorted_quantiles", "prior_shif
 CALIBRATIONS = ("isotonic", "platt")
 
 
-class MonotoneCalibrator:
+class MonotoneCalibrator(BaseEstimator):
     """Non-decreasing map ``score -> P(judge right)``.
 
     ``isotonic``: local means of the outcome at ``G = max(2, round(n / min_bin))`` quantiles
