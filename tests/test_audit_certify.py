@@ -12,8 +12,9 @@ from scipy.stats import beta
 from statsmodels.stats.proportion import proportion_confint
 
 from puaudit.audit.certify.judge import (AUDIT, CERTIFY_FOLDS, CHOSEN, CONFIDENCE, Certification,
-                                   certify_folds, choose_certificate,
-                                   out_of_fold_probabilities, realised_agreement, with_target)
+                                         certify_folds, choose_certificate, realised_agreement,
+                                         with_target)
+from puaudit.audit.scorers.calibration import out_of_fold_probabilities
 from puaudit.audit.certify.sequence import (SHARE_STEP, START_SHARE, choose_share, lower_bound,
                                           rows_needed, share_grid)
 from puaudit.audit.config import AuditConfig

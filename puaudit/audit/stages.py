@@ -1,7 +1,7 @@
 r"""The audit's stages in order (:func:`audit_table`), and :class:`StageCache`, which keeps
 each stage under the :class:`AuditConfig` fields it reads.
 
-A slider step on the dashboard, or ``set_params(m=...)`` and a new ``fit`` of the same table,
+A slider step on the dashboard, or ``set_params(m=...)`` and ``fit(..., stages=est.stages_)``,
 changes one or two fields; every stage that reads none of them is reused:
 
 =============  ================================================  =============================
@@ -21,14 +21,11 @@ relabel        prior shift to ``m``, ``rule``, ``margin``,       yes
 certify        ``target_agreement``, ``risk``                    yes (when set)
 =============  ================================================  =============================
 
-A field no stage names (one added to :class:`AuditConfig` later) counts as read by every
-stage, so a new field can never make a stale stage be reused. Every stage runs exactly the
-functions a fresh :func:`audit_table` runs, in the same order with the
-same seeds, so a cached audit equals a fresh one bit for bit (``tests/test_audit_stages.py``).
-
+A field no stage names counts as read by every stage, so a new field can never make a stale
+stage be reused. Every stage runs exactly the functions a fresh :func:`audit_table` runs, in the
+same order with the same seeds, so a cached audit equals a fresh one bit for bit.
 ``checkpoint``: a callable run between stages and before each scoring job (the dashboard's job
-runner pauses background work there while a slider answer is computed, and cancels it by
-raising); it never changes a result.
+runner pauses background work there, and cancels it by raising); it never changes a result.
 """
 
 from __future__ import annotations

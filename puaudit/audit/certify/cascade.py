@@ -1,55 +1,25 @@
-r"""A cascade of judges: trust the cheap judge where it is certified, ask the next one elsewhere,
-and send to people what no judge is trusted on.
+r"""A cascade of judges, cheapest first: trust a judge where it is certified, ask the next one
+elsewhere, send to people what no judge is trusted on (docs/method.md, "A cascade of judges").
 
-Judges :math:`1, \dots, K` are ordered cheapest first. One split, drawn once and independent of
-every judge, assigns the rows with a people's verdict to **P** or **validation** by item, per
-question type (:func:`puaudit.audit.splits.split_rows`; a human tie or identical responses
-exclude a row from the cascade: it goes to people without being sent to any judge). Stage
-:math:`k` sees the region :math:`R_k` of rows the stages before it did not trust
-(:math:`R_1` = every routed row) and
+One split, drawn once by item and independent of every judge (:func:`cascade_split`), gives P
+and validation rows. Stage :math:`k` audits judge :math:`k` on the region :math:`R_k` the stages
+before it did not trust (its table holds no column of a later judge; earlier verdicts enter as
+``agrees_<judge>`` evidence), certifies it at risk :math:`\delta / K`
+(:func:`puaudit.audit.certify.judge.certify_folds`) and passes the rest on (with a ``budget``,
+also its least confident certified rows).
 
-1. audits judge :math:`k`'s verdicts on :math:`R_k` alone (:func:`puaudit.audit.estimator
-   .audit_table` on those rows, with the cascade's P and validation rows of the region, and
-   judge :math:`k`'s ties and blanks excluded): its scorers, its evidence and its calibration
-   are fitted on the region, as they would be with a judge that was asked about those rows only;
-2. certifies it at target :math:`\alpha` and risk :math:`\delta / K` by fixed-sequence testing
-   with exact Clopper–Pearson bounds on the P and validation items of :math:`R_k`,
-   cross-certified over folds (:mod:`puaudit.audit.certify.judge`);
-3. trusts the certified rows of :math:`R_k`; the rest (including P rows by their out-of-fold
-   probability, so the next stage has annotated rows of its own region) form :math:`R_{k+1}`.
-   With a ``budget`` :math:`b`, when they are fewer than :math:`\lfloor b n \rfloor` of the
-   :math:`n` routed rows, the stage's least confident certified rows join them, so the next
-   judge is asked about what the budget buys (certified jointly only).
+**The guarantee** (``certify="joint"``, the default): every trusted row, with the verdict of the
+*last* judge whose held-out probability reaches the threshold, is certified by one
+fixed-sequence test of the union at risk :math:`\delta` (:func:`certify_union`), each earlier
+judge's probability capped by ``1 - q`` of a later judge with the opposite strict verdict
+(:func:`coherent_probabilities`):
 
-Rows of :math:`R_{K+1}` are asked of no judge. Which rows are finally trusted, and by whom, is
-certified last (below); the rest go to people. A stage that certifies nothing (too few P items
-in its region, no candidate passing, or an audit that cannot run) says why and passes every row
-on.
+.. math:: q_{ji} \leftarrow \min\bigl(q_{ji},\ 1 - q_{ki}\bigr)
+          \quad\text{for } k > j \text{ asked, } v_{ki}, v_{ji} \in \{A, B\},\ v_{ki} \ne v_{ji}.
 
-**Only judges 1..k at stage k.** Judge :math:`k` decides before the later judges are asked, so
-stage :math:`k` must not read their verdicts: its table holds no column of a later judge (a
-judge's column, and every column whose name starts with it and ``_``, belong to it; the longest
-such name wins), and the earlier judges' verdicts enter as the evidence signals
-``agrees_<judge>`` (``AuditConfig.other_judges``). Run again after a later judge's verdicts were
-added, every earlier stage certifies the same rows (so the same rows are sent on).
-
-**The guarantee** (``certify="joint"``, the default). The stages' own certifications at
-:math:`\delta / K` decide who is asked; then every trusted row, each with the verdict of the
-judge trusted on it, is certified together by one fixed-sequence test at risk :math:`\delta`
-(:mod:`puaudit.audit.certify.cascade`): with probability at least :math:`1 - \delta` the trusted
-rows agree with people at least :math:`\alpha` of the time. With ``certify="per-stage"`` (Trust
-or Escalate's rule) stage :math:`k`'s own trusted rows are the answer: each meets :math:`\alpha`
-except with probability :math:`\delta / K`, all :math:`K` together with probability at least
-:math:`1 - \delta` (union bound), and so does their union. The joint test lets a stage that
-agrees well above :math:`\alpha` lend its margin to the next (MT-Bench, "longer answer" then
-GPT-4, :math:`\alpha = 0.85`: 0.705 of the rows trusted against 0.527 stage by stage, and 0.768
-with a budget of 0.7 against GPT-4 alone's 0.743; 20 seeds).
-While a later judge is not asked yet, the answer is per stage: its escalations are whom to ask.
-Assumption, per region: the annotated items of
-:math:`R_k` are exchangeable with the audited rows of :math:`R_k` (the split is random by item,
-and the region is cut by one rule per certification fold: validation and unlabelled rows by the
-fold's threshold, P rows by their out-of-fold probability at the fold's share; see
-:mod:`puaudit.audit.certify.judge`).
+With probability at least :math:`1 - \delta` the trusted rows agree with people at least
+:math:`\alpha` of the time. ``certify="per-stage"`` (Trust or Escalate's rule): each stage's own
+trusted rows, each at :math:`\delta / K`.
 """
 
 from __future__ import annotations
@@ -641,9 +611,11 @@ def _certify_jointly(stages, split, human, items, folds, *, target, risk) -> dic
         st.trusted = who == k
     return out
 
+
 def coherent_probabilities(prob: np.ndarray, verdicts) -> np.ndarray:
     """``prob`` (K, n) with each earlier judge's probability capped by ``1 - q_k`` of every later
-    judge ``k`` asked about the row that gave the opposite strict verdict (module docstring).
+    judge ``k`` asked about the row that gave the opposite strict verdict (module docstring: no two judges that disagree are both
+    right).
 
     ``verdicts``: K arrays of each judge's verdict per row (A, B, tie or None). A copy is
     returned; NaN (not asked) stays NaN and never caps.
@@ -696,7 +668,8 @@ def _last_reaching(q: np.ndarray, tau: float) -> np.ndarray:
 def choose_union_share(sources, *, target: float, risk: float, floor: float = 0.5,
                        start_share: float = START_SHARE, step: float = SHARE_STEP,
                        log: bool = False) -> dict:
-    """The largest share of the union certified by fixed-sequence testing (module docstring).
+    """The largest share of the union certified by fixed-sequence testing (docs/method.md, "A
+    cascade of judges": each item scored by the verdict of the last judge reaching the threshold).
 
     Parameters
     ----------
@@ -745,7 +718,7 @@ def _uncertified_message(out: dict, floor: float) -> str:
 
 def certify_union(prob, correct, role, items, folds, *, target: float, risk: float,
                   floor: float = 0.5, log: bool = False) -> dict:
-    """Certify the union of a cascade's stages (module docstring).
+    """Certify the union of a cascade's stages, one fold at a time (docs/method.md).
 
     Parameters
     ----------

@@ -1,32 +1,15 @@
-"""Partial optimal transport from verified positives P' to unlabelled rows U, and its scores.
+"""Partial optimal transport from verified positives P' to unlabelled rows U, and its scores
+(docs/transport.md: the solvers, their memory and the benchmark against POT).
 
-The audit transports a total mass ``m`` from P' (weights ``a_i = 1/n_p``) to U (weights
-``b_j = 1/n_u``) under the cosine cost ``C_ij = 1 - zp_i . zu_j``::
+The audit transports a total mass ``m`` from P' (``a_i = 1/n_p``) to U (``b_j = 1/n_u``) under
+the cosine cost ``C_ij = 1 - zp_i . zu_j``::
 
-    min_Γ <Γ, C>   s.t.  Γ >= 0,  Γ 1 <= a,  Γᵀ 1 <= b,  1ᵀ Γ 1 = m
+    min_Γ <Γ, C>   s.t.  Γ >= 0,  Γ 1 <= a,  Γᵀ 1 <= b,  1ᵀ Γ 1 = m,     s_j = (Γᵀ1)_j / b_j.
 
-and scores each U row by the share of its mass that was matched, ``s_j = (Γᵀ1)_j / b_j``.
-
-Three solvers share this module:
-
-* ``exact``: POT's network-simplex based ``ot.partial.partial_wasserstein`` on the dense cost.
-  Exact LP vertex, hence scores that are 0 or 1 except for a handful of split rows; cubic-ish
-  time and a dense ``n_p x n_u`` float64 cost, so only for small problems.
-* ``entropic``: entropic partial OT in the dummy-point reformulation (Chapel et al., 2020):
-  P' gets a dummy point of mass ``Σb - m`` and U one of mass ``Σa - m``, every real-to-dummy
-  cost is 0 and the dummy-dummy cost is infinite, which turns the problem into balanced OT.
-  It is solved on the *semi-dual* (one potential per source, the target potentials are exact
-  soft-c-transforms), log-domain, with L-BFGS and ε-scaling. The cost is streamed in blocks of U
-  rows computed from ``zu_block @ zp.T``, so memory stays ``O(block * n_p)``. Scores are the
-  soft, entropic responsibilities.
-* ``fast``: the same semi-dual, but each U row only sees its ``k`` most attractive sources
-  (largest ``f_i - C_ij``, recomputed from the current potentials until the set is stable, which
-  certifies that no better source was left out), driven to a small ε, then rounded to an LP
-  vertex: the ``⌊m n_u⌋`` rows with the largest matching margin get score 1, the next one the
-  fractional remainder, the rest 0. The exact scores are themselves 0/1 almost everywhere, so
-  this reproduces their selection *and* their ties (which matters for rank statistics).
-
-Everything but the exact solver runs on numpy or on torch (CPU or CUDA) through the same code.
+``exact`` is POT's ``ot.partial.partial_wasserstein``; ``entropic`` and ``fast`` are our
+log-domain semi-dual in the dummy-point form (Chapel et al., 2020), solved by L-BFGS with
+ε-scaling on numpy or torch (CPU or CUDA) from streamed cost blocks; ``fast`` keeps each U
+row's 32 most attractive sources, certifies the candidate sets, and rounds to an LP vertex.
 """
 
 from __future__ import annotations
