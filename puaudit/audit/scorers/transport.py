@@ -39,26 +39,47 @@ DENSE_CACHE_BYTES = 512 * 2**20
 # --------------------------------------------------------------------------------------------
 
 
-class _NumpyOps:
-    name = "numpy"
-    device = "cpu"
+class _Ops:
+    """The handful of array operations the solvers need, on numpy (``device=None``) or on
+    torch (CPU or CUDA): one code path for both."""
+
+    def __init__(self, device=None):
+        self.torch = None
+        self.name, self.device = "numpy", "cpu"
+        if device is not None:
+            import torch
+
+            self.torch, self.name, self.device = torch, "torch", str(device)
 
     def asarray(self, x, dtype=np.float32):
-        if _is_torch(x):
-            x = x.detach().cpu().numpy()
-        return np.ascontiguousarray(x, dtype=dtype)
+        if self.torch is None:
+            return np.ascontiguousarray(_to_numpy(x), dtype=dtype)
+        torch = self.torch
+        dt = torch.float32 if dtype in (None, np.float32) else torch.float64
+        if not _is_torch(x):
+            x = torch.from_numpy(np.ascontiguousarray(x))
+        return x.to(device=self.device, dtype=dt)
 
     def to_numpy(self, x):
-        return np.asarray(x)
+        return _to_numpy(x)
 
     def scalar_vec(self, x):
-        return np.asarray(x, dtype=np.float64)
+        x = np.asarray(x, dtype=np.float64)
+        return x if self.torch is None else self.torch.as_tensor(x, device=self.device)
 
     def sim(self, zu_blk, zp):
-        return zu_blk.astype(np.float32, copy=False) @ zp.T
+        if self.torch is None:
+            return zu_blk.astype(np.float32, copy=False) @ zp.T
+        return zu_blk.to(self.torch.float32) @ zp.T
 
     def topk(self, v, k):
         """Row-wise indices and values of the k largest entries (unordered)."""
+        if self.torch is not None:
+            if k >= v.shape[1]:
+                idx = self.torch.arange(v.shape[1], device=v.device).expand(v.shape[0], -1)
+                return idx.contiguous(), v
+            vals, idx = self.torch.topk(v, k, dim=1, sorted=False)
+            return idx, vals
         if k >= v.shape[1]:
             idx = np.broadcast_to(np.arange(v.shape[1]), v.shape)
             return np.ascontiguousarray(idx, dtype=np.int64), v
@@ -68,157 +89,76 @@ class _NumpyOps:
     def gather(self, f, idx):
         return f[idx]
 
-    def lse_rows_noextra(self, s):
-        mx = s.max(axis=1)
-        e = np.exp(s - mx[:, None])
-        tot = e.sum(axis=1)
-        return mx + np.log(tot), e, mx, tot
+    def rowmax(self, x):
+        return x.max(axis=1) if self.torch is None else x.max(dim=1).values
 
-    def scatter_add(self, idx, w, n):
-        return np.bincount(idx.ravel(), weights=w.ravel(), minlength=n)
-
-    def exp(self, x):
-        return np.exp(x)
-
-    def log(self, x):
-        return np.log(x)
-
-    def maximum(self, x, v):
-        return np.maximum(x, v)
-
-    def full(self, n, v):
-        return np.full(n, v)
-
-    def clamp_min(self, x, v):
-        return np.maximum(x, v)
-
-    def sum(self, x, axis=None):
-        return x.sum(axis=axis)
-
-    def zeros(self, n):
-        return np.zeros(n)
-
-    def cat(self, xs):
-        return np.concatenate(xs)
-
-    def f64(self, x):
-        return x.astype(np.float64, copy=False)
-
-    def f32(self, x):
-        return x.astype(np.float32)
-
-
-class _TorchOps:
-    name = "torch"
-
-    def __init__(self, device):
-        import torch
-
-        self.torch = torch
-        self.device = str(device)
-
-    def asarray(self, x, dtype=None):
-        torch = self.torch
-        dt = torch.float32 if dtype in (None, np.float32) else torch.float64
-        if not _is_torch(x):
-            x = torch.from_numpy(np.ascontiguousarray(x))
-        return x.to(device=self.device, dtype=dt)
-
-    def to_numpy(self, x):
-        return x.detach().cpu().numpy() if _is_torch(x) else np.asarray(x)
-
-    def scalar_vec(self, x):
-        return self.torch.as_tensor(np.asarray(x, dtype=np.float64), device=self.device)
-
-    def sim(self, zu_blk, zp):
-        return zu_blk.to(self.torch.float32) @ zp.T
-
-    def topk(self, v, k):
-        if k >= v.shape[1]:
-            idx = self.torch.arange(v.shape[1], device=v.device).expand(v.shape[0], -1)
-            return idx.contiguous(), v
-        vals, idx = self.torch.topk(v, k, dim=1, sorted=False)
-        return idx, vals
-
-    def gather(self, f, idx):
-        return f[idx]
+    def rowmin(self, x):
+        return x.min(axis=1) if self.torch is None else x.min(dim=1).values
 
     def lse_rows_noextra(self, s):
-        mx = s.max(dim=1).values
-        e = self.torch.exp(s - mx[:, None])
-        tot = e.sum(dim=1)
-        return mx + self.torch.log(tot), e, mx, tot
+        mx = self.rowmax(s)
+        e = self.exp(s - mx[:, None])
+        tot = self.sum(e, 1)
+        return mx + self.log(tot), e, mx, tot
 
     def scatter_add(self, idx, w, n):
+        if self.torch is None:
+            return np.bincount(idx.ravel(), weights=w.ravel(), minlength=n)
         out = self.torch.zeros(n, dtype=w.dtype, device=w.device)
         return out.index_add_(0, idx.reshape(-1), w.reshape(-1))
 
     def exp(self, x):
-        return self.torch.exp(x)
+        return np.exp(x) if self.torch is None else self.torch.exp(x)
 
     def log(self, x):
-        return self.torch.log(x)
+        return np.log(x) if self.torch is None else self.torch.log(x)
 
     def maximum(self, x, v):
-        return x.clamp_min(v)
-
-    def full(self, n, v):
-        return self.torch.full((n,), v, dtype=self.torch.float64, device=self.device)
-
-    def clamp_min(self, x, v):
-        return x.clamp_min(v)
+        return np.maximum(x, v) if self.torch is None else x.clamp_min(v)
 
     def sum(self, x, axis=None):
+        if self.torch is None:
+            return x.sum(axis=axis)
         return x.sum() if axis is None else x.sum(dim=axis)
 
     def zeros(self, n):
+        if self.torch is None:
+            return np.zeros(n)
         return self.torch.zeros(n, dtype=self.torch.float64, device=self.device)
 
     def cat(self, xs):
-        return self.torch.cat(xs)
+        return np.concatenate(xs) if self.torch is None else self.torch.cat(xs)
 
     def f64(self, x):
-        return x.to(self.torch.float64)
+        return x.astype(np.float64, copy=False) if self.torch is None else x.to(self.torch.float64)
 
     def f32(self, x):
-        return x.to(self.torch.float32)
+        return x.astype(np.float32) if self.torch is None else x.to(self.torch.float32)
 
 
 def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-def _torch_available() -> bool:
-    # Only look at torch when the caller already imported it (the encoder does): importing it
-    # just to find there is no GPU cost ~2 s per process on these machines.
-    return "torch" in sys.modules
+def _to_numpy(x):
+    return x.detach().cpu().numpy() if _is_torch(x) else np.asarray(x)
 
 
-def _make_ops(backend: str, device):
+def _make_ops(backend: str, device) -> _Ops:
     if backend not in ("auto", "numpy", "torch"):
         raise PUAuditError(f"backend must be 'auto', 'numpy' or 'torch', got {backend!r}.")
-    if backend == "numpy":
-        return _NumpyOps()
-    if backend == "torch" or (backend == "auto" and _torch_available()):
+    # auto looks at torch only when the caller already imported it (the encoder does):
+    # importing it just to find there is no GPU costs ~2 s per process on these machines
+    if backend == "torch" or (backend == "auto" and "torch" in sys.modules):
         import torch
 
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         if backend == "auto" and str(device) == "cpu":
-            # Measured on 2 CPU cores (docs/transport.md): the numpy path is faster than torch
-            # on CPU (small per-call overhead; torch's spinning worker threads slow the host
-            # L-BFGS steps), so torch is only chosen by itself when it brings a GPU.
-            return _NumpyOps()
-        return _TorchOps(device)
-    return _NumpyOps()
-
-
-def _rowmax(ops, x):
-    return x.max(dim=1).values if ops.name == "torch" else x.max(axis=1)
-
-
-def _rowmin(ops, x):
-    return x.min(dim=1).values if ops.name == "torch" else x.min(axis=1)
+            # numpy is faster than torch on CPU (docs/transport.md): torch only for a GPU
+            return _Ops()
+        return _Ops(device)
+    return _Ops()
 
 
 #: Bytes of one block of the streamed cost (rows of U per block follow from n_p).
@@ -275,7 +215,7 @@ def _semidual_eval(prob: _Problem, f, fd: float, eps: float, *, want_rows: bool 
     for C, idx, b in prob.iter_blocks():
         C = ops.f64(C)
         s = (f if idx is None else ops.gather(f, idx)) - C  # f_i - C_ij
-        mx = _rowmax(ops, s)
+        mx = ops.rowmax(s)
         if prob.partial:
             mx = ops.maximum(mx, fd)
         # exp in float32 (2-4x faster): arguments are <= 0 after the shift, relative error 1e-7.
@@ -292,7 +232,7 @@ def _semidual_eval(prob: _Problem, f, fd: float, eps: float, *, want_rows: bool 
             cost += float(ops.sum(pb * C))
             # log of the real-source part of the row's partition function, in units of ε, in
             # float64 and shifted by the real maximum so that it never underflows to -inf
-            mr = _rowmax(ops, s)
+            mr = ops.rowmax(s)
             er = ops.exp((s - mr[:, None]) * inv)
             rows_lr.append(mr * inv + ops.log(ops.sum(er, 1)))
             rows_cost.append(ops.sum(er * C, 1) / ops.sum(er, 1))
@@ -434,7 +374,7 @@ def _topk_rows(ops, zp_t, zu, rows, k: int, bias, bs: int):
             v = v + bias[None, :]
         idx, val = ops.topk(v, k)
         val = ops.f64(val)
-        thr.append(_rowmin(ops, val))
+        thr.append(ops.rowmin(val))
         c = 1.0 - (val if bias is None else val - ops.gather(bias, idx))
         costs.append(c)
         idxs.append(idx)
@@ -482,7 +422,7 @@ def _fast_solve(ops, zp_t, zu, a, b_vec, mass, partial, eps, bs, tol, *, k=None,
         if k >= n_p:
             break
         fo = ops.scalar_vec(f)
-        best = ops.cat([_rowmax(ops, ops.gather(fo, i) - ops.f64(c)) for c, i, _ in blocks])
+        best = ops.cat([ops.rowmax(ops.gather(fo, i) - ops.f64(c)) for c, i, _ in blocks])
         shift = np.array([np.max(f - fo_) for fo_ in f_olds])
         bound = ops.to_numpy(thr) - 1.0 + shift[rid]
         bad = np.flatnonzero(ops.to_numpy(best) < bound + 5 * eps)
@@ -537,7 +477,7 @@ def _check_matrix(z, name: str, block: int = 65536) -> tuple[int, int]:
     # Blockwise so that a 1M-row float32 input is not copied for the checks.
     for start in range(0, shape[0], block):
         blk = z[start : start + block]
-        blk = blk.detach().cpu().numpy() if _is_torch(blk) else np.asarray(blk)
+        blk = _to_numpy(blk)
         if not np.issubdtype(blk.dtype, np.number):
             raise PUAuditError(f"{name} must hold numbers, got dtype {blk.dtype}.")
         bad = ~np.isfinite(blk).all(axis=1)
@@ -736,7 +676,7 @@ def partial_wasserstein_plan(a, b, C, m: float, *, method: str = "exact", reg: f
         info = {"cost": float((G * C).sum())}
         return (G, info) if log else G
     eps = 0.01 if reg is None else float(reg)
-    ops = _NumpyOps()
+    ops = _Ops()
     partial = m < total * (1 - 1e-12) or abs(a.sum() - b.sum()) > 1e-12
     prob = _Problem(ops=ops, a=a, blocks=[(C.T.copy(), None, b)], make_blocks=None,
                     mass_ds=b.sum() - m, mass_dt=a.sum() - m, partial=partial)
@@ -756,8 +696,7 @@ def partial_wasserstein_plan(a, b, C, m: float, *, method: str = "exact", reg: f
 
 
 def _dense_cost(zp, zu) -> np.ndarray:
-    zp_n = zp.detach().cpu().numpy() if _is_torch(zp) else np.asarray(zp)
-    zu_n = zu.detach().cpu().numpy() if _is_torch(zu) else np.asarray(zu)
+    zp_n, zu_n = _to_numpy(zp), _to_numpy(zu)
     C = 1.0 - zp_n.astype(np.float64) @ zu_n.astype(np.float64).T
     return np.maximum(C, 0.0)  # rounding can make 1 - cos slightly negative
 
