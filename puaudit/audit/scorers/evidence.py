@@ -12,6 +12,12 @@ with :math:`\\tilde x` the standardised features (a missing value is imputed by 
 mean, with a 0/1 column saying it was missing), fitted by L2-penalised logistic regression
 (inverse strength ``C``). The audit cross-fits it by item folds and calibrates its out-of-fold
 probabilities like every other scorer.
+
+The evidence-only audit (``AuditConfig(texts=False)``, ``--no-texts``; :func:`score_evidence_only`)
+fits the same model without the embedding scorers' probabilities among its features: no encoder
+is loaded, the split and the folds are the full audit's, and its gain over P's base rate must
+pass the same one-sided 5% test or nothing is reversed. It is the dashboard's first look while
+the texts are embedded (:data:`PRELIMINARY`), measured in docs/encoders.md ("The first look").
 """
 
 from __future__ import annotations
@@ -26,13 +32,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.scorers.calibration import (cross_fitted_probabilities, gain_over_base_rate,
                                                log_loss, logit)
-from puaudit.audit.scorers.crossfit import (ScoredSplit, default_cv_repeats, fit_pooled,
-                                            fold_sets_of, snap)
+from puaudit.audit.scorers.crossfit import (ScoredSplit, default_cv_repeats, fold_sets_of,
+                                            pooled_probabilities, snap)
 from puaudit.audit.splits import PreparedSplit
 from puaudit.errors import PUAuditError
 
 __all__ = ["EvidenceModel", "EVIDENCE", "score_evidence", "PRELIMINARY", "EVIDENCE_ONLY",
-           "score_evidence_only", "evidence_only_label"]
+           "score_evidence_only"]
 
 #: The scorer learned from verdict evidence and the candidates' probabilities; ``auto``
 #: compares it with the others.
@@ -110,6 +116,48 @@ def _one_hot(values: np.ndarray, levels: list) -> np.ndarray:
             ).astype(np.float64)
 
 
+def _type_levels(prep: PreparedSplit) -> tuple[list, list[str]]:
+    """P's question types, and their one-hot feature names (none with a single type)."""
+    levels = sorted(set(prep.question_type[prep.p_rows].tolist()))
+    return levels, [f"type={t}" for t in levels] if len(levels) > 1 else []
+
+
+def _evidence_features(prep: PreparedSplit, rows: np.ndarray, levels: list, probs=()
+                       ) -> np.ndarray:
+    """Verdict evidence, the question type (one-hot, several types only) and the logit of each
+    candidate's calibrated probability in ``probs``."""
+    parts = [prep.evidence.matrix(rows)]
+    if len(levels) > 1:
+        parts.append(_one_hot(prep.question_type[rows], levels))
+    if len(probs):
+        parts.append(np.column_stack([logit(q) for q in probs]))
+    return np.hstack(parts)
+
+
+def _cross_fit_model(x_of, y: np.ndarray, fold_sets, names: list[str]
+                     ) -> tuple[np.ndarray, list[dict]]:
+    """(repeats, len(P rows)) out-of-fold probabilities (snapped; NaN: no fit) of the evidence
+    model of each repetition's fold ``f``, fitted on the other folds' P rows (``x_of(r)``: P's
+    features in repetition ``r``), and the fold fits' coefficients."""
+    cv_all = np.full((len(fold_sets), len(y)), np.nan)
+    coefs = []
+    for r, folds in enumerate(fold_sets):
+        x = x_of(r)
+        for f in np.unique(folds):
+            held = folds == f
+            if held.all():
+                continue
+            model = EvidenceModel(feature_names=names).fit(x[~held], y[~held])
+            cv_all[r, held] = model.predict_proba(x[held])[:, 1]
+            coefs.append(model.coef_)
+    return snap(cv_all), coefs
+
+
+def _evidence_info(ev, full: EvidenceModel, coefs: list[dict]) -> dict:
+    return {"signals": ev.names, "sources": ev.sources, "messages": list(ev.messages),
+            "coef": _coef_summary(full.coef_, coefs), "n_fits": len(coefs)}
+
+
 def score_evidence(prep: PreparedSplit, fitted: dict, usable: list, config: AuditConfig
                    ) -> ScoredSplit | None:
     """The evidence scorer, cross-fitted on the candidates' folds (None: nothing to learn from).
@@ -130,16 +178,8 @@ def score_evidence(prep: PreparedSplit, fitted: dict, usable: list, config: Audi
         return None
     p_rows, u = prep.p_rows, prep.u_rows
     repeats = first.cv_repeat_scores.shape[0]
-    fold_sets = first.cv_repeat_folds
-    levels = sorted(set(prep.question_type[p_rows].tolist()))
-    names = ev.names + ([f"type={t}" for t in levels] if len(levels) > 1 else []) + [
-        f"scorer:{c}" for c in usable]
-
-    def features(rows, probs):
-        parts = [ev.matrix(rows)]
-        if len(levels) > 1:
-            parts.append(_one_hot(prep.question_type[rows], levels))
-        return np.hstack(parts + [np.column_stack([logit(q) for q in probs])])
+    levels, type_names = _type_levels(prep)
+    names = ev.names + type_names + [f"scorer:{c}" for c in usable]
 
     def calibrated(c, scores):
         out = np.full(scores.shape, np.nan)
@@ -149,40 +189,26 @@ def score_evidence(prep: PreparedSplit, fitted: dict, usable: list, config: Audi
 
     y = (prep.judge[p_rows] == prep.human[p_rows]).astype(int)
     reps = [[calibrated(c, fitted[c].cv_repeat_scores[r]) for c in usable] for r in range(repeats)]
-    cv_all = np.full((repeats, len(p_rows)), np.nan)
-    coefs = []
-    for r in range(repeats):
-        x = features(p_rows, reps[r])
-        for f in np.unique(fold_sets[r]):
-            held = fold_sets[r] == f
-            if held.all():
-                continue
-            model = EvidenceModel(feature_names=names).fit(x[~held], y[~held])
-            cv_all[r, held] = model.predict_proba(x[held])[:, 1]
-            coefs.append(model.coef_)
+    cv_all, coefs = _cross_fit_model(
+        lambda r: _evidence_features(prep, p_rows, levels, reps[r]), y, first.cv_repeat_folds,
+        names)
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no repetition scored
         mean_probs = [np.nanmean([reps[r][i] for r in range(repeats)], axis=0)
                       for i in range(len(usable))]
-    full = EvidenceModel(feature_names=names).fit(features(p_rows, mean_probs), y)
+    full = EvidenceModel(feature_names=names).fit(
+        _evidence_features(prep, p_rows, levels, mean_probs), y)
     pos = np.searchsorted(p_rows, first.cv_rows)
-    cv_all = snap(cv_all)
     cv_scores = cv_all[0][pos]
     if np.isnan(cv_scores).any():
         return None
     score = np.full(len(first.score), np.nan)
-    score[u] = snap(full.predict_proba(features(u, [fitted[c].calibrator.predict(fitted[c].score[u])
-                                                     for c in usable]))[:, 1])
+    u_probs = [fitted[c].calibrator.predict(fitted[c].score[u]) for c in usable]
+    score[u] = snap(full.predict_proba(_evidence_features(prep, u, levels, u_probs))[:, 1])
     score[first.cv_rows] = cv_scores
-    cal = fit_pooled(prep, cv_all, config.calibration, bags=config.calibration_bags,
-                     random_state=config.random_state)
-    p_right = np.full(len(score), np.nan)
-    p_right[u] = cal.predict(score[u])
-    p_right[first.cv_rows] = cal.predict(cv_scores)
-    diagnostics = {**first.diagnostics, "evidence": {
-        "signals": ev.names, "sources": ev.sources, "messages": list(ev.messages),
-        "coef": _coef_summary(full.coef_, coefs), "n_fits": len(coefs)},
-        "total_seconds": sum(fitted[c].diagnostics["total_seconds"] for c in usable)}
+    cal, p_right = pooled_probabilities(prep, cv_all, config, score, first.cv_rows, cv_scores)
+    diagnostics = {**first.diagnostics, "evidence": _evidence_info(ev, full, coefs),
+                   "total_seconds": sum(fitted[c].diagnostics["total_seconds"] for c in usable)}
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=first.in_p_prime,
                        m=first.m, scorer=EVIDENCE, calibrator=cal, cv_scores=cv_scores,
                        cv_correct=first.cv_correct, cv_rows=first.cv_rows,
@@ -201,6 +227,7 @@ def _coef_summary(full: dict, folds: list[dict]) -> list[dict]:
                      "n_folds": int(len(per_fold))})
     return sorted(rows, key=lambda r: -abs(r["coef"]))
 
+
 #: The dashboard's label of the evidence-only audit shown while the texts are embedded.
 PRELIMINARY = "preliminary: judge evidence only; text scorers join when embedding finishes"
 #: The label of an evidence-only audit asked for (``--no-texts``): no text scorer will join.
@@ -209,22 +236,15 @@ EVIDENCE_ONLY = "evidence only: judge evidence, no text scorers (texts not embed
 _ALPHA = 0.05
 
 
-def evidence_only_label(params: dict) -> str | None:
-    """:data:`EVIDENCE_ONLY` when ``params`` (an audit's ``AuditResult.params``) say the texts
-    were not embedded, else None."""
-    return EVIDENCE_ONLY if params.get("texts", True) is False else None
-
-
 def score_evidence_only(prep: PreparedSplit, config: AuditConfig, *, m_used: float
                         ) -> ScoredSplit:
     """Cross-fit the evidence scorer on P without text scorers; the audited rows' scores and
     the calibrated P(judge right) (before any prior shift).
 
     Features: the verdict evidence of :attr:`PreparedSplit.evidence` and, with several question
-    types in P, the type (one-hot). Folds: :func:`puaudit.audit.scorers.crossfit.fold_sets_of`, the
-    ones every scorer of the full audit uses (``n_folds``, ``cv_repeats``, ``random_state``).
-    ``diagnostics["auto"]`` holds the base-rate test the guarded rule reads
-    (:func:`puaudit.audit.relabel.beats_base_rate`), in the automatic choice's form.
+    types in P, the type (one-hot). Folds: :func:`puaudit.audit.scorers.crossfit.fold_sets_of`,
+    the ones every scorer of the full audit uses. ``diagnostics["auto"]`` holds the base-rate
+    test the guarded rule reads (:func:`puaudit.audit.relabel.beats_base_rate`).
     """
     t0 = time.perf_counter()
     ev = prep.evidence
@@ -240,45 +260,23 @@ def score_evidence_only(prep: PreparedSplit, config: AuditConfig, *, m_used: flo
                            "cross-fit; add human labels or raise p_ratio.")
     repeats = default_cv_repeats(len(p_rows)) if config.cv_repeats is None else config.cv_repeats
     fold_sets = fold_sets_of(prep, k, repeats, config.random_state)
-    levels = sorted(set(prep.question_type[p_rows].tolist()))
-    names = ev.names + ([f"type={t}" for t in levels] if len(levels) > 1 else [])
-
-    def features(rows: np.ndarray) -> np.ndarray:
-        parts = [ev.matrix(rows)]
-        if len(levels) > 1:
-            parts.append(_one_hot(prep.question_type[rows], levels))
-        return np.hstack(parts)
-
+    levels, type_names = _type_levels(prep)
+    names = ev.names + type_names
     y = (prep.judge[p_rows] == prep.human[p_rows]).astype(int)
-    x_p = features(p_rows)
-    cv_all = np.full((repeats, len(p_rows)), np.nan)
-    coefs = []
-    for r in range(repeats):
-        for f in range(k):
-            held = fold_sets[r] == f
-            if held.all() or not held.any():
-                continue
-            model = EvidenceModel(feature_names=names).fit(x_p[~held], y[~held])
-            cv_all[r, held] = model.predict_proba(x_p[held])[:, 1]
-            coefs.append(model.coef_)
-    cv_all = snap(cv_all)
+    x_p = _evidence_features(prep, p_rows, levels)
+    cv_all, coefs = _cross_fit_model(lambda r: x_p, y, fold_sets, names)
     full = EvidenceModel(feature_names=names).fit(x_p, y)
     n = len(prep.split)
     score = np.full(n, np.nan)
-    score[u] = snap(full.predict_proba(features(u))[:, 1])
+    score[u] = snap(full.predict_proba(_evidence_features(prep, u, levels))[:, 1])
     ok = np.isfinite(cv_all[0])
     cv_rows, cv_scores, cv_folds = p_rows[ok], cv_all[0][ok], fold_sets[0][ok]
     cv_correct = y[ok].astype(bool)
     score[cv_rows] = cv_scores
-    cal = fit_pooled(prep, cv_all, config.calibration, bags=config.calibration_bags,
-                     random_state=config.random_state)
-    p_right = np.full(n, np.nan)
-    p_right[u] = cal.predict(score[u])
-    p_right[cv_rows] = cal.predict(cv_scores)
+    cal, p_right = pooled_probabilities(prep, cv_all, config, score, cv_rows, cv_scores)
     in_p = np.zeros(n, bool)
     in_p[p_rows] = True  # fitted on every P row: no denoising without embeddings
-    ev_info = {"signals": ev.names, "sources": ev.sources, "messages": list(ev.messages),
-               "coef": _coef_summary(full.coef_, coefs), "n_fits": len(coefs)}
+    ev_info = _evidence_info(ev, full, coefs)
     info = _base_rate_test(prep, cv_scores, cv_correct, cv_folds, cv_rows, config.calibration)
     info["evidence"] = ev_info
     seconds = time.perf_counter() - t0

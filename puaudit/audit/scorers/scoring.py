@@ -21,7 +21,8 @@ from scipy.stats import norm
 from puaudit.audit.scorers.calibration import (cross_fitted_probabilities, gain_over_base_rate,
                                        log_loss, logit, paired_gain)
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.scorers.crossfit import ScoredSplit, apply_prior, crossfit_scorer, fit_pooled
+from puaudit.audit.scorers.crossfit import (ScoredSplit, apply_prior, crossfit_scorer,
+                                            pooled_probabilities)
 from puaudit.audit.scorers.evidence import EVIDENCE, score_evidence
 from puaudit.audit.scorers import AUTO_CANDIDATES, MAX_FIT_ROWS, SCORER_SPECS, SCORERS
 from puaudit.audit.splits import PreparedSplit
@@ -209,12 +210,8 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict,
         stacked = expit(np.mean(
             [logit(fitted[c].calibrator.predict(fitted[c].cv_repeat_scores)) for c in usable],
             axis=0))
-    cal = fit_pooled(prep, stacked, config.calibration, bags=config.calibration_bags,
-                     random_state=config.random_state)
     score[cv_rows] = cv
-    p_right = np.full(len(score), np.nan)
-    p_right[u] = cal.predict(score[u])
-    p_right[cv_rows] = cal.predict(cv)
+    cal, p_right = pooled_probabilities(prep, stacked, config, score, cv_rows, cv)
     diagnostics = {**first.diagnostics, "auto": info,
                    "total_seconds": sum(fitted[c].diagnostics["total_seconds"] for c in usable)}
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=first.in_p_prime,
