@@ -83,7 +83,7 @@ def test_prior_ot_scores_are_graded_on_real_data(mt):
 def test_reversals_fall_monotonically_as_m_rises(mt):
     from puaudit.audit.config import AuditConfig
     from puaudit.audit.splits import prepare_split
-    from puaudit.audit.estimator import reversals_vs_m
+    from puaudit.audit.m_curve import reversals_vs_m
 
     table, emb = mt
     table = apply_judge_rule(table, "longer")

@@ -27,23 +27,16 @@ import dataclasses
 import inspect
 from typing import Callable
 
-import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from puaudit.audit.scorers.calibration import prior_shift
-from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.scorers.crossfit import ScoredSplit
-from puaudit.audit.relabel import GROUP_NEG, beats_base_rate, relabel_split
-from puaudit.audit.scorers import SCORER_SPECS
-from puaudit.audit.splits import PreparedSplit
 from puaudit.audit.stages import StageCache
 from puaudit.data.schema import ComparisonTable, load_comparisons
 from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.errors import PUAuditError
 
-__all__ = ["PUAudit", "reversals_vs_m"]
+__all__ = ["PUAudit"]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(AuditConfig))
 
@@ -183,59 +176,3 @@ PUAudit.__init__.__signature__ = inspect.Signature(
      inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY, default="local")]
     + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
        for f in dataclasses.fields(AuditConfig)])
-
-
-def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
-                   scored: ScoredSplit | None = None,
-                   refit: Callable | None = None) -> list[dict]:
-    """Guarded reversals and expected consistency on the audited rows for each ``m``.
-
-    For scorers whose scores do not depend on ``m`` (:attr:`ScorerSpec.uses_m`; the stack and
-    the evidence scorer count as not), the scores and calibration of ``scored`` are reused and
-    only the prior shift (and the paper rule's kept share) changes; otherwise each ``m`` is
-    scored again. With reused scores the reversals never increase as ``m`` rises (the shift
-    raises every probability, the paper rule keeps more rows); a scorer fitted again at each
-    ``m`` carries no such guarantee. Where the audit's automatic choice found its scorer no
-    better than P's base rate (so the guarded rule reverses nothing), every refit keeps that
-    finding, so the curve agrees with the audit at every ``m``. ``refit(prep, config)``: how
-    such a scorer is fitted again (default :func:`score_split`; a :class:`StageCache` passes
-    its own, which keeps the fits).
-    """
-    if scored is None:
-        scored = score_split(prep, config)
-    spec = SCORER_SPECS.get(scored.scorer)
-    reuse = spec is None or not spec.uses_m
-    out = []
-    u = prep.u_rows
-    for mv in m_values:
-        cfg = config.replace(m=float(mv))
-        if reuse:
-            s = dataclasses.replace(scored)
-            s.p_judge_right = _unshifted(scored, scored.p_judge_right)
-            s.p_upper = None if scored.p_upper is None else _unshifted(scored, scored.p_upper)
-            s.p_judge_right = prior_shift(s.p_judge_right, base_rate=scored.base_rate,
-                                          target=cfg.m)
-            if s.p_upper is not None:
-                s.p_upper = prior_shift(s.p_upper, base_rate=scored.base_rate, target=cfg.m)
-            s.prior_target = cfg.m
-            s.m = cfg.m  # the paper rule keeps the top m share of each type
-        else:
-            s = (score_split if refit is None else refit)(
-                prep, cfg.replace(scorer=scored.scorer) if spec is not None else cfg)
-            if not beats_base_rate(scored):
-                # the audit found this scorer no better than the base rate and reverses nothing;
-                # a refit at another m must not reverse on that same evidence
-                s.diagnostics = {**(s.diagnostics or {}), "auto": scored.diagnostics["auto"]}
-        rel = relabel_split(prep, s, cfg, n_boot=0)
-        out.append({"m": float(mv), "n_reversed": int((rel["group"][u] == GROUP_NEG).sum()),
-                    "n_audited": int(len(u)),
-                    "expected_cons_orig": rel["expected"]["expected_cons_orig"],
-                    "expected_cons_adj": rel["expected"]["expected_cons_adj"]})
-    return out
-
-
-def _unshifted(scored: ScoredSplit, p: np.ndarray) -> np.ndarray:
-    """Undo the prior shift of ``scored`` (back to P's base rate)."""
-    if scored.prior_target is None:
-        return p
-    return prior_shift(p, base_rate=scored.prior_target, target=scored.base_rate)
