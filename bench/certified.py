@@ -1,8 +1,8 @@
 """Certified trust or escalate over seeds: does the guarantee hold, and how much is trusted?
 
 For each data set and seed, one audit certifies at target 0.90 (risk 0.1) and the same scores are
-certified again at 0.85 (:func:`puaudit.audit.certify.judge.with_target`, no refit). Reported per data
-set and target: the share of seeds whose realised agreement among trusted validation rows
+certified again at 0.85 (:func:`puaudit.audit.certify.judge.with_target`, no refit). Reported
+per data set and target: the share of seeds whose realised agreement among trusted validation rows
 (items counted once) is at least the target (a seed that trusts nothing meets it trivially),
 coverage (share of audited rows trusted) mean and sd, and the mean certified threshold.
 

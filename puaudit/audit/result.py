@@ -75,7 +75,8 @@ class AuditResult:
     thresholds: dict
     params: dict
     diagnostics: dict = field(default_factory=dict)
-    #: certified trust or escalate (``target_agreement`` set): :class:`puaudit.audit.certify.judge.Certification`
+    #: certified trust or escalate (``target_agreement`` set):
+    #: :class:`puaudit.audit.certify.judge.Certification`
     certification: object = None
     #: verdict evidence signal -> (n,) values, exported as ``puaudit_evidence_<signal>``
     evidence: dict = field(default_factory=dict)

@@ -154,8 +154,8 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     Ray backend's tasks). ``relabelled``: :func:`relabel_split` of ``prep`` and ``scored``
     with ``config`` when the caller has it (certification at another target reuses it).
     ``input_info``: :meth:`InputInfo.of` ``(table)`` when the caller has it (hashing the texts
-    is a fifth of an ``m`` step on MT-Bench). ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.scorers.evidence`);
-    ``embeddings`` is not read and may be None.
+    is a fifth of an ``m`` step on MT-Bench). ``config.texts`` False: the evidence-only audit
+    (:mod:`puaudit.audit.scorers.evidence`); ``embeddings`` is not read and may be None.
     """
     stages = _StageLog()
     if prep is None:

@@ -1,8 +1,8 @@
 """``puaudit cascade FILE --judges COL1 COL2 ... --target-agreement T --risk R -o OUT``.
 
 Judges cheapest first; stage k certifies judge k on the rows earlier stages did not trust, at
-risk R/K, which decides who judge k+1 is asked about (:mod:`puaudit.audit.certify.cascade`); the trusted
-rows are then certified together by one test at risk R (``--certify joint``, the default,
+risk R/K, which decides who judge k+1 is asked about (:mod:`puaudit.audit.certify.cascade`); the
+trusted rows are then certified together by one test at risk R (``--certify joint``, the default,
 :mod:`puaudit.audit.certify.cascade`), or stage by stage (``--certify per-stage``); the rows no
 stage trusts go to people. ``--budget S`` lets each later judge be asked about S of the rows:
 the stage before it sends its least confident certified rows on too. The export keeps every

@@ -614,8 +614,8 @@ def _certify_jointly(stages, split, human, items, folds, *, target, risk) -> dic
 
 def coherent_probabilities(prob: np.ndarray, verdicts) -> np.ndarray:
     """``prob`` (K, n) with each earlier judge's probability capped by ``1 - q_k`` of every later
-    judge ``k`` asked about the row that gave the opposite strict verdict (module docstring: no two judges that disagree are both
-    right).
+    judge ``k`` asked about the row that gave the opposite strict verdict (two judges that
+    disagree are not both right; module docstring).
 
     ``verdicts``: K arrays of each judge's verdict per row (A, B, tie or None). A copy is
     returned; NaN (not asked) stays NaN and never caps.

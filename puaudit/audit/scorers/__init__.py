@@ -74,8 +74,9 @@ class ScorerSpec:
     Attributes
     ----------
     name, family : str
-        ``family`` is ``"transport"`` (:mod:`puaudit.audit.scorers.transport`,
-        :mod:`puaudit.audit.scorers.prior_transport`) or ``"baseline"`` (:mod:`puaudit.audit.scorers.baselines`).
+        ``family`` is ``"transport"`` (:mod:`~puaudit.audit.scorers.transport`,
+        :mod:`~puaudit.audit.scorers.prior_transport`) or ``"baseline"``
+        (:mod:`~puaudit.audit.scorers.baselines`).
     fit : callable
         ``fit(zp, zu, *, m, ot_method, reg, n_neighbors, probe_C, random_state, score_rows, log)``.
     denoise : bool

@@ -1,23 +1,20 @@
-"""The evidence scorer: P(judge right) from verdict evidence, learned on P and cross-fitted.
+r"""The evidence scorer: P(judge right) from verdict evidence, learned on P and cross-fitted
+(docs/method.md, "Verdict evidence and the evidence scorer").
 
-Unlike the embedding scorers, which see P only as verified human preferences, this model is
-fitted on P rows *as the judge oriented them*, with the outcome ``judge == human``: P holds
-both the rows where the judge agreed with people and those where it did not, so the verdict
-evidence (:mod:`puaudit.audit.evidence`), the question type and the embedding scorers' own
-calibrated probabilities can be weighed against that outcome directly.
+Fitted on P rows *as the judge oriented them*, with the outcome ``judge == human``, on the
+verdict evidence (:mod:`puaudit.audit.evidence`), the question type and the embedding scorers'
+own calibrated probabilities:
 
-.. math:: P(\\text{judge right} \\mid x) = \\sigma(\\beta_0 + \\beta^\\top \\tilde x)
+.. math:: P(\text{judge right} \mid x) = \sigma(\beta_0 + \beta^\top \tilde x)
 
-with :math:`\\tilde x` the standardised features (a missing value is imputed by the column
-mean, with a 0/1 column saying it was missing), fitted by L2-penalised logistic regression
-(inverse strength ``C``). The audit cross-fits it by item folds and calibrates its out-of-fold
-probabilities like every other scorer.
+with :math:`\tilde x` standardised and mean-imputed (plus missing-value indicators), by
+L2-penalised logistic regression; cross-fitted by item folds and calibrated like every scorer.
 
 The evidence-only audit (``AuditConfig(texts=False)``, ``--no-texts``; :func:`score_evidence_only`)
-fits the same model without the embedding scorers' probabilities among its features: no encoder
-is loaded, the split and the folds are the full audit's, and its gain over P's base rate must
-pass the same one-sided 5% test or nothing is reversed. It is the dashboard's first look while
-the texts are embedded (:data:`PRELIMINARY`), measured in docs/encoders.md ("The first look").
+fits the same model without the embedding scorers' probabilities: no encoder is loaded, the split
+and the folds are the full audit's, and its gain over P's base rate must pass the same one-sided
+5% test or nothing is reversed. It is the dashboard's first look while the texts are embedded
+(:data:`PRELIMINARY`), measured in docs/encoders.md ("The first look").
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ def score_split(prep: PreparedSplit, config: AuditConfig | None = None, *,
 
     ``m``: the share of audited verdicts believed right. ``None`` uses P's agreement rate and
     leaves the calibrated probabilities as fitted; a value moves them from P's base rate
-    :math:`\pi` to ``m`` by Bayes' prior shift (:func:`puaudit.audit.scorers.calibration.prior_shift`),
-    for every scorer; the scorers that transport mass (:attr:`ScorerSpec.uses_m`) also use it
+    :math:`\pi` to ``m`` by Bayes' prior shift
+    (:func:`puaudit.audit.scorers.calibration.prior_shift`), for every scorer; the scorers that transport mass (:attr:`ScorerSpec.uses_m`) also use it
     as their mass.
 
     ``candidates``: the scorers ``auto`` compares. ``calibrate=False``: no cross-fitting (scores

@@ -299,7 +299,8 @@ def _single_blas_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _fix_mass(lr: np.ndarray, b: np.ndarray, fd: float, eps: float, m: float) -> tuple[np.ndarray, float]:
+def _fix_mass(lr: np.ndarray, b: np.ndarray, fd: float, eps: float, m: float
+              ) -> tuple[np.ndarray, float]:
     """Shift the dummy potential so the entropic scores carry exactly mass m.
 
     With ``ℓ_j`` the log real-source partition function, ``s_j(f_d) = 1 / (1 + exp(f_d/ε - ℓ_j))``
@@ -368,7 +369,8 @@ def _topk_rows(ops, zp_t, zu, rows, k: int, bias, bs: int):
             r0 = rows.start or 0
             zb = zu[r0 + start : r0 + min(start + bs, n)]
         else:
-            zb = zu[ops.to_numpy(rows[start : start + bs]) if not _is_torch(zu) else rows[start : start + bs]]
+            sel = rows[start : start + bs]
+            zb = zu[sel if _is_torch(zu) else ops.to_numpy(sel)]
         v = ops.sim(ops.asarray(zb), zp_t)  # = 1 - C
         if bias is not None:
             v = v + bias[None, :]
@@ -503,10 +505,12 @@ def _check_matrix(z, name: str, block: int = 65536) -> tuple[int, int]:
 
 def _validate(zp, zu, m: float | None, method: str, methods: tuple[str, ...]):
     if method not in methods:
-        raise PUAuditError(f"method must be one of {', '.join(map(repr, methods))}, got {method!r}.")
+        raise PUAuditError(f"method must be one of {', '.join(map(repr, methods))}, "
+                           f"got {method!r}.")
     for name, z in (("zp", zp), ("zu", zu)):
         if not (isinstance(z, np.ndarray) or _is_torch(z)):
-            raise PUAuditError(f"{name} must be a numpy array or a torch tensor, got {type(z).__name__}.")
+            raise PUAuditError(f"{name} must be a numpy array or a torch tensor, got "
+                               f"{type(z).__name__}.")
     n_p, d_p = _check_matrix(zp, "zp")
     n_u, d_u = _check_matrix(zu, "zu")
     if d_p != d_u:
@@ -655,7 +659,8 @@ def partial_wasserstein_plan(a, b, C, m: float, *, method: str = "exact", reg: f
     b = np.asarray(b, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
     if a.ndim != 1 or b.ndim != 1 or C.shape != (a.size, b.size):
-        raise PUAuditError(f"C must have shape (len(a), len(b)) = ({a.size}, {b.size}), got {C.shape}.")
+        raise PUAuditError(f"C must have shape (len(a), len(b)) = ({a.size}, {b.size}), "
+                           f"got {C.shape}.")
     if a.size == 0 or b.size == 0:
         raise PUAuditError("a and b must be non-empty weight vectors.")
     if not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(C).all()):
