@@ -42,7 +42,7 @@ def main() -> None:
     from puaudit.embed.pairs import embed_table
     from puaudit.audit.splits import prepare_split
     from puaudit.audit.relabel import relabel_split
-    from puaudit.audit.scoring import score_split
+    from puaudit.audit.scorers.scoring import score_split
 
     encoder = bench_encoder(args.encoder)
     ratios = []

@@ -42,7 +42,7 @@ def meets(summary: dict, target: float) -> bool:
 def one_seed(table, emb, judges, target, seed, source, args) -> tuple:
     """One seed: the cascade, its per-stage answer (without a budget) and the strong judge
     alone on the same split; prints the seed's line and returns its figures."""
-    from puaudit.audit.cascade import PEOPLE, run_cascade
+    from puaudit.audit.certify.cascade import PEOPLE, run_cascade
     from puaudit.audit.config import AuditConfig
 
     cfg = AuditConfig(random_state=seed, human_source=source)

@@ -1,8 +1,8 @@
 """Certified trust or escalate over seeds: does the guarantee hold, and how much is trusted?
 
 For each data set and seed, one audit certifies at target 0.90 (risk 0.1) and the same scores are
-certified again at 0.85 (:func:`puaudit.audit.certify.with_target`, no refit). Reported per data
-set and target: the share of seeds whose realised agreement among trusted validation rows
+certified again at 0.85 (:func:`puaudit.audit.certify.judge.with_target`, no refit). Reported
+per data set and target: the share of seeds whose realised agreement among trusted validation rows
 (items counted once) is at least the target (a seed that trusts nothing meets it trivially),
 coverage (share of audited rows trusted) mean and sd, and the mean certified threshold.
 
@@ -12,7 +12,7 @@ coverage (share of audited rows trusted) mean and sd, and the mean certified thr
 ``--per-seed``: also one line per seed and target (coverage, realised agreement on trusted
 validation items and their number, the folds' certified shares).
 
-``--no-texts``: the evidence-only audit (no encoder; :mod:`puaudit.audit.evidence_only`).
+``--no-texts``: the evidence-only audit (no encoder; :mod:`puaudit.audit.scorers.evidence`).
 
 Prints ``ratio=<worst seed-share meeting the target / 0.9>`` last (>= 1: the guarantee held in
 at least 90% of seeds everywhere, as risk 0.1 promises).
@@ -48,7 +48,7 @@ def main() -> None:
 
     import numpy as np
 
-    from puaudit.audit.certify import with_target
+    from puaudit.audit.certify.judge import with_target
     from puaudit.audit.config import AuditConfig
     from puaudit.audit.stages import audit_table
     from puaudit.embed.pairs import embed_table

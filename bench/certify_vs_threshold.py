@@ -86,7 +86,7 @@ def auroc_of(conf, correct) -> float:
 
 def threshold_baseline(conf, split, correct, items, *, target: float, risk: float) -> dict:
     """The baseline's trusted audited rows (module docstring)."""
-    from puaudit.audit.fixed_sequence import item_outcomes, lower_bound, rows_needed
+    from puaudit.audit.certify.sequence import item_outcomes, lower_bound, rows_needed
 
     conf = np.asarray(conf, dtype=np.float64)
     is_p = (split == "P") & np.isfinite(conf)
@@ -108,7 +108,7 @@ def threshold_baseline(conf, split, correct, items, *, target: float, risk: floa
 
 
 def realised(trusted, split, correct, items) -> tuple[float, int]:
-    from puaudit.audit.fixed_sequence import item_outcomes
+    from puaudit.audit.certify.sequence import item_outcomes
 
     v = trusted & (split == "validation")
     _, share, _ = item_outcomes(np.zeros(int(v.sum())), correct[v], items[v])
@@ -135,7 +135,7 @@ def load(name: str):
 
 
 def compare(name, table, emb, *, seeds, targets, risk, per_seed) -> list[float]:
-    from puaudit.audit.certify import with_target
+    from puaudit.audit.certify.judge import with_target
     from puaudit.audit.config import AuditConfig
     from puaudit.audit.stages import audit_table
     from puaudit.data.judge_probabilities import judge_confidence
@@ -200,7 +200,7 @@ def cascade_table():
 
 
 def cascades(emb_for, *, seeds, risk, per_seed) -> list[float]:
-    from puaudit.audit.cascade import run_cascade
+    from puaudit.audit.certify.cascade import run_cascade
     from puaudit.audit.config import AuditConfig
 
     ratios = []

@@ -58,7 +58,7 @@ def make_structured(n_p: int, n_u: int, *, d: int = D, pos_share: float = 0.7, n
 def run_one(n_p: int, n_u: int, *, compare: bool, backend: str) -> dict:
     from scipy.stats import spearmanr
 
-    from puaudit.audit.transport import partial_ot_scores
+    from puaudit.audit.scorers.transport import partial_ot_scores
 
     zp, zu, _ = make_structured(n_p, n_u)
     out = {"n_p": n_p, "n_u": n_u, "data_mb": (zp.nbytes + zu.nbytes) / 2**20,

@@ -25,7 +25,7 @@ M = 0.7
 
 
 def run_one(n_p: int, n_u: int, *, compare: bool) -> dict:
-    from puaudit.audit.prior_transport import PRIOR_OT_REG, PRIOR_OT_REG_M, prior_ot_scores
+    from puaudit.audit.scorers.prior_transport import PRIOR_OT_REG, PRIOR_OT_REG_M, prior_ot_scores
 
     zp, zu, truth = make_structured(n_p, n_u)
     prior_ot_scores(zp[:8], zu[:8], M)  # imports and first-call set-up are not the solver's time

@@ -209,7 +209,7 @@ def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
     runner().quiet(DRAW_S)  # the page draws the answer before background work resumes
     if target is None:
         return result
-    from puaudit.audit.certify import with_target
+    from puaudit.audit.certify.judge import with_target
 
     return with_target(result, target, audit_config(params).risk)
 

@@ -5,7 +5,7 @@ foreground job of the dashboard's one job runner (:func:`components.audit_runs.r
 per table and encoder per server process, through the same cached function as
 :func:`components.audit_runs.get_embeddings` (so every page finds them afterwards). When
 they are not ready within :data:`WAIT_S`, the page shows the evidence-only audit
-(:mod:`puaudit.audit.evidence_only`, ``texts=False``: the judge's own evidence, no encoder) with
+(:mod:`puaudit.audit.scorers.evidence`, ``texts=False``: the judge's own evidence, no encoder) with
 the label ":data:`PRELIMINARY` (N s left)", and a timed fragment reruns the page when the
 embeddings are done, so the full audit replaces it in place, without a page reload.
 """
@@ -26,7 +26,7 @@ from puaudit.report.figures.metrics import (expected_text, headline_metrics, per
 from components.safe_text import md
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.stages import audit_table
-from puaudit.audit.evidence_only import PRELIMINARY
+from puaudit.audit.scorers.evidence import PRELIMINARY
 from puaudit.errors import PUAuditError
 
 __all__ = ["embeddings_or_first_look", "embedding_job", "preliminary_config", "preliminary_label",

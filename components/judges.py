@@ -91,7 +91,7 @@ def other_judges_table(result, table) -> None:
 @st.cache_data(show_spinner=False, max_entries=8)
 def _cascade(content_hash: str, encoder_label: str, judges: tuple, target: float, risk: float,
              config, certify: str, budget, _table, _emb):
-    from puaudit.audit.cascade import run_cascade
+    from puaudit.audit.certify.cascade import run_cascade
 
     res = run_cascade(_table, _emb, list(judges), target=target, risk=risk, config=config,
                       certify=certify, budget=budget)
@@ -100,7 +100,7 @@ def _cascade(content_hash: str, encoder_label: str, judges: tuple, target: float
 
 def _certify_controls() -> tuple[str, float | None]:
     """How the cascade's trusted rows are certified, and its budget (joint only)."""
-    from puaudit.audit.cascade import CERTIFY_MODES, JOINT, PER_STAGE
+    from puaudit.audit.certify.cascade import CERTIFY_MODES, JOINT, PER_STAGE
 
     certify = st.radio(
         "Certify the trusted rows", list(CERTIFY_MODES), horizontal=True,

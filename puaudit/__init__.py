@@ -4,21 +4,23 @@ Core library (no Streamlit): reading tables, frozen encoders, the PUAudit audit 
 TrustJudge consistency analysis (docs/method.md, "TrustJudge") and annotator audits.
 """
 
+from puaudit.errors import PUAuditError
+
 __version__ = "0.1.0"
+__all__ = ["PUAudit", "PUAuditError", "load_comparisons", "read_table"]
 
-from puaudit.errors import PUAuditError  # noqa: E402
+# lazy: `import puaudit` stays light for the CLI and the dashboard
+_LAZY = {"PUAudit": "puaudit.audit.estimator", "load_comparisons": "puaudit.data.schema",
+         "read_table": "puaudit.data.io"}
 
-__all__ = ["PUAuditError", "PUAudit", "load_comparisons", "read_table", "__version__"]
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'puaudit' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_LAZY[name]), name)
 
 
-def __getattr__(name):  # lazy: keep `import puaudit` light for the CLI and the dashboard
-    if name == "PUAudit":
-        from puaudit.audit.estimator import PUAudit
-        return PUAudit
-    if name == "load_comparisons":
-        from puaudit.data.schema import load_comparisons
-        return load_comparisons
-    if name == "read_table":
-        from puaudit.data.io import read_table
-        return read_table
-    raise AttributeError(name)
+def __dir__():
+    return sorted([*globals(), *_LAZY])

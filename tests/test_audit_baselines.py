@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
-from puaudit.audit import baselines
-from puaudit.audit.baselines import knn_scores
+from puaudit.audit.scorers import baselines
+from puaudit.audit.scorers.baselines import knn_scores
 from puaudit.audit.denoise import normalize_rows
 
 

@@ -6,14 +6,14 @@ import argparse
 import numpy as np
 import pytest
 
-from puaudit.audit.calibration import MonotoneCalibrator
+from puaudit.audit.scorers.calibration import MonotoneCalibrator
 from puaudit.audit.config import AuditConfig
 from puaudit.cli.options import add_config_arguments, config_from_args
-from puaudit.audit.crossfit import default_cv_repeats
+from puaudit.audit.scorers.crossfit import default_cv_repeats
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.splits import prepare_split
 from puaudit.audit.relabel import relabel_split
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 from tests.conftest import SHARED, planted_set
@@ -236,7 +236,7 @@ def test_llmfao_reversals_survive_float_rounding_of_the_vectors():
 def test_sorted_quantiles_equal_numpys_bit_for_bit():
     """The calibrator's quantiles of sorted scores are np.quantile's, exactly (ties, tiny and
     large arrays, grids that hit the last element)."""
-    from puaudit.audit.calibration import sorted_quantiles
+    from puaudit.audit.scorers.calibration import sorted_quantiles
 
     rng = np.random.default_rng(0)
     for it in range(3000):
@@ -249,3 +249,13 @@ def test_sorted_quantiles_equal_numpys_bit_for_bit():
         x.sort()
         q = np.linspace(0.0, 1.0, int(rng.integers(2, 1100)))
         np.testing.assert_array_equal(sorted_quantiles(x, q), np.quantile(x, q))
+
+
+def test_the_calibrator_clones_unfitted_with_its_parameters():
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(0)
+    cal = MonotoneCalibrator("platt", min_bin=10, n_bags=5, random_state=3).fit(
+        rng.random(50), rng.random(50) < 0.5)
+    copy = clone(cal)
+    assert copy.get_params() == cal.get_params() and not hasattr(copy, "base_rate_")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit.cascade import PEOPLE, judge_columns_of, run_cascade
+from puaudit.audit.certify.cascade import PEOPLE, judge_columns_of, run_cascade
 from puaudit.audit.config import AuditConfig
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.stages import audit_table
@@ -123,7 +123,7 @@ def test_risk_is_split_evenly_across_the_stages(panel):
     assert [st.audit.certification.choice["risk"] for st in res.stages] == [0.05, 0.05]
     # within a stage, the region's validation rows are cross-certified over the folds at
     # (R / K) / folds each, on the region's P and other validation items
-    from puaudit.audit.certify import CERTIFY_FOLDS
+    from puaudit.audit.certify.judge import CERTIFY_FOLDS
 
     for st in res.stages:
         cert = st.audit.certification
@@ -488,7 +488,7 @@ def test_joint_and_per_stage_share_the_stages_and_the_union_trusts_at_least_the_
 
 
 def test_a_budget_sends_the_least_confident_certified_rows_on(panel):
-    from puaudit.audit.cascade import stage_probabilities
+    from puaudit.audit.certify.cascade import stage_probabilities
 
     df, emb, table, res = panel
     routed = res.routed
@@ -533,7 +533,7 @@ def test_a_budget_sends_the_least_confident_certified_rows_on(panel):
 
 
 def test_a_pending_judge_is_asked_about_what_the_budget_routes_to_it(panel):
-    from puaudit.audit.escalation import cascade_escalated_rows
+    from puaudit.audit.certify.escalation import cascade_escalated_rows
 
     df, emb, _, res = panel
     first = df.drop(columns="judge_winner")                # judge 2 not asked yet
@@ -556,7 +556,7 @@ def test_a_pending_judge_is_asked_about_what_the_budget_routes_to_it(panel):
 
 
 def test_cascade_never_trusts_fewer_rows_of_a_fold_than_its_strongest_judge_alone(panel):
-    from puaudit.audit.certify import certify_folds
+    from puaudit.audit.certify.judge import certify_folds
 
     df, emb, table, res = panel
     solo = run_cascade(table, emb, ["judge_winner"], target=0.85, risk=0.05)

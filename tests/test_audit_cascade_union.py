@@ -1,4 +1,4 @@
-"""The cascade's union certified by one fixed-sequence test (puaudit.audit.cascade_union): the
+"""The cascade's union certified by one fixed-sequence test (puaudit.audit.certify.cascade): the
 rule against a brute-force count, one judge equal to the single-judge certification, the fold
 rule, p_ratio = 1, and validity against known truth."""
 
@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from puaudit.audit.cascade_union import certify_union, choose_union_share, union_sources
-from puaudit.audit.certify import certify_folds
-from puaudit.audit.fixed_sequence import choose_share, lower_bound, share_grid
+from puaudit.audit.certify.cascade import certify_union, choose_union_share, union_sources
+from puaudit.audit.certify.judge import certify_folds
+from puaudit.audit.certify.sequence import choose_share, lower_bound, share_grid
 from puaudit.errors import PUAuditError
 
 
@@ -152,7 +152,7 @@ def test_nothing_certified_says_why_and_bad_shapes_are_refused():
 
 
 def test_an_earlier_judge_that_disagrees_with_a_later_one_is_capped_by_it():
-    from puaudit.audit.cascade_union import coherent_probabilities
+    from puaudit.audit.certify.cascade import coherent_probabilities
 
     prob = np.array([[0.95, 0.95, 0.95, 0.95, 0.95, 0.90],
                      [0.70, 0.70, np.nan, 0.70, 0.30, 0.20],

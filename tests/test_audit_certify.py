@@ -11,10 +11,11 @@ import pytest
 from scipy.stats import beta
 from statsmodels.stats.proportion import proportion_confint
 
-from puaudit.audit.certify import (AUDIT, CERTIFY_FOLDS, CHOSEN, CONFIDENCE, Certification,
-                                   certify_folds, choose_certificate,
-                                   out_of_fold_probabilities, realised_agreement, with_target)
-from puaudit.audit.fixed_sequence import (SHARE_STEP, START_SHARE, choose_share, lower_bound,
+from puaudit.audit.certify.judge import (AUDIT, CERTIFY_FOLDS, CHOSEN, CONFIDENCE, Certification,
+                                         certify_folds, choose_certificate, realised_agreement,
+                                         with_target)
+from puaudit.audit.scorers.calibration import out_of_fold_probabilities
+from puaudit.audit.certify.sequence import (SHARE_STEP, START_SHARE, choose_share, lower_bound,
                                           rows_needed, share_grid)
 from puaudit.audit.config import AuditConfig
 from puaudit.embed.pairs import PairEmbeddings
@@ -411,7 +412,7 @@ def test_review_queue_uses_the_certification(planted_audits):
 
 # -- the cascade: a second judge on the escalated rows only -------------------------------------
 def test_escalated_rows_of_an_export_and_clear_errors():
-    from puaudit.audit.escalation import escalated_rows
+    from puaudit.audit.certify.escalation import escalated_rows
 
     frame = pd.DataFrame({"prompt": list("abcde"), "puaudit_trusted": ["True", "False", "", "false", None],
                           "puaudit_group": ["positive"] * 5})

@@ -5,13 +5,13 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from puaudit.audit.calibration import MonotoneCalibrator
+from puaudit.audit.scorers.calibration import MonotoneCalibrator
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.result import EXPORT_COLUMNS
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.estimator import PUAudit
 from puaudit.audit.splits import prepare_split
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.metrics import consistency
 from puaudit.audit.relabel import adjust_verdicts, relabel_guarded, relabel_paper
 from puaudit.data.io import read_table
@@ -185,7 +185,7 @@ def test_consistency_by_hand():
 
 
 def test_prior_shift_moves_probabilities_to_m_and_is_the_identity_at_the_base_rate():
-    from puaudit.audit.calibration import prior_shift
+    from puaudit.audit.scorers.calibration import prior_shift
 
     p = np.array([0.1, 0.5, 0.8, np.nan])
     np.testing.assert_allclose(prior_shift(p, base_rate=0.7, target=None), p)
@@ -247,3 +247,43 @@ def test_result_does_not_carry_the_table_and_checks_the_one_it_gets(planted):
     pd.testing.assert_frame_equal(old, out)
     back = pickle.loads(pickle.dumps(r))  # caches and worker processes pickle results
     pd.testing.assert_frame_equal(back.to_frame(table), out)
+
+
+def test_clone_gives_the_same_parameters_and_an_unfitted_copy(planted):
+    from sklearn.base import clone
+
+    est, _ = _fit(planted, scorer="probe", m=0.7)
+    copy = clone(est)
+    assert copy.get_params() == est.get_params() and copy is not est
+    assert not hasattr(copy, "result_") and not hasattr(copy, "stages_")
+    assert [k for k in vars(est) if k not in est.get_params()] == [
+        k for k in vars(est) if k.endswith("_") and k not in est.get_params()]
+
+
+def test_set_params_config_is_what_fit_runs(planted):
+    df, e_a, e_b, _ = planted
+    table, emb = load_comparisons(df), PairEmbeddings(e_a, e_b, "planted")
+    est = PUAudit(scorer="probe").fit(table, emb)
+    assert est.result_.params["scorer_used"] == "probe" and est.m_ == est.m_estimate_
+    est.set_params(config=AuditConfig(scorer="centroid", m=0.6)).fit(table, emb)
+    assert est.config_ == AuditConfig(scorer="centroid", m=0.6)
+    assert est.result_.params["scorer_used"] == "centroid" and est.m_ == 0.6
+    # a field passed by name beside config wins over the config's
+    est.set_params(config=AuditConfig(scorer="centroid"), scorer="knn").fit(table, emb)
+    assert est.result_.params["scorer_used"] == "knn"
+
+
+def test_stages_are_reused_only_through_the_object_given_to_fit(planted):
+    df, e_a, e_b, _ = planted
+    table, emb = load_comparisons(df), PairEmbeddings(e_a, e_b, "planted")
+    est = PUAudit(scorer="probe").fit(table, emb)
+    first = est.stages_
+    est.fit(table, emb)  # no stages given: a cache of its own, nothing reused
+    assert est.stages_ is not first and est.stages_.calls["fit"] == 1
+    est.set_params(m=0.8).fit(table, emb, stages=first)
+    assert est.stages_ is first and first.calls["fit"] == 1 and first.calls["relabel"] == 2
+    other = load_comparisons(df.iloc[::-1].reset_index(drop=True))
+    with pytest.raises(PUAuditError, match="another table"):
+        est.fit(other, stages=first)
+    with pytest.raises(PUAuditError, match="other embeddings"):
+        est.fit(table, PairEmbeddings(e_a, e_b, "planted"), stages=first)

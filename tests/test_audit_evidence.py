@@ -10,7 +10,7 @@ from puaudit.audit.config import AuditConfig
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.stages import audit_table
 from puaudit.audit.splits import prepare_split
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.evaluate import auroc_judge_right
 from puaudit.audit.evidence import verdict_evidence
 from puaudit.data.schema import apply_judge_rule, load_comparisons
@@ -226,7 +226,7 @@ def test_auto_keeps_the_judges_confidence_on_a_log_loss_tie_and_yields_to_a_real
 
 
 def test_paired_gain_is_the_items_mean_log_loss_gain_over_its_standard_error():
-    from puaudit.audit.calibration import paired_gain
+    from puaudit.audit.scorers.calibration import paired_gain
     y = np.array([1, 1, 0, 1, 0, 1], float)
     q_ref = np.array([0.6, 0.7, 0.4, 0.5, 0.5, 0.6])
     q_new = np.array([0.8, 0.9, 0.3, 0.6, 0.2, 0.7])

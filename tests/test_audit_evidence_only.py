@@ -13,7 +13,7 @@ from puaudit.audit.stages import audit_table
 from puaudit.embed.pairs import embed_table
 from puaudit.audit.splits import prepare_split
 from puaudit.audit.evaluate import evaluate
-from puaudit.audit.evidence_only import EVIDENCE_ONLY
+from puaudit.audit.scorers.evidence import EVIDENCE_ONLY
 from puaudit.audit.splits import identical_responses
 from puaudit.cli.commands import main
 from puaudit.data.schema import load_comparisons
@@ -222,3 +222,15 @@ def test_report_no_texts_loads_no_encoder(planted, monkeypatch, tmp_path):
     assert main(["report", str(src), "-o", str(card), "--no-texts", "--spread-seeds", "1"]) == 0
     text = card.read_text()
     assert "evidence only" in text and "--no-texts" in text  # the encoder line and the command
+
+
+def test_the_evidence_model_clones_unfitted_with_its_parameters():
+    from sklearn.base import clone
+
+    from puaudit.audit.scorers.evidence import EvidenceModel
+
+    rng = np.random.default_rng(0)
+    model = EvidenceModel(C=0.1, feature_names=["a", "b"]).fit(rng.random((40, 2)),
+                                                               rng.random(40) < 0.5)
+    copy = clone(model)
+    assert copy.get_params() == model.get_params() and not hasattr(copy, "coef_")

@@ -4,7 +4,7 @@ import numpy as np
 import ot
 import pytest
 
-from puaudit.audit.prior_transport import prior_ot_scores
+from puaudit.audit.scorers.prior_transport import prior_ot_scores
 from puaudit.errors import PUAuditError
 
 

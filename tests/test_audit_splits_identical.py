@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit.cascade import _cascade_split
+from puaudit.audit.certify.cascade import cascade_split
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.estimator import PUAudit
 from puaudit.audit.splits import SPLIT_EXCLUDED, identical_responses, prepare_split
@@ -48,7 +48,7 @@ def test_identical_means_the_same_text_not_a_zero_difference(rows):
     # the evidence-only audit and the cascade exclude the same rows for the same reason
     only = prepare_split(table, None, AuditConfig(texts=False))
     np.testing.assert_array_equal(only.reason, prep.reason)
-    split, reason = _cascade_split(table, PairEmbeddings(e_a, e_b), table.human, AuditConfig())
+    split, reason = cascade_split(table, PairEmbeddings(e_a, e_b), table.human, AuditConfig())
     assert reason[4] == reason[6] == "identical responses"
     assert split[5] != SPLIT_EXCLUDED and reason[5] == ""
 

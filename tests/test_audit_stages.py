@@ -115,7 +115,7 @@ def test_puaudit_refit_after_set_params_reuses_its_stages(small):
     table, emb = small
     est = PUAudit(m=0.7, scorer="probe").fit(table, emb)
     stages = est.stages_
-    est.set_params(m=0.8).fit(table, emb)
+    est.set_params(m=0.8).fit(table, emb, stages=stages)
     assert est.stages_ is stages and stages.calls["fit"] == 1 and stages.calls["split"] == 1
     fresh = PUAudit(m=0.8, scorer="probe").fit(table, emb)
     assert_same_audit(est.result_, fresh.result_)
@@ -144,7 +144,7 @@ def test_evaluate_through_the_stage_cache_equals_evaluate(small):
 def test_prior_ot_transports_p_rate_and_m_moves_only_its_prior(small):
     """prior-ot's mass is P's agreement rate whatever m is: the scores at m = 0.6 are those at
     the estimate, and the probabilities are those moved by the Bayes prior shift alone."""
-    from puaudit.audit.calibration import prior_shift
+    from puaudit.audit.scorers.calibration import prior_shift
     from puaudit.audit.scorers import TRANSPORT_PRIOR_FLOOR, transport_prior
 
     table, emb = small

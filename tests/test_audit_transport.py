@@ -7,8 +7,8 @@ import ot
 import pytest
 from scipy.stats import spearmanr
 
-import puaudit.audit.transport as tr
-from puaudit.audit.transport import (
+import puaudit.audit.scorers.transport as tr
+from puaudit.audit.scorers.transport import (
     ot_scores,
     partial_ot_scores,
     partial_wasserstein_plan,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bench.certify_vs_threshold import threshold_baseline
-from puaudit.audit.fixed_sequence import lower_bound
+from puaudit.audit.certify.sequence import lower_bound
 from tests.conftest import ROOT, SHARED
 
 

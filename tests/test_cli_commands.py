@@ -10,7 +10,7 @@ from puaudit.audit.config import AuditConfig
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.splits import prepare_split
 from puaudit.audit.relabel import relabel_split
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.cli.commands import main
 from puaudit.data.io import read_table
 from puaudit.data.schema import load_comparisons

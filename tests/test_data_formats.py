@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.audit.evidence import _swapped_column
+from puaudit.audit.evidence import swapped_column
 from puaudit.cli.commands import main
 from puaudit.data.formats import detect
 from puaudit.data.load import load_input
@@ -137,7 +137,7 @@ def test_fastchat_pairwise_both_orders_give_the_verdict_and_the_swapped_column(t
     assert df.loc[1, "g2_judgment"] == "reasoning two"
     assert json.loads(df.loc[0, "verdict_source"]) == ["judge-model", "pair-v2"]
 
-    assert _swapped_column(df, "judge_winner") == "verdict_2"
+    assert swapped_column(df, "judge_winner") == "verdict_2"
     table = load_comparisons(df)
     assert table.judge.tolist() == ["B", "tie", "tie", None]
     back = df["verdict_2"].map({"A": "B", "B": "A", "tie": "tie"})
@@ -298,7 +298,7 @@ def test_arena_hard_games_give_both_orders_and_strength(tmp_path, arena_bench):
     assert df.loc[0, "response_b"] == "cand on qa" and df.loc[0, "prompt"] == "Explain sorting."
     assert df["verdict_source"].tolist() == ["judge-x"] * 2
     assert json.loads(df.loc[0, "games"])[0]["score"] == "B>>A"
-    assert _swapped_column(df, "judge_winner") == "verdict_2"
+    assert swapped_column(df, "judge_winner") == "verdict_2"
     assert load_comparisons(df).judge.tolist() == ["B", "tie"]
 
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from puaudit.audit.evidence_only import PRELIMINARY
+from puaudit.audit.scorers.evidence import PRELIMINARY
 from components.first_look import preliminary_label
 from puaudit.audit.config import AuditConfig
 from puaudit.data.demo import generate_demo

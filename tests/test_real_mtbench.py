@@ -70,7 +70,7 @@ def test_default_ranks_verdicts_with_the_judges_own_evidence(boards):
 
 def test_prior_ot_scores_are_graded_on_real_data(mt):
     from puaudit.audit.splits import prepare_split
-    from puaudit.audit.scoring import score_split
+    from puaudit.audit.scorers.scoring import score_split
 
     table, emb = mt
     prep = prepare_split(table, emb, AuditConfig(p_ratio=0.3, random_state=0))
@@ -83,7 +83,7 @@ def test_prior_ot_scores_are_graded_on_real_data(mt):
 def test_reversals_fall_monotonically_as_m_rises(mt):
     from puaudit.audit.config import AuditConfig
     from puaudit.audit.splits import prepare_split
-    from puaudit.audit.estimator import reversals_vs_m
+    from puaudit.audit.m_curve import reversals_vs_m
 
     table, emb = mt
     table = apply_judge_rule(table, "longer")

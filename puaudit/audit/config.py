@@ -28,7 +28,7 @@ SCORER_CHOICES = ("auto", *SCORERS, "evidence")
 OT_METHODS = ("auto", "exact", "entropic", "fast")
 CALIBRATION_CHOICES = ("isotonic", "platt")
 HUMAN_SOURCES = ("votes", "consensus", "ds", "crowdlab")
-#: Certificates (:mod:`puaudit.audit.certify`): ``auto`` chooses per fold among the others.
+#: Certificates (:mod:`puaudit.audit.certify.judge`): ``auto`` chooses per fold among the others.
 CERTIFICATES = ("auto", "audit", "confidence")
 
 
@@ -123,14 +123,14 @@ class AuditConfig:
     random_state : int or None, default 0
         Seeds the split, the folds and any sampling.
     target_agreement : float in (0.5, 1), optional
-        Certified trust or escalate (:mod:`puaudit.audit.certify`): audited verdicts whose
+        Certified trust or escalate (:mod:`puaudit.audit.certify.judge`): audited verdicts whose
         calibrated P(judge right) clears a threshold certified on P (agreement with people
         >= the target, with probability 1 - ``risk``) are trusted, the rest escalated.
         ``None`` (default): no certification.
     risk : float in (0, 0.5], default 0.1
         Probability that the certified set misses the target.
     texts : bool, default True
-        ``False``: the evidence-only audit (:mod:`puaudit.audit.evidence_only`): no text
+        ``False``: the evidence-only audit (:mod:`puaudit.audit.scorers.evidence`): no text
         encoder is loaded and no embedding is computed or cached; P(judge right) comes from the
         evidence scorer on the verdict evidence and the question type alone, with the same
         calibration, guarded rule, base-rate test and certification. The first look while the

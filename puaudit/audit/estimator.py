@@ -6,11 +6,11 @@ stage                   function                               module
 pair embeddings         :func:`embed_table` (slow; cached)     :mod:`puaudit.embed.pairs`
 split + evidence        :func:`prepare_split`                  :mod:`puaudit.audit.splits`
                                                                :mod:`puaudit.audit.evidence`
-denoise, score,         :func:`score_split`                    :mod:`puaudit.audit.scoring`
-cross-fit, calibrate,                                          :mod:`puaudit.audit.crossfit`
+denoise, score,         :func:`score_split`                    :mod:`puaudit.audit.scorers.scoring`
+cross-fit, calibrate,                                          :mod:`puaudit.audit.scorers.crossfit`
 automatic choice                                               :mod:`puaudit.audit.scorers`
 relabel + measure       :func:`relabel_split`                  :mod:`puaudit.audit.relabel`
-certify (optional)      :func:`certify_split`                  :mod:`puaudit.audit.certify`
+certify (optional)      :func:`certify_split`                  :mod:`puaudit.audit.certify.judge`
 result + export         :class:`AuditResult`                   :mod:`puaudit.audit.result`
 ======================  =====================================  =========================
 
@@ -27,23 +27,16 @@ import dataclasses
 import inspect
 from typing import Callable
 
-import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from puaudit.audit.calibration import prior_shift
-from puaudit.audit.scoring import score_split
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.crossfit import ScoredSplit
-from puaudit.audit.relabel import GROUP_NEG, beats_base_rate, relabel_split
-from puaudit.audit.scorers import SCORER_SPECS
-from puaudit.audit.splits import PreparedSplit
 from puaudit.audit.stages import StageCache
 from puaudit.data.schema import ComparisonTable, load_comparisons
 from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.errors import PUAuditError
 
-__all__ = ["PUAudit", "reversals_vs_m"]
+__all__ = ["PUAudit"]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(AuditConfig))
 
@@ -58,7 +51,8 @@ class PUAudit(BaseEstimator):
     Parameters
     ----------
     config : AuditConfig, optional
-        A whole configuration; fields passed by name override it.
+        A whole configuration: it gives every field not passed by name, here and in
+        ``set_params(config=...)``.
     encoder : str or TextEncoder, optional
         Model name or local Hugging Face directory; default all-MiniLM-L6-v2.
     backend : {"local", "ray"}
@@ -78,11 +72,8 @@ class PUAudit(BaseEstimator):
     table_, embeddings_ : ComparisonTable, PairEmbeddings
         The fitted input (references, not copies) — :meth:`to_frame` uses ``table_``.
     stages_ : StageCache
-        Every stage of this fit (:mod:`puaudit.audit.stages`). A later :meth:`fit` given the
-        same table object (its content unchanged) with the same embeddings (or none), encoder
-        and backend reuses each stage whose fields did not change: after
-        ``set_params(m=0.8)`` only the prior shift, the relabelling, certification and the
-        transport scorers are computed again.
+        Every stage of this fit (:mod:`puaudit.audit.stages`); pass it to a later
+        ``fit(..., stages=est.stages_)`` to reuse each stage whose fields did not change.
     """
 
     def __init__(self, config: AuditConfig | None = None, *, encoder=None,
@@ -97,42 +88,50 @@ class PUAudit(BaseEstimator):
         for name in _FIELDS:
             setattr(self, name, params[name] if name in params else getattr(base, name))
 
+    def set_params(self, **params) -> "PUAudit":
+        """Set parameters; ``config=`` sets every field it holds that is not passed by name."""
+        if "config" in params:
+            base = AuditConfig() if params["config"] is None else params["config"]
+            params = {**{name: getattr(base, name) for name in _FIELDS}, **params}
+        return super().set_params(**params)
+
     def resolved_config(self) -> AuditConfig:
         """The parameters as a validated :class:`AuditConfig`."""
         return AuditConfig(**{name: getattr(self, name) for name in _FIELDS})
 
     def fit(self, table, embeddings: PairEmbeddings | None = None, *,
-            progress: Callable | None = None, show_progress: bool = False) -> "PUAudit":
+            stages: StageCache | None = None, progress: Callable | None = None,
+            show_progress: bool = False) -> "PUAudit":
         """Run the audit on ``table`` (a DataFrame or :class:`ComparisonTable`).
 
-        Sets ``config_``, ``result_`` (:class:`AuditResult`) and the shortcuts ``split_``,
-        ``scores_``, ``p_judge_right_``, ``groups_``, ``adjusted_``, ``m_``, ``m_estimate_``,
-        ``metrics_``, ``per_type_``, ``table_``, ``embeddings_``.
+        ``stages``: a :class:`StageCache` of this table (an earlier ``stages_``): the stages
+        whose fields did not change are reused (after ``set_params(m=0.8)`` only the prior
+        shift, the relabelling, certification and the transport scorers are computed again).
+        Sets ``config_``, ``result_`` (:class:`AuditResult`), ``stages_`` and the shortcuts
+        ``split_``, ``scores_``, ``p_judge_right_``, ``groups_``, ``adjusted_``, ``m_``,
+        ``m_estimate_``, ``metrics_``, ``per_type_``, ``table_``, ``embeddings_``.
         """
         cfg = self.resolved_config()
-        given = table
-        if isinstance(table, pd.DataFrame):
-            table = load_comparisons(table)
-        map_fn = None
         if self.backend not in ("local", "ray"):
             raise PUAuditError(f"Unknown backend {self.backend!r}: choose 'local' or 'ray'.")
-        if self.backend == "ray" and self._reusable_stages(given, table, embeddings) is None:
-            from puaudit.scale.ray_embed import embed_table_ray
-            from puaudit.scale.ray_score import RayMap
+        if isinstance(table, pd.DataFrame):
+            table = load_comparisons(table)
+        if stages is not None:
+            _check_stages(stages, table, embeddings, texts=cfg.texts)
+        else:
+            map_fn = None
+            if self.backend == "ray":
+                from puaudit.scale.ray_embed import embed_table_ray
+                from puaudit.scale.ray_score import RayMap
 
-            if embeddings is None and cfg.texts:
-                embeddings = embed_table_ray(table, self.encoder, progress=progress,
-                                             show_progress=show_progress)
-            map_fn = RayMap()
-        stages = self._reusable_stages(given, table, embeddings)
-        if stages is not None and cfg.texts and stages.embeddings is None:
-            stages = None  # the previous fit was evidence-only: this one needs the texts
-        if stages is None:
+                if embeddings is None and cfg.texts:
+                    embeddings = embed_table_ray(table, self.encoder, progress=progress,
+                                                 show_progress=show_progress)
+                map_fn = RayMap()
             if embeddings is None and cfg.texts:  # texts=False: no encoder, no embeddings
                 embeddings = embed_table(table, self.encoder, progress=progress,
                                          show_progress=show_progress)
             stages = StageCache(table, embeddings, map_fn=map_fn)
-        self._stages_of = (self.encoder, self.backend, given)
         self.config_ = cfg
         self.stages_ = stages
         self.result_ = stages.audit(cfg)
@@ -144,27 +143,28 @@ class PUAudit(BaseEstimator):
         self.metrics_, self.per_type_ = r.metrics, r.per_type
         return self
 
-    def _reusable_stages(self, given, table: ComparisonTable, embeddings) -> StageCache | None:
-        """The previous fit's stages when this fit is given the same table object (its
-        content unchanged since) with the same embeddings (or none), encoder and backend."""
-        prev = getattr(self, "stages_", None)
-        of = getattr(self, "_stages_of", None)
-        if prev is None or of is None or of[2] is not given:
-            return None
-        if of[:2] != (self.encoder, self.backend):
-            return None
-        if embeddings is not None and embeddings is not prev.embeddings:
-            return None
-        if table.content_hash() != prev.table.content_hash():  # edited in place since
-            return None
-        return prev
-
     def to_frame(self) -> pd.DataFrame:
         """The fitted table with the ``puaudit_*`` columns (:meth:`AuditResult.to_frame`)."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "result_", msg="Call fit(table) before to_frame().")
         return self.result_.to_frame(self.table_)
+
+
+def _check_stages(stages: StageCache, table: ComparisonTable, embeddings, *, texts: bool):
+    """A stage cache given to :meth:`PUAudit.fit` must hold this table and these embeddings."""
+    if not isinstance(stages, StageCache):
+        raise PUAuditError(f"stages must be a StageCache (an earlier fit's stages_), got "
+                           f"{type(stages).__name__}.")
+    if table.content_hash() != stages.table.content_hash():
+        raise PUAuditError("stages hold the stages of another table (or of this one before it "
+                           "was edited): fit without stages.")
+    if embeddings is not None and embeddings is not stages.embeddings:
+        raise PUAuditError("stages were computed with other embeddings: fit without stages, or "
+                           "leave embeddings out to use the ones the stages hold.")
+    if texts and stages.embeddings is None:
+        raise PUAuditError("stages come from an evidence-only fit (texts=False) and hold no "
+                           "embeddings: fit without stages to embed the texts.")
 
 
 # scikit-learn reads an estimator's parameters from the signature of its __init__: every
@@ -176,59 +176,3 @@ PUAudit.__init__.__signature__ = inspect.Signature(
      inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY, default="local")]
     + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
        for f in dataclasses.fields(AuditConfig)])
-
-
-def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
-                   scored: ScoredSplit | None = None,
-                   refit: Callable | None = None) -> list[dict]:
-    """Guarded reversals and expected consistency on the audited rows for each ``m``.
-
-    For scorers whose scores do not depend on ``m`` (:attr:`ScorerSpec.uses_m`; the stack and
-    the evidence scorer count as not), the scores and calibration of ``scored`` are reused and
-    only the prior shift (and the paper rule's kept share) changes; otherwise each ``m`` is
-    scored again. With reused scores the reversals never increase as ``m`` rises (the shift
-    raises every probability, the paper rule keeps more rows); a scorer fitted again at each
-    ``m`` carries no such guarantee. Where the audit's automatic choice found its scorer no
-    better than P's base rate (so the guarded rule reverses nothing), every refit keeps that
-    finding, so the curve agrees with the audit at every ``m``. ``refit(prep, config)``: how
-    such a scorer is fitted again (default :func:`score_split`; a :class:`StageCache` passes
-    its own, which keeps the fits).
-    """
-    if scored is None:
-        scored = score_split(prep, config)
-    spec = SCORER_SPECS.get(scored.scorer)
-    reuse = spec is None or not spec.uses_m
-    out = []
-    u = prep.u_rows
-    for mv in m_values:
-        cfg = config.replace(m=float(mv))
-        if reuse:
-            s = dataclasses.replace(scored)
-            s.p_judge_right = _unshifted(scored, scored.p_judge_right)
-            s.p_upper = None if scored.p_upper is None else _unshifted(scored, scored.p_upper)
-            s.p_judge_right = prior_shift(s.p_judge_right, base_rate=scored.base_rate,
-                                          target=cfg.m)
-            if s.p_upper is not None:
-                s.p_upper = prior_shift(s.p_upper, base_rate=scored.base_rate, target=cfg.m)
-            s.prior_target = cfg.m
-            s.m = cfg.m  # the paper rule keeps the top m share of each type
-        else:
-            s = (score_split if refit is None else refit)(
-                prep, cfg.replace(scorer=scored.scorer) if spec is not None else cfg)
-            if not beats_base_rate(scored):
-                # the audit found this scorer no better than the base rate and reverses nothing;
-                # a refit at another m must not reverse on that same evidence
-                s.diagnostics = {**(s.diagnostics or {}), "auto": scored.diagnostics["auto"]}
-        rel = relabel_split(prep, s, cfg, n_boot=0)
-        out.append({"m": float(mv), "n_reversed": int((rel["group"][u] == GROUP_NEG).sum()),
-                    "n_audited": int(len(u)),
-                    "expected_cons_orig": rel["expected"]["expected_cons_orig"],
-                    "expected_cons_adj": rel["expected"]["expected_cons_adj"]})
-    return out
-
-
-def _unshifted(scored: ScoredSplit, p: np.ndarray) -> np.ndarray:
-    """Undo the prior shift of ``scored`` (back to P's base rate)."""
-    if scored.prior_target is None:
-        return p
-    return prior_shift(p, base_rate=scored.prior_target, target=scored.base_rate)

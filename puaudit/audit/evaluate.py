@@ -11,7 +11,7 @@ from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.stages import human_labels
 from puaudit.audit.splits import prepare_split
 from puaudit.audit.relabel import relabel_split
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.config import SCORER_CHOICES, AuditConfig
 from puaudit.errors import PUAuditError
 from puaudit.data.jsonsafe import to_jsonable

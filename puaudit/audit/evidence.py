@@ -1,46 +1,13 @@
-"""Verdict evidence: what the table says about each judge verdict, without human labels.
+"""Verdict evidence: what the table says about each judge verdict, without human labels
+(docs/method.md, "Verdict evidence and the evidence scorer": every signal and its formula).
 
-The embedding scorers look at the two answers' texts. A table usually carries more about the
-verdict itself: which model the judge favours overall, how long the chosen answer is, whether
-the judge picked the first-shown answer, whether it kept its verdict when the order was
-swapped, how sure it was, and whether other judges agreed. This stage turns each of these into
-one number per row, *oriented by the judge's verdict* (the chosen answer against the rejected
-one), and computes them from the judge's verdicts and the texts alone, so no human label enters
-(validation rows stay untouched).
-
-=========================== ====================================================================
-signal                      value on a row where the judge chose ``c`` over ``r``
-=========================== ====================================================================
-``position_first``          1 when the judge chose the first-shown answer (A), else 0
-``log_length_ratio``        :math:`\\log\\frac{1 + |c|}{1 + |r|}` (characters)
-``structure_gap``           signed :math:`\\log(1 + |\\Delta|)` of the difference in markdown
-                            structure lines (list items, headings, code fences, table rows)
-``bt_gap``                  :math:`\\theta_{m(c)} - \\theta_{m(r)}`: Bradley–Terry strengths of the
-                            two models fitted on *all* the judge's verdicts (ties count half)
-``bt_favourite``            1 when ``bt_gap > 0`` (the verdict picks the judge's own favourite)
-``bt_upset``                :math:`-\\log\\sigma(\\theta_{m(c)} - \\theta_{m(r)})`: how surprising the
-                            verdict is under the judge's own model
-``bt_gap_type``             ``bt_gap`` with the strengths fitted per question type (a judge may
-                            favour one model at coding and another at writing)
-``order_consistent``        1 when the verdict with the answers swapped (mapped back) is the
-                            same, 0 when it differs (a swapped-order column or a raw
-                            ``tie (inconsistent)`` column)
-``p_chosen``                the judge's own probability of its verdict (``p_A``/``p_B``/``p_tie``
-                            or ``p1_*``/``p2_*`` for the two orders, averaged)
-``p_entropy``               entropy (nats) of that distribution
-``log_perplexity``          log perplexity of the judgment (``ppl``/``ppl_1``/``ppl_2``)
-``agrees_<judge>``          +1 when another judge's column on the same row agrees, −1 when it
-                            picks the other answer, 0 for its tie, NaN when it has no verdict
-                            (a column whose name says ``judge`` and not human, annotator,
-                            worker, rater, gold or true)
-=========================== ====================================================================
-
-Each signal is computed only when its columns exist; a column that exists but is malformed
-(probabilities that are not numbers in [0, 1], perplexities that are not positive numbers,
-verdicts that cannot be read) is left out with one message naming it, and the audit goes on.
-When the table's judge is a rule (:func:`puaudit.data.schema.apply_judge_rule`), the columns
-that describe the file's own judge (its verdicts, probabilities, swapped orders) say nothing
-about the rule's verdicts and are not read.
+Each signal (:data:`EVIDENCE_SIGNALS`: position, length ratio, markdown structure, the judge's
+own Bradley–Terry strengths overall and per type, both-order consistency, its probabilities and
+perplexity, other judges' agreement) is one number per row, *oriented by the judge's verdict*
+(the chosen answer against the rejected one), computed from the judge's verdicts and the texts
+alone, so no human label enters. A signal is computed only when its columns exist; a malformed
+column is left out with one message naming it, and the audit goes on. When the table's judge is
+a rule (:func:`puaudit.data.schema.apply_judge_rule`), the file's own judge columns are not read.
 """
 
 from __future__ import annotations
@@ -191,7 +158,7 @@ def _numeric(frame: pd.DataFrame, col: str, *, lo: float, hi: float, open_lo: bo
     return vals
 
 
-def _swapped_column(frame: pd.DataFrame, judge_col: str) -> str | None:
+def swapped_column(frame: pd.DataFrame, judge_col: str) -> str | None:
     """A column holding the same judge's verdicts with the answers shown in the other order."""
     names = {str(c).lower(): c for c in frame.columns}
     j = judge_col.lower()
@@ -325,7 +292,7 @@ def _strength_signals(c: _Collector) -> None:
 
 def _order_signal(c: _Collector) -> None:
     frame, judge_col = c.frame, c.judge_col
-    swapped = _swapped_column(frame, judge_col)
+    swapped = swapped_column(frame, judge_col)
     raw = next((col for col in frame.columns if str(col).lower() == f"{judge_col.lower()}_raw"),
                None)
     if swapped is not None:

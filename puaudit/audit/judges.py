@@ -1,17 +1,7 @@
-r"""Other judges beside the audited one: how often each agrees with people, and how much the
-evidence model leans on it.
-
-An other judge enters the audit as the evidence signal ``agrees_<judge>`` (:mod:`puaudit.audit
-.evidence`): +1 where it picks the audited judge's answer, −1 where it picks the other, 0 for
-its tie. On P, where the people's verdict is known, its own agreement with people is
-
-.. math:: a = \frac{1}{|I|} \sum_{i \in I} \overline{[v_i = h_i]}
-
-over the P items :math:`I` where it gave a strict verdict (the bar: an item's votes averaged,
-so each item counts once), with the exact (Clopper–Pearson) 95% interval. Its weight is the
-evidence model's coefficient of ``agrees_<judge>`` on the standardised scale (positive: the
-audited judge is more likely right when this judge agrees), with its 2.5–97.5% range over the
-cross-fitting fold fits; it is absent when the evidence model was not fitted.
+r"""Other judges beside the audited one (docs/method.md, "Other judges named as columns"): how
+often each agrees with people on P items where it gave a strict verdict (items once, exact 95%
+interval), and its weight in the evidence model (the coefficient of ``agrees_<judge>`` on the
+standardised scale, with its 2.5–97.5% range over the fold fits).
 """
 
 from __future__ import annotations
@@ -19,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from puaudit.audit.fixed_sequence import item_outcomes, two_sided_interval
+from puaudit.audit.certify.sequence import item_outcomes, two_sided_interval
 from puaudit.audit.splits import SPLIT_P
 
 __all__ = ["other_judges_frame", "OTHER_JUDGE_COLUMNS"]

@@ -2,27 +2,33 @@
 
 The Audit page draws the curve beside its m slider and the audit report (``puaudit report``)
 carries it, both with :func:`puaudit.report.figures.m_curve.m_curve_figure`; both take their m
-values from :func:`m_grid` and each point from :func:`puaudit.audit.estimator.reversals_vs_m`.
+values from :func:`m_grid` and each point from :func:`reversals_vs_m`.
 :func:`audit_with_m_curve` runs an audit and draws its curve from that audit's own split and
 scores (nothing is scored twice).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Callable
+
 import numpy as np
 
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.stages import audit_table, human_labels
-from puaudit.audit.splits import prepare_split
-from puaudit.audit.estimator import reversals_vs_m
-from puaudit.audit.scoring import score_split
-from puaudit.audit.relabel import GROUP_NEG
+from puaudit.audit.splits import PreparedSplit, prepare_split
+from puaudit.audit.scorers.scoring import score_split
+from puaudit.audit.relabel import GROUP_NEG, beats_base_rate, relabel_split
+from puaudit.audit.scorers import SCORER_SPECS
+from puaudit.audit.scorers.calibration import prior_shift
+from puaudit.audit.scorers.crossfit import ScoredSplit
 from puaudit.audit.result import AuditResult
 from puaudit.data.schema import ComparisonTable
 from puaudit.embed.pairs import PairEmbeddings
 from puaudit.errors import PUAuditError
 
-__all__ = ["M_RANGE", "m_grid", "with_current_point", "audit_with_m_curve", "stage_curve"]
+__all__ = ["M_RANGE", "m_grid", "with_current_point", "audit_with_m_curve", "stage_curve",
+           "reversals_vs_m"]
 
 #: the Audit page's m slider: (lowest, highest); the curve spans exactly this range
 M_RANGE = (0.05, 1.0)
@@ -57,7 +63,7 @@ def with_current_point(curve: list[dict], m: float, n_reversed: int) -> list[dic
     Parameters
     ----------
     curve : list of dict
-        :func:`~puaudit.audit.estimator.reversals_vs_m`'s points (``m``, ``n_reversed``, …).
+        :func:`reversals_vs_m`'s points (``m``, ``n_reversed``, …).
     m : float
         The audit's m.
     n_reversed : int
@@ -88,7 +94,7 @@ def audit_with_m_curve(table: ComparisonTable, embeddings: PairEmbeddings,
     Returns
     -------
     (AuditResult, list of dict or None)
-        The audit, and :func:`~puaudit.audit.estimator.reversals_vs_m` over
+        The audit, and :func:`reversals_vs_m` over
         :func:`m_grid` of the audit's m with its point there set to the audit's own reversals
         (:func:`with_current_point`); None when a refit at some m fails (the audit stands
         without its curve, as on the Audit page).
@@ -116,7 +122,7 @@ def stage_curve(stages, config: AuditConfig, *, m_values=None, checkpoint=None,
     :class:`~puaudit.audit.stages.StageCache`: once per split and scorer settings.
 
     The split and the scores come from the cache at ``m`` = the estimate (``config.m`` is
-    ignored), each m shifts their prior (:func:`~puaudit.audit.estimator.reversals_vs_m`), and a
+    ignored), each m shifts their prior (:func:`reversals_vs_m`), and a
     scorer that transports m is fitted again through the cache (kept for the next call and for
     the audits at those m). The dashboard marks the current m with the audit it shows
     (:func:`with_current_point`).
@@ -148,3 +154,59 @@ def stage_curve(stages, config: AuditConfig, *, m_values=None, checkpoint=None,
             checkpoint()
         out += reversals_vs_m(prep, config, [mv], scored=scored, refit=refit)
     return out
+
+
+def reversals_vs_m(prep: PreparedSplit, config: AuditConfig, m_values, *,
+                   scored: ScoredSplit | None = None,
+                   refit: Callable | None = None) -> list[dict]:
+    """Guarded reversals and expected consistency on the audited rows for each ``m``.
+
+    For scorers whose scores do not depend on ``m`` (:attr:`ScorerSpec.uses_m`; the stack and
+    the evidence scorer count as not), the scores and calibration of ``scored`` are reused and
+    only the prior shift (and the paper rule's kept share) changes; otherwise each ``m`` is
+    scored again. With reused scores the reversals never increase as ``m`` rises (the shift
+    raises every probability, the paper rule keeps more rows); a scorer fitted again at each
+    ``m`` carries no such guarantee. Where the audit's automatic choice found its scorer no
+    better than P's base rate (so the guarded rule reverses nothing), every refit keeps that
+    finding, so the curve agrees with the audit at every ``m``. ``refit(prep, config)``: how
+    such a scorer is fitted again (default :func:`score_split`; a :class:`StageCache` passes
+    its own, which keeps the fits).
+    """
+    if scored is None:
+        scored = score_split(prep, config)
+    spec = SCORER_SPECS.get(scored.scorer)
+    reuse = spec is None or not spec.uses_m
+    out = []
+    u = prep.u_rows
+    for mv in m_values:
+        cfg = config.replace(m=float(mv))
+        if reuse:
+            s = dataclasses.replace(scored)
+            s.p_judge_right = _unshifted(scored, scored.p_judge_right)
+            s.p_upper = None if scored.p_upper is None else _unshifted(scored, scored.p_upper)
+            s.p_judge_right = prior_shift(s.p_judge_right, base_rate=scored.base_rate,
+                                          target=cfg.m)
+            if s.p_upper is not None:
+                s.p_upper = prior_shift(s.p_upper, base_rate=scored.base_rate, target=cfg.m)
+            s.prior_target = cfg.m
+            s.m = cfg.m  # the paper rule keeps the top m share of each type
+        else:
+            s = (score_split if refit is None else refit)(
+                prep, cfg.replace(scorer=scored.scorer) if spec is not None else cfg)
+            if not beats_base_rate(scored):
+                # the audit found this scorer no better than the base rate and reverses nothing;
+                # a refit at another m must not reverse on that same evidence
+                s.diagnostics = {**(s.diagnostics or {}), "auto": scored.diagnostics["auto"]}
+        rel = relabel_split(prep, s, cfg, n_boot=0)
+        out.append({"m": float(mv), "n_reversed": int((rel["group"][u] == GROUP_NEG).sum()),
+                    "n_audited": int(len(u)),
+                    "expected_cons_orig": rel["expected"]["expected_cons_orig"],
+                    "expected_cons_adj": rel["expected"]["expected_cons_adj"]})
+    return out
+
+
+def _unshifted(scored: ScoredSplit, p: np.ndarray) -> np.ndarray:
+    """Undo the prior shift of ``scored`` (back to P's base rate)."""
+    if scored.prior_target is None:
+        return p
+    return prior_shift(p, base_rate=scored.prior_target, target=scored.base_rate)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from puaudit.audit.calibration import MonotoneCalibrator, prior_shift
+from puaudit.audit.scorers.calibration import MonotoneCalibrator, prior_shift
 from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.metrics import consistency, consistency_by_type
 from puaudit.audit.splits import SPLIT_P, SPLIT_VAL
@@ -14,7 +14,7 @@ from puaudit.errors import PUAuditError
 from puaudit.stats.bootstrap import cluster_bootstrap_indices
 
 if TYPE_CHECKING:
-    from puaudit.audit.crossfit import ScoredSplit
+    from puaudit.audit.scorers.crossfit import ScoredSplit
     from puaudit.audit.splits import PreparedSplit
 
 __all__ = ["GROUP_POS", "GROUP_NEG", "GROUP_UNCERTAIN", "GROUP_VERIFIED", "GROUP_EXCLUDED",

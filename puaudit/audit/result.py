@@ -75,7 +75,8 @@ class AuditResult:
     thresholds: dict
     params: dict
     diagnostics: dict = field(default_factory=dict)
-    #: certified trust or escalate (``target_agreement`` set): :class:`puaudit.audit.certify.Certification`
+    #: certified trust or escalate (``target_agreement`` set):
+    #: :class:`puaudit.audit.certify.judge.Certification`
     certification: object = None
     #: verdict evidence signal -> (n,) values, exported as ``puaudit_evidence_<signal>``
     evidence: dict = field(default_factory=dict)
@@ -289,7 +290,7 @@ class AuditResult:
                 "n", "cons_orig", "cons_adj", "delta", "n_reversed", "reversal_precision")}
                 for t, m in self.per_type.items()},
             "params": self.params,
-            # texts=False: the evidence-only audit (no text scorer; puaudit.audit.evidence_only)
+            # texts=False: the evidence-only audit (no text scorer; puaudit.audit.scorers.evidence)
             "evidence_only": self.params.get("texts", True) is False,
             "scorer_used": self.params.get("scorer_used", self.params.get("scorer")),
             # scorer="auto": each candidate's cross-fitted log loss / Brier score on P, the choice

@@ -228,7 +228,7 @@ class PreparedSplit:
     confidence: np.ndarray | None = None
     #: each row's certification fold when the caller deals them (a cascade deals them once over
     #: the whole table, so its stages, the union and the strong judge alone share them); None:
-    #: :func:`puaudit.audit.certify.certify_split` deals them over this split's items
+    #: :func:`puaudit.audit.certify.judge.certify_split` deals them over this split's items
     folds: np.ndarray | None = None
 
     @property
@@ -274,7 +274,7 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
     """
     config = AuditConfig() if config is None else config
     human = table.human if human is None else np.asarray(human, dtype=object)
-    if not config.texts:  # the evidence-only audit: no embeddings (puaudit.audit.evidence_only)
+    if not config.texts:  # the evidence-only audit: no embeddings (puaudit.audit.scorers.evidence)
         return _finish_split(table, emb, config, human, identical_responses(table),
                              with_evidence=with_evidence)
     if emb is None:

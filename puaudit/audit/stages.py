@@ -1,7 +1,7 @@
 r"""The audit's stages in order (:func:`audit_table`), and :class:`StageCache`, which keeps
 each stage under the :class:`AuditConfig` fields it reads.
 
-A slider step on the dashboard, or ``set_params(m=...)`` and a new ``fit`` of the same table,
+A slider step on the dashboard, or ``set_params(m=...)`` and ``fit(..., stages=est.stages_)``,
 changes one or two fields; every stage that reads none of them is reused:
 
 =============  ================================================  =============================
@@ -21,14 +21,11 @@ relabel        prior shift to ``m``, ``rule``, ``margin``,       yes
 certify        ``target_agreement``, ``risk``                    yes (when set)
 =============  ================================================  =============================
 
-A field no stage names (one added to :class:`AuditConfig` later) counts as read by every
-stage, so a new field can never make a stale stage be reused. Every stage runs exactly the
-functions a fresh :func:`audit_table` runs, in the same order with the
-same seeds, so a cached audit equals a fresh one bit for bit (``tests/test_audit_stages.py``).
-
+A field no stage names counts as read by every stage, so a new field can never make a stale
+stage be reused. Every stage runs exactly the functions a fresh :func:`audit_table` runs, in the
+same order with the same seeds, so a cached audit equals a fresh one bit for bit.
 ``checkpoint``: a callable run between stages and before each scoring job (the dashboard's job
-runner pauses background work there while a slider answer is computed, and cancels it by
-raising); it never changes a result.
+runner pauses background work there, and cancels it by raising); it never changes a result.
 """
 
 from __future__ import annotations
@@ -43,9 +40,9 @@ from typing import Callable
 
 import numpy as np
 
-from puaudit.audit.scoring import score_split
+from puaudit.audit.scorers.scoring import score_split
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer
+from puaudit.audit.scorers.crossfit import ScoredSplit, apply_prior, crossfit_scorer
 from puaudit.audit.relabel import GROUP_NEG, relabel_split
 from puaudit.audit.result import AuditResult, InputInfo
 from puaudit.audit.scorers import AUTO_CANDIDATES, SCORER_SPECS
@@ -157,8 +154,8 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     Ray backend's tasks). ``relabelled``: :func:`relabel_split` of ``prep`` and ``scored``
     with ``config`` when the caller has it (certification at another target reuses it).
     ``input_info``: :meth:`InputInfo.of` ``(table)`` when the caller has it (hashing the texts
-    is a fifth of an ``m`` step on MT-Bench). ``config.texts`` False: the evidence-only audit (:mod:`puaudit.audit.evidence_only`);
-    ``embeddings`` is not read and may be None.
+    is a fifth of an ``m`` step on MT-Bench). ``config.texts`` False: the evidence-only audit
+    (:mod:`puaudit.audit.scorers.evidence`); ``embeddings`` is not read and may be None.
     """
     stages = _StageLog()
     if prep is None:
@@ -172,7 +169,7 @@ def audit_table(table: ComparisonTable, embeddings: PairEmbeddings, config: Audi
     stages.done("relabel + measure")
     certification = None
     if config.target_agreement is not None:
-        from puaudit.audit.certify import certify_split
+        from puaudit.audit.certify.judge import certify_split
 
         certification = certify_split(prep, scored, config,
                                       reversed_rows=rel["group"] == GROUP_NEG)
@@ -206,7 +203,7 @@ class StageCache:
         Stage results kept (least recently used dropped first); a stage result holds a few
         arrays aligned with the rows.
     map_fn : callable, optional
-        Runs the scoring jobs (:func:`~puaudit.audit.scoring.score_split`; the Ray backend).
+        Runs the scoring jobs (:func:`~puaudit.audit.scorers.scoring.score_split`; the Ray backend).
 
     Attributes
     ----------
@@ -328,7 +325,7 @@ class StageCache:
 
     def scored(self, config: AuditConfig, *, checkpoint: Callable | None = None
                ) -> ScoredSplit:
-        """:func:`~puaudit.audit.scoring.score_split` of ``config``: the fits (and the
+        """:func:`~puaudit.audit.scorers.scoring.score_split` of ``config``: the fits (and the
         automatic choice) before the prior shift are cached; the shift to ``m`` is applied to
         a copy (a few vector operations)."""
         prep = self.split(config, checkpoint=checkpoint)

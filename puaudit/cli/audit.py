@@ -156,7 +156,7 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}"
           + _exclusion_note(summary))
     if summary.get("evidence_only"):
-        from puaudit.audit.evidence_only import EVIDENCE_ONLY
+        from puaudit.audit.scorers.evidence import EVIDENCE_ONLY
 
         print(EVIDENCE_ONLY)
     print(f"m = {fmt(res.m)} (estimate from P: {fmt(res.m_estimate)}); scorer {cfg.scorer}"

@@ -1,9 +1,9 @@
 """``puaudit cascade FILE --judges COL1 COL2 ... --target-agreement T --risk R -o OUT``.
 
 Judges cheapest first; stage k certifies judge k on the rows earlier stages did not trust, at
-risk R/K, which decides who judge k+1 is asked about (:mod:`puaudit.audit.cascade`); the trusted
-rows are then certified together by one test at risk R (``--certify joint``, the default,
-:mod:`puaudit.audit.cascade_union`), or stage by stage (``--certify per-stage``); the rows no
+risk R/K, which decides who judge k+1 is asked about (:mod:`puaudit.audit.certify.cascade`); the
+trusted rows are then certified together by one test at risk R (``--certify joint``, the default,
+:mod:`puaudit.audit.certify.cascade`), or stage by stage (``--certify per-stage``); the rows no
 stage trusts go to people. ``--budget S`` lets each later judge be asked about S of the rows:
 the stage before it sends its least confident certified rows on too. The export keeps every
 input row and column and adds ``puaudit_cascade_split``, ``puaudit_cascade_stage`` (the judge
@@ -112,7 +112,7 @@ def _print(summary: dict, file=None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``puaudit cascade``; returns the exit status."""
-    from puaudit.audit.cascade import CASCADE_COLUMNS, run_cascade
+    from puaudit.audit.certify.cascade import CASCADE_COLUMNS, run_cascade
     from puaudit.audit.config import check_risk, check_target
     from puaudit.cli.options import config_from_args
     from puaudit.cli.embeddings import embeddings

@@ -267,7 +267,7 @@ def _input_frame(args: argparse.Namespace):
     cascade's export the function that puts the answers back into the whole table."""
     frame = read_frame(args)
     if args.only_escalated and "puaudit_cascade_stage" in frame.columns:
-        from puaudit.audit.escalation import cascade_escalated_rows, merge_asked_verdicts
+        from puaudit.audit.certify.escalation import cascade_escalated_rows, merge_asked_verdicts
 
         export = frame
         frame, positions = cascade_escalated_rows(export, judge=args.winner_column)
@@ -277,7 +277,7 @@ def _input_frame(args: argparse.Namespace):
         return frame, lambda asked: merge_asked_verdicts(export, positions, asked,
                                                          winner_column=args.winner_column)
     if args.only_escalated:
-        from puaudit.audit.escalation import escalated_rows
+        from puaudit.audit.certify.escalation import escalated_rows
 
         n_in = len(frame)
         frame = escalated_rows(frame)

@@ -39,7 +39,7 @@ The judge's distribution is their mean over the orders present on the row:
 
 the mean probability of the verdict :math:`v_i` it gave. This is the bidirectional
 aggregation of TrustJudge applied to one pair, and what the evidence signal ``p_chosen`` and the
-confidence certificate (:mod:`puaudit.audit.certify`) read.
+confidence certificate (:mod:`puaudit.audit.certify.judge`) read.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def owner_of_probability_columns(columns: Iterable, judges: Iterable, *,
                                  default_judge: str | None) -> dict:
     """Column -> judge for the unprefixed probability columns (they belong to
     ``default_judge`` when it is one of ``judges``); prefixed ones are owned by their prefix
-    (:func:`puaudit.audit.cascade.judge_columns_of`)."""
+    (:func:`puaudit.audit.certify.cascade.judge_columns_of`)."""
     judges = {str(j) for j in judges}
     if default_judge is None or str(default_judge) not in judges:
         return {}

@@ -1,6 +1,6 @@
 """When an audit's numbers will be ready: the first look (evidence only) and the full audit.
 
-The first numbers come from the evidence-only audit (:mod:`puaudit.audit.evidence_only`),
+The first numbers come from the evidence-only audit (:mod:`puaudit.audit.scorers.evidence`),
 which embeds nothing; the full audit waits for every distinct text not yet in the embedding
 cache. The estimate is
 

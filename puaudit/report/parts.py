@@ -46,7 +46,7 @@ class ReportParts:
     result : AuditResult or None
     m_curve : list of dict or None
         The audit's reversals vs m (:func:`puaudit.audit.m_curve.audit_with_m_curve`: the
-        points of :func:`~puaudit.audit.estimator.reversals_vs_m`, the one at the audit's m
+        points of :func:`~puaudit.audit.m_curve.reversals_vs_m`, the one at the audit's m
         its own reversals), None when they could not be computed.
     spread : dict or None
         The change over seeded splits as :func:`puaudit.audit.evaluate.delta_over_seeds`

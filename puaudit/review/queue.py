@@ -28,7 +28,8 @@ CERTIFIED_TIER_NAMES = {0: "escalated", 1: "trusted"}
 CASCADE_TIER = "cascade: no judge trusted"
 #: The cascade export's column naming the judge trusted on each row, or ``people``.
 STAGE_COLUMN = "puaudit_cascade_stage"
-PEOPLE = "people"  # puaudit.audit.cascade.PEOPLE (not imported: the cascade pulls in the audit)
+# puaudit.audit.certify.cascade.PEOPLE (not imported: the cascade pulls in the audit)
+PEOPLE = "people"
 
 
 def _tiers(group) -> np.ndarray:
@@ -47,8 +48,8 @@ def review_order(p_judge_right, group, candidates, *, order: str = "value",
     order : {"value", "random"}
     below : array over all rows, optional
         Certified threshold minus each row's probability
-        (:meth:`~puaudit.audit.certify.Certification.distance_below`): escalated rows (``> 0``)
-        first, largest first, then trusted ones, closest to the threshold first.
+        (:meth:`~puaudit.audit.certify.judge.Certification.distance_below`): escalated rows
+        (``> 0``) first, largest first, then trusted ones, closest to the threshold first.
     first : bool array over all rows, optional
         Rows that go before every other (the rows a cascade left for people,
         :func:`cascade_people`), each part in the order above. Ignored by ``"random"``.

@@ -1,6 +1,6 @@
 """The per-type scoring and the cross-fitting folds as Ray tasks.
 
-:func:`puaudit.audit.scoring.score_split` cuts its work into independent jobs: for the full
+:func:`puaudit.audit.scorers.scoring.score_split` cuts its work into independent jobs: for the full
 fit and for each cross-fitting fold, one job per question type (fit the scorer on that type's
 verified positives, score that type's audited and held-out rows). Locally they run one after the
 other; given ``map_fn=RayMap()`` they are handed over all at once and run as Ray tasks. The

@@ -21,7 +21,7 @@ RISK_CHOICES = (0.01, 0.05, 0.1, 0.2)
 def coverage_curve_figure(curve: list[dict], *, current_target: float | None = None
                           ) -> go.Figure:
     """Share of audited rows trusted at each target (from
-    :meth:`puaudit.audit.certify.Certification.curve`), with the realised agreement of the
+    :meth:`puaudit.audit.certify.judge.Certification.curve`), with the realised agreement of the
     trusted validation rows and the line agreement = target it should stay above."""
     x = [c["target"] for c in curve]
     cov = [c["coverage"] for c in curve]

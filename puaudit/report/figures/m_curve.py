@@ -12,7 +12,7 @@ __all__ = ["m_curve_figure"]
 
 def m_curve_figure(curve: list[dict], *, current_m: float | None = None) -> go.Figure:
     """Audited rows the guarded rule would reverse at each ``m`` (from
-    :func:`puaudit.audit.estimator.reversals_vs_m`) over the slider's whole range
+    :func:`puaudit.audit.m_curve.reversals_vs_m`) over the slider's whole range
     (:data:`~puaudit.audit.m_curve.M_RANGE`), with the current value marked and its count
     labelled."""
     ms = [c["m"] for c in curve]

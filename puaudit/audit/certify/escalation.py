@@ -82,7 +82,7 @@ def merge_asked_verdicts(export, positions, asked, *, winner_column: str):
     the cascade can run again on it); each column the judge added is filled on the asked rows and
     empty elsewhere. Columns other than ``winner_column`` are named ``<winner_column>_<name>``
     unless they already start with it, so the cascade counts them as that judge's and no earlier
-    stage reads them (:func:`puaudit.audit.cascade.judge_columns_of`).
+    stage reads them (:func:`puaudit.audit.certify.cascade.judge_columns_of`).
     """
     import pandas as pd
 

@@ -1,38 +1,18 @@
-r"""Prior-aware two-sided transport: graded scores in which ``m`` is the prior share of right verdicts.
+r"""Prior-aware two-sided transport (``prior-ot``): graded scores in which ``m`` is the prior
+share of right verdicts (docs/method.md, "Scorers").
 
-The paper's partial transport (:mod:`puaudit.audit.transport`) is a linear programme whose optimum is a
-vertex, so its scores are 0 or 1 and a calibrated map has nothing to grade (docs/method.md,
-"Scorers"). This module keeps transport's global mass constraint but gives each
-audited row a graded score:
+Sources: the verified positives :math:`z_i` with mass :math:`m / n_p` each and their reversals
+:math:`-z_i` with :math:`(1 - m) / n_p`; targets: the audited rows, :math:`b_j = 1/n_u`; cost
+:math:`C_{ij} = 1 - \langle s_i, z_j \rangle`. Entropic unbalanced OT (Chizat et al. 2018; POT
+``ot.unbalanced.sinkhorn_unbalanced``, ``reg_type="kl"``):
 
-* **sources**: the verified positives :math:`z_i` (judge-right prototypes) with total mass
-  :math:`m`, and their reversals :math:`-z_i` (judge-wrong prototypes: a pair whose verdict was
-  flipped has the opposite difference vector) with total mass :math:`1 - m`, so
-  :math:`a_i = m / n_p` for :math:`i \le n_p` and :math:`a_i = (1 - m)/n_p` after;
-* **targets**: the audited rows :math:`z_j` (oriented by the judge), :math:`b_j = 1/n_u`;
-* **cost** :math:`C_{ij} = 1 - \langle s_i, z_j \rangle` for a source vector :math:`s_i`;
-* entropic **unbalanced** OT (Chizat et al. 2018; POT ``ot.unbalanced.sinkhorn_unbalanced`` with
-  ``reg_type="kl"``):
+.. math:: \min_{\Gamma \ge 0} \langle \Gamma, C\rangle + \varepsilon\,\mathrm{KL}(\Gamma\,|\,a b^\top)
+          + \rho\,\mathrm{KL}(\Gamma 1\,|\,a) + \rho\,\mathrm{KL}(\Gamma^\top 1\,|\,b),
 
-  .. math:: \min_{\Gamma \ge 0} \langle \Gamma, C\rangle + \varepsilon\,\mathrm{KL}(\Gamma\,|\,a b^\top)
-            + \rho\,\mathrm{KL}(\Gamma 1\,|\,a) + \rho\,\mathrm{KL}(\Gamma^\top 1\,|\,b),
-
-  so a row far from every prototype need not be fully matched;
-* **score** of row :math:`j`: the share of the mass it receives that comes from the judge-right
-  side, :math:`s_j = \sum_{i \le n_p} \Gamma_{ij} / \sum_i \Gamma_{ij}`.
-
-With the plan written :math:`\Gamma_{ij} = u_i K_{ij} v_j` the target scaling :math:`v_j` cancels
-in :math:`s_j`: the score is a softmax over sources of :math:`h_i - C_{ij}/\varepsilon` with
-:math:`h_i = \log a_i + \log u_i`, summed over the judge-right side. Only the source potentials
-need solving. They depend on the targets through sums, so when there are more than
-``max_targets`` audited rows they are solved on a seeded uniform sample of that many rows (the
-sums' relative error is about :math:`1/\sqrt{\text{max\_targets}}`), and every row is then scored
-in one streamed pass over blocks of targets: memory :math:`O(n_p \cdot \text{block})`, time one
-matrix product per block. Up to ``max_targets`` the result is the exact fixed point of POT's
-scaling iterations (tested against POT).
-
-Runs on torch (CPU, or CUDA when present); numpy and torch inputs are both accepted and the
-result comes back as numpy.
+and the score of row :math:`j` is the share of its received mass from the judge-right side,
+:math:`s_j = \sum_{i \le n_p} \Gamma_{ij} / \sum_i \Gamma_{ij}`. The target scaling cancels
+there, so only the source potentials are solved (on a seeded sample of ``max_targets`` rows
+when there are more), and every row is scored in one streamed pass over blocks of targets.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ __all__ = ["ScorerSpec", "SCORER_SPECS", "SCORERS", "AUTO_CANDIDATES", "MAX_FIT_
 
 
 def _prior_ot(zp, zu, *, m, reg, random_state, score_rows, log, **_):
-    from puaudit.audit.prior_transport import prior_ot_scores
+    from puaudit.audit.scorers.prior_transport import prior_ot_scores
 
     kw = {} if reg is None else {"reg": reg}
     return prior_ot_scores(zp, zu, m, random_state=random_state, score_rows=score_rows, log=log,
@@ -37,32 +37,32 @@ def _prior_ot(zp, zu, *, m, reg, random_state, score_rows, log, **_):
 
 
 def _pot(zp, zu, *, m, ot_method, reg, log, **_):
-    from puaudit.audit.transport import partial_ot_scores
+    from puaudit.audit.scorers.transport import partial_ot_scores
 
     return partial_ot_scores(zp, zu, m, method=ot_method, reg=reg, log=log)
 
 
 def _full_ot(zp, zu, *, ot_method, reg, log, **_):
-    from puaudit.audit.transport import ot_scores
+    from puaudit.audit.scorers.transport import ot_scores
 
     method = "exact" if ot_method in ("auto", "exact", "fast") else ot_method
     return ot_scores(zp, zu, method=method, reg=reg, log=log)
 
 
 def _centroid(zp, zu, **_):
-    from puaudit.audit.baselines import centroid_scores
+    from puaudit.audit.scorers.baselines import centroid_scores
 
     return centroid_scores(zp, zu)
 
 
 def _probe(zp, zu, *, probe_C, **_):
-    from puaudit.audit.baselines import probe_scores
+    from puaudit.audit.scorers.baselines import probe_scores
 
     return probe_scores(zp, zu, C=probe_C)
 
 
 def _knn(zp, zu, *, n_neighbors, **_):
-    from puaudit.audit.baselines import knn_scores
+    from puaudit.audit.scorers.baselines import knn_scores
 
     return knn_scores(zp, zu, n_neighbors=n_neighbors)
 
@@ -74,8 +74,9 @@ class ScorerSpec:
     Attributes
     ----------
     name, family : str
-        ``family`` is ``"transport"`` (:mod:`puaudit.audit.transport`,
-        :mod:`puaudit.audit.prior_transport`) or ``"baseline"`` (:mod:`puaudit.audit.baselines`).
+        ``family`` is ``"transport"`` (:mod:`~puaudit.audit.scorers.transport`,
+        :mod:`~puaudit.audit.scorers.prior_transport`) or ``"baseline"``
+        (:mod:`~puaudit.audit.scorers.baselines`).
     fit : callable
         ``fit(zp, zu, *, m, ot_method, reg, n_neighbors, probe_C, random_state, score_rows, log)``.
     denoise : bool

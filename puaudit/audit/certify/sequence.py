@@ -6,7 +6,7 @@ before any outcome is seen, from the most confident share down, and tests each c
 (that share of every source's most confident items, pooled) with the one-sided exact
 (Clopper–Pearson) lower bound :func:`lower_bound`; testing stops at the first set whose bound is
 below the target, and the last passing share is certified (Learn-then-Test; the whole procedure,
-its validity and its folds are in :mod:`puaudit.audit.certify` and docs/method.md). Items, not
+its validity and its folds are in :mod:`puaudit.audit.certify.judge` and docs/method.md). Items, not
 votes: :func:`item_outcomes` counts each item once with the share of its votes that agree.
 """
 

@@ -1,10 +1,10 @@
 r"""The scoring stage: cross-fit the scorer(s) on P and, with ``scorer="auto"``, choose one.
 
 :func:`score_split` denoises P, scores the audited rows and cross-fits the score -> P(judge
-right) map on P (:mod:`puaudit.audit.crossfit`). ``auto`` cross-fits every candidate of
+right) map on P (:mod:`puaudit.audit.scorers.crossfit`). ``auto`` cross-fits every candidate of
 :data:`puaudit.audit.scorers.AUTO_CANDIDATES`, calibrates each one's out-of-fold scores on P
 again out of fold (the calibrator of fold k is fitted on the other folds), adds their mean in
-logit space (``stacked``) and the evidence scorer (:mod:`puaudit.audit.evidence_model`), and
+logit space (``stacked``) and the evidence scorer (:mod:`puaudit.audit.scorers.evidence`), and
 keeps the lowest log loss of ``judge == human`` on P. Validation rows are never read
 (docs/method.md, "The automatic choice").
 """
@@ -18,11 +18,12 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
-from puaudit.audit.calibration import (cross_fitted_probabilities, gain_over_base_rate,
+from puaudit.audit.scorers.calibration import (cross_fitted_probabilities, gain_over_base_rate,
                                        log_loss, logit, paired_gain)
 from puaudit.audit.config import AuditConfig
-from puaudit.audit.crossfit import ScoredSplit, apply_prior, crossfit_scorer, fit_pooled
-from puaudit.audit.evidence_model import EVIDENCE, score_evidence
+from puaudit.audit.scorers.crossfit import (ScoredSplit, apply_prior, crossfit_scorer,
+                                            pooled_probabilities)
+from puaudit.audit.scorers.evidence import EVIDENCE, score_evidence
 from puaudit.audit.scorers import AUTO_CANDIDATES, MAX_FIT_ROWS, SCORER_SPECS, SCORERS
 from puaudit.audit.splits import PreparedSplit
 from puaudit.errors import PUAuditError
@@ -48,8 +49,8 @@ def score_split(prep: PreparedSplit, config: AuditConfig | None = None, *,
 
     ``m``: the share of audited verdicts believed right. ``None`` uses P's agreement rate and
     leaves the calibrated probabilities as fitted; a value moves them from P's base rate
-    :math:`\pi` to ``m`` by Bayes' prior shift (:func:`puaudit.audit.calibration.prior_shift`),
-    for every scorer; the scorers that transport mass (:attr:`ScorerSpec.uses_m`) also use it
+    :math:`\pi` to ``m`` by Bayes' prior shift
+    (:func:`puaudit.audit.scorers.calibration.prior_shift`), for every scorer; the scorers that transport mass (:attr:`ScorerSpec.uses_m`) also use it
     as their mass.
 
     ``candidates``: the scorers ``auto`` compares. ``calibrate=False``: no cross-fitting (scores
@@ -57,7 +58,7 @@ def score_split(prep: PreparedSplit, config: AuditConfig | None = None, *,
     :attr:`ScorerSpec.denoise`). ``map_fn(fn, prep, jobs)`` runs the independent per-type jobs
     of the full fit and of every fold (the Ray backend passes
     :class:`puaudit.scale.ray_score.RayMap`); same results either way. ``crossfit``: what fits
-    one scorer, called as :func:`~puaudit.audit.crossfit.crossfit_scorer` is (default that
+    one scorer, called as :func:`~puaudit.audit.scorers.crossfit.crossfit_scorer` is (default that
     function; :class:`puaudit.audit.stages.StageCache` passes one that reuses earlier fits).
     """
     config = AuditConfig() if config is None else config
@@ -74,7 +75,7 @@ def score_split(prep: PreparedSplit, config: AuditConfig | None = None, *,
             " (estimated from P: the judge agrees with no verified positive; set m explicitly)"
             if m is None else "."))
     if not config.texts:  # the evidence-only audit: no embeddings, the evidence scorer alone
-        from puaudit.audit.evidence_only import score_evidence_only
+        from puaudit.audit.scorers.evidence import score_evidence_only
 
         return apply_prior(prep, score_evidence_only(prep, config, m_used=m_used), m)
     # Many small matrix products: BLAS threads cost more to wake than they save (4x slower on
@@ -209,12 +210,8 @@ def _stack(prep: PreparedSplit, fitted: dict, usable: list, info: dict,
         stacked = expit(np.mean(
             [logit(fitted[c].calibrator.predict(fitted[c].cv_repeat_scores)) for c in usable],
             axis=0))
-    cal = fit_pooled(prep, stacked, config.calibration, bags=config.calibration_bags,
-                     random_state=config.random_state)
     score[cv_rows] = cv
-    p_right = np.full(len(score), np.nan)
-    p_right[u] = cal.predict(score[u])
-    p_right[cv_rows] = cal.predict(cv)
+    cal, p_right = pooled_probabilities(prep, stacked, config, score, cv_rows, cv)
     diagnostics = {**first.diagnostics, "auto": info,
                    "total_seconds": sum(fitted[c].diagnostics["total_seconds"] for c in usable)}
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=first.in_p_prime,

@@ -1,55 +1,25 @@
-r"""A cascade of judges: trust the cheap judge where it is certified, ask the next one elsewhere,
-and send to people what no judge is trusted on.
+r"""A cascade of judges, cheapest first: trust a judge where it is certified, ask the next one
+elsewhere, send to people what no judge is trusted on (docs/method.md, "A cascade of judges").
 
-Judges :math:`1, \dots, K` are ordered cheapest first. One split, drawn once and independent of
-every judge, assigns the rows with a people's verdict to **P** or **validation** by item, per
-question type (:func:`puaudit.audit.splits.split_rows`; a human tie or identical responses
-exclude a row from the cascade: it goes to people without being sent to any judge). Stage
-:math:`k` sees the region :math:`R_k` of rows the stages before it did not trust
-(:math:`R_1` = every routed row) and
+One split, drawn once by item and independent of every judge (:func:`cascade_split`), gives P
+and validation rows. Stage :math:`k` audits judge :math:`k` on the region :math:`R_k` the stages
+before it did not trust (its table holds no column of a later judge; earlier verdicts enter as
+``agrees_<judge>`` evidence), certifies it at risk :math:`\delta / K`
+(:func:`puaudit.audit.certify.judge.certify_folds`) and passes the rest on (with a ``budget``,
+also its least confident certified rows).
 
-1. audits judge :math:`k`'s verdicts on :math:`R_k` alone (:func:`puaudit.audit.estimator
-   .audit_table` on those rows, with the cascade's P and validation rows of the region, and
-   judge :math:`k`'s ties and blanks excluded): its scorers, its evidence and its calibration
-   are fitted on the region, as they would be with a judge that was asked about those rows only;
-2. certifies it at target :math:`\alpha` and risk :math:`\delta / K` by fixed-sequence testing
-   with exact Clopper–Pearson bounds on the P and validation items of :math:`R_k`,
-   cross-certified over folds (:mod:`puaudit.audit.certify`);
-3. trusts the certified rows of :math:`R_k`; the rest (including P rows by their out-of-fold
-   probability, so the next stage has annotated rows of its own region) form :math:`R_{k+1}`.
-   With a ``budget`` :math:`b`, when they are fewer than :math:`\lfloor b n \rfloor` of the
-   :math:`n` routed rows, the stage's least confident certified rows join them, so the next
-   judge is asked about what the budget buys (certified jointly only).
+**The guarantee** (``certify="joint"``, the default): every trusted row, with the verdict of the
+*last* judge whose held-out probability reaches the threshold, is certified by one
+fixed-sequence test of the union at risk :math:`\delta` (:func:`certify_union`), each earlier
+judge's probability capped by ``1 - q`` of a later judge with the opposite strict verdict
+(:func:`coherent_probabilities`):
 
-Rows of :math:`R_{K+1}` are asked of no judge. Which rows are finally trusted, and by whom, is
-certified last (below); the rest go to people. A stage that certifies nothing (too few P items
-in its region, no candidate passing, or an audit that cannot run) says why and passes every row
-on.
+.. math:: q_{ji} \leftarrow \min\bigl(q_{ji},\ 1 - q_{ki}\bigr)
+          \quad\text{for } k > j \text{ asked, } v_{ki}, v_{ji} \in \{A, B\},\ v_{ki} \ne v_{ji}.
 
-**Only judges 1..k at stage k.** Judge :math:`k` decides before the later judges are asked, so
-stage :math:`k` must not read their verdicts: its table holds no column of a later judge (a
-judge's column, and every column whose name starts with it and ``_``, belong to it; the longest
-such name wins), and the earlier judges' verdicts enter as the evidence signals
-``agrees_<judge>`` (``AuditConfig.other_judges``). Run again after a later judge's verdicts were
-added, every earlier stage certifies the same rows (so the same rows are sent on).
-
-**The guarantee** (``certify="joint"``, the default). The stages' own certifications at
-:math:`\delta / K` decide who is asked; then every trusted row, each with the verdict of the
-judge trusted on it, is certified together by one fixed-sequence test at risk :math:`\delta`
-(:mod:`puaudit.audit.cascade_union`): with probability at least :math:`1 - \delta` the trusted
-rows agree with people at least :math:`\alpha` of the time. With ``certify="per-stage"`` (Trust
-or Escalate's rule) stage :math:`k`'s own trusted rows are the answer: each meets :math:`\alpha`
-except with probability :math:`\delta / K`, all :math:`K` together with probability at least
-:math:`1 - \delta` (union bound), and so does their union. The joint test lets a stage that
-agrees well above :math:`\alpha` lend its margin to the next (MT-Bench, "longer answer" then
-GPT-4, :math:`\alpha = 0.85`: 0.705 of the rows trusted against 0.527 stage by stage, and 0.768
-with a budget of 0.7 against GPT-4 alone's 0.743; 20 seeds).
-While a later judge is not asked yet, the answer is per stage: its escalations are whom to ask.
-Assumption, per region: the annotated items of
-:math:`R_k` are exchangeable with the audited rows of :math:`R_k` (the split is random by item,
-and the region is cut by one rule per certification fold: validation and unlabelled rows by the
-fold's threshold, P rows by their out-of-fold probability at the fold's share; see
-:mod:`puaudit.audit.certify`).
+With probability at least :math:`1 - \delta` the trusted rows agree with people at least
+:math:`\alpha` of the time. ``certify="per-stage"`` (Trust or Escalate's rule): each stage's own
+trusted rows, each at :math:`\delta / K`.
 """
 
 from __future__ import annotations
@@ -61,17 +31,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from puaudit.audit.certify import AUDIT, certify_folds
-from puaudit.audit.config import check_risk, check_target
-from puaudit.audit.fixed_sequence import item_outcomes, two_sided_interval
-from puaudit.audit.config import AuditConfig
+from puaudit.audit.certify.judge import AUDIT, certify_folds
+from puaudit.audit.certify.sequence import (SHARE_STEP, START_SHARE, item_outcomes,
+                                            two_sided_interval, walk_shares)
+from puaudit.audit.config import AuditConfig, check_risk, check_target
 from puaudit.audit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL,
                                   split_rows)
 from puaudit.data.schema import JUDGE_RULES, ComparisonTable, apply_judge_rule, normalize_verdicts
 from puaudit.errors import PUAuditError
 
 __all__ = ["PEOPLE", "CASCADE_COLUMNS", "CERTIFY_MODES", "JOINT", "PER_STAGE", "CascadeStage",
-           "CascadeResult", "run_cascade", "stage_probabilities", "judge_columns_of"]
+           "CascadeResult", "run_cascade", "stage_probabilities", "judge_columns_of",
+           "coherent_probabilities", "union_sources", "choose_union_share", "certify_union"]
 
 #: The stage of rows no judge is trusted on.
 PEOPLE = "people"
@@ -144,10 +115,10 @@ class CascadeResult:
     stage: np.ndarray | None = None
     verdict: np.ndarray | None = None
     params: dict = field(default_factory=dict)
-    #: ``"joint"``: the union certified by one test (:mod:`puaudit.audit.cascade_union`);
+    #: ``"joint"``: the union certified by one test (:mod:`puaudit.audit.certify.cascade`);
     #: ``"per-stage"``: each stage's own certification is the answer
     certification: str = "per-stage"
-    #: the joint certification's answer (:func:`~puaudit.audit.cascade_union.certify_union`,
+    #: the joint certification's answer (:func:`~puaudit.audit.certify.cascade.certify_union`,
     #: without its per-row ``stage``); None when per-stage
     union: dict | None = None
 
@@ -324,7 +295,7 @@ def _check_judges(table: ComparisonTable, judges) -> tuple[list[str], list]:
     return judges, verdicts
 
 
-def _cascade_split(table: ComparisonTable, embeddings, human: np.ndarray, config: AuditConfig):
+def cascade_split(table: ComparisonTable, embeddings, human: np.ndarray, config: AuditConfig):
     """P / validation / unlabelled / excluded, drawn once for every stage: by item, per type,
     among the rows with a people's verdict, whatever any judge said."""
     from puaudit.audit.splits import identical_responses
@@ -452,7 +423,7 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
         next judge is asked about.
     certify : {"joint", "per-stage"}, default "joint"
         ``"joint"``: the trusted rows are those of one fixed-sequence test of the union at
-        ``risk`` (:mod:`puaudit.audit.cascade_union`); with one judge, or a judge not asked
+        ``risk`` (:mod:`puaudit.audit.certify.cascade`); with one judge, or a judge not asked
         yet, the per-stage answer. ``"per-stage"``: each stage's own certification is the
         answer (Trust or Escalate's rule: every stage's trusted rows meet ``target``).
     budget : float in (0, 1], optional
@@ -485,7 +456,7 @@ def run_cascade(table: ComparisonTable, embeddings, judges, *, target: float, ri
     judges, verdicts = _check_judges(table, judges)
     human = human_labels(table, config)
     human = np.asarray(table.human if human is None else human, dtype=object)
-    split, reason = _cascade_split(table, embeddings, human, config)
+    split, reason = cascade_split(table, embeddings, human, config)
     K = len(judges)
     items = np.asarray(table.item_id).astype(str)
     # one dealing of the certification folds for every stage, the union and the judge alone,
@@ -628,10 +599,8 @@ def _union_or_alone(stages, union: dict, alone: CascadeStage, split, folds) -> N
 
 
 def _certify_jointly(stages, split, human, items, folds, *, target, risk) -> dict:
-    """Certify the union (:func:`puaudit.audit.cascade_union.certify_union`) and set each
+    """Certify the union (:func:`puaudit.audit.certify.cascade.certify_union`) and set each
     stage's ``trusted`` to the rows the union's rule gives its judge."""
-    from puaudit.audit.cascade_union import certify_union, coherent_probabilities
-
     n = len(split)
     prob = coherent_probabilities(stage_probabilities(stages, n), [st.verdicts for st in stages])
     correct = np.array([[v is not None and v == h for v, h in zip(st.verdicts, human)]
@@ -641,3 +610,183 @@ def _certify_jointly(stages, split, human, items, folds, *, target, risk) -> dic
     for k, st in enumerate(stages):
         st.trusted = who == k
     return out
+
+
+def coherent_probabilities(prob: np.ndarray, verdicts) -> np.ndarray:
+    """``prob`` (K, n) with each earlier judge's probability capped by ``1 - q_k`` of every later
+    judge ``k`` asked about the row that gave the opposite strict verdict (two judges that
+    disagree are not both right; module docstring).
+
+    ``verdicts``: K arrays of each judge's verdict per row (A, B, tie or None). A copy is
+    returned; NaN (not asked) stays NaN and never caps.
+    """
+    prob = np.array(prob, dtype=np.float64, copy=True)
+    v = [np.asarray(x, dtype=object) for x in verdicts]
+    strict = [np.isin(x, ["A", "B"]) for x in v]
+    asked = np.isfinite(prob)
+    for j in range(len(prob) - 1):
+        for k in range(j + 1, len(prob)):
+            apart = asked[j] & asked[k] & strict[j] & strict[k] & (v[j] != v[k])
+            prob[j, apart] = np.minimum(prob[j, apart], 1.0 - prob[k, apart])
+    return prob
+
+
+def union_sources(prob: np.ndarray, correct: np.ndarray, items: np.ndarray, rows: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One source's items, most confident first: ``(c, q, a)``.
+
+    ``c`` (n_items,): the item's best probability over the judges asked; ``q`` (K, n_items):
+    each judge's probability (``-inf``: not asked); ``a`` (K, n_items): the share of the item's
+    votes that agree with judge k. Items without any probability are left out.
+    """
+    q_rows = np.nan_to_num(np.asarray(prob, dtype=np.float64)[:, rows], nan=-np.inf)
+    keep = np.isfinite(q_rows).any(axis=0)
+    rows, q_rows = np.asarray(rows)[keep], q_rows[:, keep]
+    k = q_rows.shape[0]
+    if not len(rows):
+        return np.zeros(0), np.zeros((k, 0)), np.zeros((k, 0))
+    _, inv = np.unique(np.asarray(items)[rows].astype(str), return_inverse=True)
+    n_items = int(inv.max()) + 1
+    count = np.bincount(inv, minlength=n_items).astype(float)
+    # votes of one item are one pair: one probability per judge (the max guards float noise)
+    q = np.full((k, n_items), -np.inf)
+    for j in range(k):
+        np.maximum.at(q[j], inv, q_rows[j])
+    a = np.stack([np.bincount(inv, weights=np.asarray(correct, dtype=np.float64)[j, rows],
+                              minlength=n_items) / count for j in range(k)])
+    c = q.max(axis=0)
+    order = np.argsort(-c, kind="stable")
+    return c[order], q[:, order], a[:, order]
+
+
+def _last_reaching(q: np.ndarray, tau: float) -> np.ndarray:
+    """Index of the last judge whose probability reaches ``tau`` (columns of ``q``); -1: none."""
+    hit = q[::-1] >= tau
+    return np.where(hit.any(axis=0), len(q) - 1 - np.argmax(hit, axis=0), -1)
+
+
+def choose_union_share(sources, *, target: float, risk: float, floor: float = 0.5,
+                       start_share: float = START_SHARE, step: float = SHARE_STEP,
+                       log: bool = False) -> dict:
+    """The largest share of the union certified by fixed-sequence testing (docs/method.md, "A
+    cascade of judges": each item scored by the verdict of the last judge reaching the threshold).
+
+    Parameters
+    ----------
+    sources : sequence of (c, q, a)
+        Each source's items from :func:`union_sources`.
+    target, risk, floor, start_share, step, log
+        As :func:`puaudit.audit.certify.sequence.choose_share`.
+
+    Returns
+    -------
+    dict with ``share`` (0: nothing certified), ``thresholds`` (per source, its lowest ``c`` in
+    the certified set; ``inf`` when none), ``lower``, ``n``, ``k``, ``n_items``,
+    ``n_items_by_source``, ``n_needed``, ``n_tested``, ``stopped_at``, ``message`` and, with
+    ``log``, ``path`` (share, n, k, lower, passed of every candidate tested): the walk of
+    :func:`~puaudit.audit.certify.sequence.walk_shares`, each candidate scored by the rule.
+    """
+    def outcome(counts) -> float:
+        k = 0.0
+        for m, (c, q, a) in zip(counts, sources):
+            if m:  # each item scored by the verdict the rule gives it at this source's c[m-1]
+                who = _last_reaching(q[:, :m], c[m - 1])
+                k += float(a[who, np.arange(m)].sum())
+        return k
+
+    out = walk_shares([c for c, _, _ in sources], outcome, target=target, risk=risk,
+                      floor=floor, start_share=start_share, step=step, log=log)
+    if out["share"] == 0:
+        out["message"] = _uncertified_message(out, floor)
+    return out
+
+
+def _uncertified_message(out: dict, floor: float) -> str:
+    """Why no share of the union was certified (``out``: :func:`walk_shares`'s answer)."""
+    target, risk, first = out["target"], out["risk"], out["first_fail"]
+    if out["n_items"] < out["n_needed"]:
+        return (f"Too few annotated items to certify the cascade's agreement >= {target:g} at "
+                f"risk {risk:g}: at least {out['n_needed']} are needed and the judges' regions "
+                f"hold {out['n_items']}.")
+    return (f"No share of the cascade's trusted rows certifies agreement >= {target:g} at risk "
+            f"{risk:g}" + (f": the {first[0]} most confident annotated items agree "
+                           f"{first[1] / first[0]:.1%} of the time, lower bound "
+                           f"{first[2]:.3f}." if first else
+                           f": no share starts with a probability of at least {floor:g}.")
+            + " Every row goes to people.")
+
+
+def certify_union(prob, correct, role, items, folds, *, target: float, risk: float,
+                  floor: float = 0.5, log: bool = False) -> dict:
+    """Certify the union of a cascade's stages, one fold at a time (docs/method.md).
+
+    Parameters
+    ----------
+    prob : (K, n) float
+        Held-out P(judge k right) per row (P: out of fold; others: the stage's calibrator);
+        NaN where judge k was not asked or has no probability.
+    correct : (K, n) bool or float
+        Judge k's verdict equals the people's (read on P and validation rows only).
+    role : (n,) str
+        ``P``, ``validation``, ``unlabelled`` or anything else (never trusted).
+    items, folds : (n,)
+        Each row's item, and its certification fold (dealt by item before any outcome is read).
+    target, risk : float
+        :math:`\\alpha` and :math:`\\delta`.
+
+    Returns
+    -------
+    dict with ``stage`` (n,) int (the judge trusted on each P, validation and unlabelled row,
+    -1: people), ``folds`` (each fold's :func:`choose_union_share` answer, with ``fold`` and
+    ``risk``), ``share`` (their mean), ``lower`` (the smallest bound certified), ``risk_fold``,
+    ``n_folds_certified`` and ``message`` (why no fold certified anything, or "").
+    """
+    target, risk = check_target(target), check_risk(risk)
+    prob = np.atleast_2d(np.asarray(prob, dtype=np.float64))
+    correct = np.atleast_2d(np.asarray(correct, dtype=np.float64))
+    role, folds = np.asarray(role).astype(str), np.asarray(folds)
+    n = prob.shape[1]
+    if correct.shape != prob.shape or not (len(role) == len(items) == len(folds) == n):
+        raise PUAuditError(f"certify_union: prob {prob.shape}, correct {correct.shape}, role "
+                           f"{len(role)}, items {len(items)} and folds {len(folds)} disagree.")
+    c = np.nan_to_num(prob, nan=-np.inf).max(axis=0)
+    is_p, is_v = role == SPLIT_P, role == SPLIT_VAL
+    audited = is_v | (role == SPLIT_U)
+    p_src = union_sources(prob, correct, items, np.flatnonzero(is_p))
+    has_val = bool((is_v & np.isfinite(c)).any())
+    n_folds = int(folds.max(initial=-1)) + 1 if n else 0
+    risk_f = risk / n_folds if has_val and n_folds > 1 else risk
+    stage = np.full(n, -1)
+    answers = []
+    shared = None if has_val else choose_union_share([p_src], target=target, risk=risk_f,
+                                                     floor=floor, log=log)
+    for f in range(n_folds):
+        if has_val:
+            v_src = union_sources(prob, correct, items, np.flatnonzero(is_v & (folds != f)))
+            ans = choose_union_share([p_src, v_src], target=target, risk=risk_f, floor=floor,
+                                     log=log)
+        else:
+            ans = dict(shared, thresholds=list(shared["thresholds"]) + [math.inf])
+        answers.append(dict(ans, fold=f, risk=risk_f))
+        if ans["share"] <= 0:
+            continue
+        tau_p, tau_v = ans["thresholds"][0], ans["thresholds"][1]
+        mine = folds == f
+        p_rows = np.flatnonzero(mine & is_p & (c >= tau_p))
+        stage[p_rows] = _last_reaching(prob[:, p_rows], tau_p)
+        if has_val:
+            u_rows = np.flatnonzero(mine & audited & (c >= tau_v))
+            stage[u_rows] = _last_reaching(prob[:, u_rows], tau_v)
+        else:
+            cand = np.flatnonzero(mine & audited & np.isfinite(c))
+            cand = cand[np.argsort(-c[cand], kind="stable")]
+            top = cand[:int(math.floor(ans["share"] * len(cand) + 1e-9))]
+            top = top[c[top] >= tau_p]
+            stage[top] = _last_reaching(prob[:, top], tau_p)
+    done = [a for a in answers if a["share"] > 0]
+    return {"stage": stage, "folds": answers, "risk_fold": risk_f,
+            "share": float(np.mean([a["share"] for a in answers])) if answers else 0.0,
+            "lower": min(a["lower"] for a in done) if done else float("nan"),
+            "n_folds_certified": len(done),
+            "message": "" if done else (answers[0]["message"] if answers else
+                                        "No annotated row reaches the cascade.")}

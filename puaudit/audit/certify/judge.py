@@ -1,92 +1,25 @@
-r"""Certified trust or escalate: the verdicts that meet an agreement target, with a guarantee.
+r"""Certified trust or escalate: the verdicts that meet an agreement target, with a guarantee
+(docs/method.md, "Certified trust or escalate": the procedure, why this sequence, the
+assumption).
 
-From calibrated probabilities :math:`q_i` that the judge is right on annotated items whose own
-outcome the probability never saw, and their outcomes :math:`y_i = [\text{judge} =
-\text{human}]`, choose the largest share :math:`s` such that, with probability at least
-:math:`1 - \delta` (``risk`` = :math:`\delta`), the agreement among the most confident share
-:math:`s` is at least the target :math:`\alpha`. Audited rows in that most confident share are
-*trusted*; the others are *escalated* to people.
+From calibrated probabilities :math:`q_i` that the judge is right, on annotated items whose own
+outcome the probability never saw (P out of fold; validation by the audit's fit on P), choose
+the largest share :math:`s` such that, with probability at least :math:`1 - \delta` (``risk``),
+the agreement among the most confident share :math:`s` is at least the target :math:`\alpha`.
+Audited rows in that share are *trusted*; the others are *escalated* to people.
 
-The items certified on (the *sources*; :func:`choose_share`):
+Fixed-sequence testing (Learn-then-Test; "Trust or Escalate", Jung et al. 2024) over a grid of
+shares fixed before any outcome is seen (:mod:`puaudit.audit.certify.sequence`); candidate
+:math:`s_j` is rejected when the exact one-sided lower bound reaches the target,
 
-* **P**, by its *out-of-fold* probabilities (each P row scored and calibrated by fits that never
-  saw it, averaged over the cross-fitting repetitions);
-* **validation**, by the audit's own probabilities: the scorer and the calibrator were fitted on
-  P only, so a validation row's probability never saw its outcome either, and it is exactly
-  the kind of probability an unlabelled row gets.
+.. math:: L_j = \mathrm{Beta}^{-1}(\delta;\; k_j,\; n_j - k_j + 1) \ge \alpha,
 
-Procedure (fixed-sequence testing, Learn-then-Test: Angelopoulos, Bates et al. 2021; applied to
-LLM judges as "Trust or Escalate", Jung et al. 2024). The candidates are a grid of shares fixed
-before any outcome is seen, :math:`s_1 = 0.30 < s_2 = 0.35 < \dots < 1` (:data:`START_SHARE`,
-:data:`SHARE_STEP`). Candidate :math:`s_j`'s set holds, from every source, its
-:math:`\lceil s_j n_{\text{source}} \rceil` most confident items (with any item tied with the
-last one); :math:`H_j`: "agreement in that set is below :math:`\alpha`" is rejected when the
-one-sided exact (Clopper–Pearson) lower bound
-
-.. math:: L_j = \mathrm{Beta}^{-1}(\delta;\; k_j,\; n_j - k_j + 1) \ge \alpha
-
-(:math:`n_j` items in the set, :math:`k_j` of them right). Testing stops at the first
-:math:`H_j` not rejected; the certified share is the last rejected :math:`s_j`. The sets grow
-with :math:`j` and are fixed by the probabilities alone, so the sequence is fixed before the
-outcomes are looked at and every rejection holds at level :math:`\delta` together (no
-multiplicity correction). Given the probabilities, each item's outcome is an independent draw
-(its probability never saw it), so each :math:`L_j` is a valid bound on its set's agreement
-(exactly for validation, whose probabilities come from a fit on P alone; for P up to the
-out-of-fold fits having seen the *other* P items, as with one source before). The
-sequence skips shares whose set has fewer than :func:`rows_needed` items (no such set could pass
-even if every verdict were right) and ends before the first share at which some source's
-probability falls below 0.5: both depend on the probabilities only.
-
-Why a coarse grid of shares over P and validation together, not every distinct probability of P
-alone (the procedure until December 2026): on MT-Bench GPT-4 at target 0.90 (20 seeds, 369 P
-items) the set of P's most confident 30% had a lower bound within 0.03 of the target in most
-seeds, so a seed either passed at the start and went far or stopped at once (coverage 0 in 4
-seeds, 0.77 in another; sd 0.26), and with ~250 candidates one unlucky dip anywhere ended the
-sequence. Pooling P with the validation items roughly triples the items behind each bound, and
-14 candidates instead of hundreds leave fewer places to stop by chance.
-
-Which threshold each row gets (cross-certification). Validation rows are certified on too, so
-a validation row must never be trusted by a threshold its own outcome helped choose (the
-agreement shown on trusted validation rows would no longer be a held-out measurement). Every row
-of the audit is dealt at random (by item, from ``random_state``, before any outcome is read)
-into one of :math:`K` = :data:`CERTIFY_FOLDS` folds. The audited rows of fold :math:`f`,
-validation and unlabelled alike, are trusted when their probability reaches the threshold
-certified on P and the validation items of the *other* folds at risk :math:`\delta / K` (those
-items' probability at their certified share); P rows of fold :math:`f` (for the export and a
-cascade's routing) by P's out-of-fold probability at that share. The :math:`K` certifications
-hold together with probability at least :math:`1 - \delta` (union bound), so every trusted row,
-validation or unlabelled, meets the target with the same :math:`\delta` as before. The realised
-agreement of trusted validation rows is measured on rows that chose nothing, and it measures
-exactly the rule the unlabelled rows of the same folds get (one rule for both also keeps a
-cascade's next region the same mixture of annotated and unlabelled rows).
-
-From P to the other sources: by share. P's out-of-fold probabilities run less confident than
-the full fit's (on MT-Bench GPT-4, seed 11: 54% of audited rows at or above a value 42% of P's
-items reach), so the same number would pick different shares of the two; each source
-contributes the same share of its own items instead. When there are no validation items
-(``p_ratio`` = 1) every fold's test is the same test on P, so it is made once at risk
-:math:`\delta`, and the unlabelled rows trusted in fold :math:`f` are its top
-:math:`\lfloor s_f \cdot n_{U,f} \rfloor` by probability (ties broken by the raw score, then by
-row) that also reach P's threshold at :math:`s_f`.
-
-Items, not votes: several votes on one item are not independent evidence. Each item counts once,
-with the share of its votes that agree with the judge (:math:`k_j` may then be fractional; with one
-vote per item this is the exact Clopper–Pearson bound). The realised agreement on validation rows
-is counted the same way.
-
-Assumption: the annotated items (P and validation) are a random sample of the items,
-exchangeable with the audited rows (the audit's split draws P at random per question type), and
-P's top share by out-of-fold probability agrees with people no more often than the full fit's
-top share of the same size (the full fit is trained on more rows; this is the one step that is
-not exact, and validation's items make it carry less of the weight). It breaks when the rows
-people labelled were chosen (the hard ones, one model's answers, an earlier review queue), when
-the audited rows come from another distribution than the labelled ones, or when the judge
-changed between them.
-
-Where it lives: the fixed-sequence test over shares and its exact bounds in
-:mod:`puaudit.audit.fixed_sequence`; the folds, the out-of-fold probabilities and
-:class:`Certification` here; the rows an audit escalates to the next judge in
-:mod:`puaudit.audit.escalation`.
+items counted once (:math:`k_j` the share of each item's votes that agree). Cross-certification:
+every row is dealt by item into :data:`CERTIFY_FOLDS` folds; fold :math:`f`'s audited rows are
+trusted by the threshold certified on P and the *other* folds' validation items at
+:math:`\delta / K` (union bound), so no row's outcome chooses its own threshold. Without
+validation items the one test on P is made at :math:`\delta`. The rows escalated to the next
+judge: :mod:`puaudit.audit.certify.escalation`.
 """
 
 from __future__ import annotations
@@ -98,12 +31,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from puaudit.audit.config import check_risk, check_target
-from puaudit.audit.fixed_sequence import (SHARE_STEP, START_SHARE, choose_share_sorted,
-                                          item_outcomes, sorted_items, two_sided_interval)
+from puaudit.audit.scorers.calibration import out_of_fold_probabilities
+from puaudit.audit.certify.sequence import (SHARE_STEP, START_SHARE, choose_share_sorted,
+                                            item_outcomes, sorted_items, two_sided_interval)
 from puaudit.audit.splits import SPLIT_VAL
 from puaudit.errors import PUAuditError
-__all__ = ["AUDIT", "CONFIDENCE", "CHOSEN", "choose_certificate", "CERTIFY_FOLDS", "certify_folds", "out_of_fold_probabilities", "realised_agreement",
-           "Certification", "certify_split", "with_target"]
+
+__all__ = ["AUDIT", "CONFIDENCE", "CHOSEN", "choose_certificate", "CERTIFY_FOLDS", "certify_folds",
+           "realised_agreement", "Certification", "certify_split",
+           "with_target"]
 
 
 #: The candidate certificates: the audit's calibrated P(judge right), and the judge's own
@@ -130,32 +66,6 @@ def certify_folds(groups: np.ndarray, *, n_folds: int = CERTIFY_FOLDS,
     fold = np.zeros(len(items), dtype=np.int64)
     fold[rng.permutation(len(items))] = np.arange(len(items)) % n_folds
     return fold[inv]
-
-
-def out_of_fold_probabilities(scores: np.ndarray, correct: np.ndarray, folds: np.ndarray, *,
-                              groups: np.ndarray | None = None, method: str = "isotonic",
-                              bags: int = 0, random_state: int | None = 0) -> np.ndarray:
-    """Calibrated P(judge right) of each P row from a calibrator that never saw that row.
-
-    For each fold ``f`` the calibrator (same ``method`` and ``bags`` as the audit's) is fitted
-    on the other folds' out-of-fold scores and outcomes and predicts fold ``f``'s rows — the
-    audit's calibrator is fitted on every P row, so its probabilities of P rows have seen their
-    own labels. NaN where a fold's complement is too small to fit.
-    """
-    from puaudit.audit.calibration import MonotoneCalibrator
-
-    scores = np.asarray(scores, dtype=np.float64)
-    correct = np.asarray(correct, dtype=np.float64)
-    folds = np.asarray(folds)
-    q = np.full(len(scores), np.nan)
-    for f in np.unique(folds):
-        held = folds == f
-        if held.all() or (~held).sum() < 2:
-            continue
-        cal = MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
-            scores[~held], correct[~held], groups=None if groups is None else groups[~held])
-        q[held] = cal.predict(scores[held])
-    return q
 
 
 def realised_agreement(prob: np.ndarray, correct: np.ndarray, threshold: float, *,

@@ -16,14 +16,14 @@ from typing import Callable
 
 import numpy as np
 
-from puaudit.audit.calibration import MonotoneCalibrator, prior_shift
+from puaudit.audit.scorers.calibration import MonotoneCalibrator, prior_shift
 from puaudit.audit.config import AuditConfig
 from puaudit.audit.denoise import denoise_by_type
 from puaudit.audit.scorers import score_targets, transport_prior
 from puaudit.audit.splits import PreparedSplit
 
-__all__ = ["ScoredSplit", "crossfit_scorer", "fit_pooled", "default_cv_repeats", "fold_sets_of",
-           "apply_prior", "snap", "CV_POOL_TARGET"]
+__all__ = ["ScoredSplit", "crossfit_scorer", "fit_pooled", "pooled_probabilities",
+           "default_cv_repeats", "fold_sets_of", "apply_prior", "snap", "CV_POOL_TARGET"]
 
 
 @dataclass
@@ -164,8 +164,7 @@ def crossfit_scorer(prep: PreparedSplit, config: AuditConfig, scorer: str, *, m_
     their held-out P rows, and the calibrator is fitted on every repetition's out-of-fold
     scores (:func:`fit_pooled`). ``denoise``: fit on the denoised P' (else all of P)."""
     t0 = time.perf_counter()
-    random_state, calibration = config.random_state, config.calibration
-    calibration_bags = config.calibration_bags
+    random_state = config.random_state
     opts = {"ot_method": config.ot_method, "reg": config.reg, "n_neighbors": n_neighbors,
             "random_state": random_state}
     n = len(prep.split)
@@ -214,15 +213,13 @@ def crossfit_scorer(prep: PreparedSplit, config: AuditConfig, scorer: str, *, m_
         cv_rows = p_rows[ok]
         cv_folds = fold_sets[0][ok]
         cv_correct = (prep.judge[p_rows] == prep.human[p_rows])[ok]
+        score[cv_rows] = cv_scores
         if ok.sum() >= 2:
-            calibrator = fit_pooled(prep, cv_all, calibration, bags=calibration_bags,
-                                    random_state=random_state)
-            p_right[u_rows] = calibrator.predict(score[u_rows])
-            p_right[p_rows[ok]] = calibrator.predict(cv_scores)
-        score[p_rows[ok]] = cv_scores
+            calibrator, p_right = pooled_probabilities(prep, cv_all, config, score, cv_rows,
+                                                       cv_scores)
     diagnostics = {"n_p": int(len(p_rows)), "n_p_prime": int(len(p_prime)), "denoised": denoise,
                    "n_audited": int(len(u_rows)), "n_folds": int(k) if calibrate else 0,
-                   "cv_repeats": int(repeats), "calibration_bags": int(calibration_bags),
+                   "cv_repeats": int(repeats), "calibration_bags": int(config.calibration_bags),
                    "score_seconds": t_score, "total_seconds": time.perf_counter() - t0}
     return ScoredSplit(score=score, p_judge_right=p_right, in_p_prime=in_pp, m=m_used,
                        scorer=scorer, calibrator=calibrator, cv_scores=cv_scores,
@@ -232,9 +229,9 @@ def crossfit_scorer(prep: PreparedSplit, config: AuditConfig, scorer: str, *, m_
                        cv_repeat_folds=np.asarray(fold_sets) if crossfit else None)
 
 
-def fit_pooled(prep: PreparedSplit, oof: np.ndarray, method: str, *, bags: int,
-                random_state: int | None) -> MonotoneCalibrator:
-    """The calibrator fitted on every cross-fitting repetition's out-of-fold scores of P.
+def fit_pooled(prep: PreparedSplit, oof: np.ndarray, config: AuditConfig) -> MonotoneCalibrator:
+    """The calibrator (``config.calibration``, ``calibration_bags``, ``random_state``) fitted on
+    every cross-fitting repetition's out-of-fold scores of P.
 
     ``oof`` is (repeats, len(P rows)), NaN where a row had no score; outcomes and groups (items,
     so the bounds count each item once) are P's, repeated for every repetition.
@@ -242,9 +239,22 @@ def fit_pooled(prep: PreparedSplit, oof: np.ndarray, method: str, *, bags: int,
     p_rows = prep.p_rows
     pooled = np.isfinite(oof)
     correct = prep.judge[p_rows] == prep.human[p_rows]
-    return MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
+    return MonotoneCalibrator(config.calibration, n_bags=config.calibration_bags,
+                              random_state=config.random_state).fit(
         oof[pooled], np.broadcast_to(correct, oof.shape)[pooled],
         groups=np.broadcast_to(prep.item_id[p_rows], oof.shape)[pooled])
+
+
+def pooled_probabilities(prep: PreparedSplit, oof: np.ndarray, config: AuditConfig,
+                         score: np.ndarray, cv_rows: np.ndarray, cv_scores: np.ndarray
+                         ) -> tuple[MonotoneCalibrator, np.ndarray]:
+    """:func:`fit_pooled`'s calibrator and the (n,) P(judge right) it gives the audited rows
+    (from ``score``) and the P rows ``cv_rows`` (from their out-of-fold ``cv_scores``)."""
+    cal = fit_pooled(prep, oof, config)
+    p_right = np.full(len(score), np.nan)
+    p_right[prep.u_rows] = cal.predict(score[prep.u_rows])
+    p_right[cv_rows] = cal.predict(cv_scores)
+    return cal, p_right
 
 
 def apply_prior(prep: PreparedSplit, scored: ScoredSplit, m: float | None) -> ScoredSplit:

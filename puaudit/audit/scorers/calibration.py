@@ -7,58 +7,44 @@ rows the scorer never saw.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from puaudit.errors import PUAuditError
 from puaudit.stats.bootstrap import cluster_bootstrap_indices
 from puaudit.stats.proportions import wilson_interval
 
 __all__ = ["MonotoneCalibrator", "CALIBRATIONS", "sorted_quantiles", "prior_shift", "logit",
-           "log_loss", "row_log_loss", "cross_fitted_probabilities", "gain_over_base_rate",
-           "paired_gain"]
+           "log_loss", "row_log_loss", "cross_fitted_probabilities", "out_of_fold_probabilities",
+           "gain_over_base_rate", "paired_gain"]
 
 
 CALIBRATIONS = ("isotonic", "platt")
 
 
-class MonotoneCalibrator:
-    """Non-decreasing map ``score -> P(judge right)``.
+class MonotoneCalibrator(BaseEstimator):
+    r"""Non-decreasing map ``score -> P(judge right)`` (docs/method.md, "Calibration").
 
     ``isotonic``: local means of the outcome at ``G = max(2, round(n / min_bin))`` quantiles
     ``t_j`` of the scores, each with Epanechnikov weights over a window whose half-width is twice
-    the distance to the ``min_bin``-th nearest score (:func:`_kernel_levels`); isotonic
-    regression on the means, weighted by the windows' weights (scaled to sum to ``n``), then
-    linear interpolation between the ``t_j`` (flat beyond the ends). About ``min_bin`` rows stand
-    behind each level, which keeps a handful of unlucky rows from producing a confident "judge
-    wrong" level; the smooth weights make the map continuous in the scores, so a score moved by
-    float rounding moves the map by as little (rank bins moved a whole row, ``1/min_bin`` of a
-    level, across a bin edge: on llmfao 5% of reversed rows changed with vectors moved by 1e-6;
-    0.6% with the windows).
-
+    the distance to the ``min_bin``-th nearest score (:func:`_kernel_levels`), each shrunk towards
+    the base rate with ``k = prior_strength`` pseudo-rows, :math:`(n_j\,m_j + k\,\bar y)/(n_j + k)`
+    with weight :math:`n_j + k`; isotonic regression on them, then linear interpolation between
+    the ``t_j`` (flat beyond the ends). ``predict_upper``: the Wilson bound of the pooled block.
     ``platt``: logistic regression of the outcome on the score, coefficient forced non-negative.
 
-    ``predict_upper`` gives a one-sided upper confidence bound of the probability (isotonic:
-    Wilson bound of the pooled block), used by the guarded rule so that a level fitted on a few
-    rows cannot trigger reversals on its own.
+    ``n_bags > 0`` (isotonic, with ``bounds``): the map is refitted on ``n_bags`` bootstrap
+    resamples of the groups (items), and
 
-    Each isotonic level is shrunk towards the base rate with ``k = prior_strength`` pseudo-rows
-    before pooling, :math:`(n_j\\,m_j + k\\,\\bar y)/(n_j + k)` with weight :math:`n_j + k`.
-
-    ``n_bags > 0`` (isotonic, with ``bounds``): bagged isotonic calibration. The map is refitted
-    on ``n_bags`` bootstrap resamples of the groups (items), and
-
-    .. math:: \\hat p(s) = \\tfrac1B \\sum_b \\hat p_b(s), \\qquad
-              \\hat p^{\\uparrow}(s) = \\text{quantile}_{\\Phi(z)}\\{\\hat p_b(s)\\}_b
-
-    (a bootstrap percentile bound). A single isotonic fit is a step function whose blocks move
-    as a whole when a few rows change; a block sitting near the guarded rule's thresholds flips
-    hundreds of audited rows with the fold split (measured on llmfao: 430–640 of 3,776 rows
-    between seeds). The bagged map is smooth in the score and moves little.
+    .. math:: \hat p(s) = \tfrac1B \sum_b \hat p_b(s), \qquad
+              \hat p^{\uparrow}(s) = \text{quantile}_{\Phi(z)}\{\hat p_b(s)\}_b
 
     Parameters
     ----------
     method : {"isotonic", "platt"}
     min_bin : int
+        Rows behind each isotonic level.
     prior_strength : float
+        Pseudo-rows at the base rate joining every level.
     z : float
         One-sided normal quantile of the upper bound (1.645: 95%).
     bounds : bool
@@ -269,6 +255,7 @@ def _kernel_levels(s: np.ndarray, y: np.ndarray, min_bin: int
     counts = w_sum * (n / w_sum.sum())
     return t, means, counts, lo, hi
 
+
 def prior_shift(p, *, base_rate: float, target: float | None) -> np.ndarray:
     r"""Move calibrated probabilities from the base rate they were fitted at to a new prior.
 
@@ -324,17 +311,35 @@ def log_loss(q: np.ndarray, y: np.ndarray) -> float:
                            labels=[0.0, 1.0]))
 
 
-def cross_fitted_probabilities(cv_scores: np.ndarray, correct: np.ndarray, folds: np.ndarray,
-                               groups: np.ndarray, method: str) -> np.ndarray:
-    """Out-of-fold calibrated probabilities of the out-of-fold scores (second level of folds)."""
-    q = np.full(len(cv_scores), np.nan)
+def out_of_fold_probabilities(scores: np.ndarray, correct: np.ndarray, folds: np.ndarray, *,
+                              groups: np.ndarray | None = None, method: str = "isotonic",
+                              bags: int = 0, random_state: int | None = 0) -> np.ndarray:
+    """Calibrated P(judge right) of each P row from a calibrator that never saw that row.
+
+    For each fold ``f`` the calibrator (same ``method`` and ``bags`` as the audit's) is fitted
+    on the other folds' out-of-fold scores and outcomes and predicts fold ``f``'s rows — the
+    audit's calibrator is fitted on every P row, so its probabilities of P rows have seen their
+    own labels. NaN where a fold's complement is too small to fit.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    correct = np.asarray(correct, dtype=np.float64)
+    folds = np.asarray(folds)
+    q = np.full(len(scores), np.nan)
     for f in np.unique(folds):
         held = folds == f
         if held.all() or (~held).sum() < 2:
             continue
-        cal = MonotoneCalibrator(method, bounds=False).fit(cv_scores[~held], correct[~held],
-                                                           groups=groups[~held])
-        q[held] = cal.predict(cv_scores[held])
+        cal = MonotoneCalibrator(method, n_bags=bags, random_state=random_state).fit(
+            scores[~held], correct[~held], groups=None if groups is None else groups[~held])
+        q[held] = cal.predict(scores[held])
+    return q
+
+
+def cross_fitted_probabilities(cv_scores: np.ndarray, correct: np.ndarray, folds: np.ndarray,
+                               groups: np.ndarray, method: str) -> np.ndarray:
+    """Out-of-fold calibrated probabilities of the out-of-fold scores (second level of folds;
+    :func:`out_of_fold_probabilities`), P's base rate where a fold could not be fitted."""
+    q = out_of_fold_probabilities(cv_scores, correct, folds, groups=groups, method=method)
     base = float(np.mean(correct)) if len(correct) else 0.5
     return np.where(np.isnan(q), base, q)
 
