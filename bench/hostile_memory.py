@@ -172,7 +172,7 @@ CASES = {
         import numpy as np
         import pandas as pd
         from puaudit.audit.estimator import PUAudit, PairEmbeddings
-        from puaudit.data.upload_limits import upload_limits
+        from puaudit.data.limits import upload_limits
         from puaudit.embed.cache import text_key
         from puaudit.embed.encoders import format_text
         from puaudit.data.io import table_to_bytes

@@ -93,7 +93,7 @@ def _run_audit(args, cfg, table, emb):
 def _write_export(args, res, table) -> tuple[int, int]:
     """Write the relabelled export (streamed when Parquet in and out); its (rows, columns)."""
     if streams(args):
-        from puaudit.data.parquet_stream import write_export_parquet
+        from puaudit.data.parquet import write_export_parquet
 
         import pyarrow.parquet as pq
 

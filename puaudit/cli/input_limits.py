@@ -8,7 +8,7 @@ memory. The reader stops at the first row over the limit, so a refused file cost
 
 A few rows can also hold gigabytes: a 34 KB Parquet file of 64 rows whose list column holds
 20 million zeros a row decodes to 10 GB, a 5 MB gzip to 5 GB. ``DEFAULT_MAX_DECODED_MB`` caps
-what the input decodes to (:class:`puaudit.data.read_limits.DecodedBudget`; 2 GB, about 2 KB a row at
+what the input decodes to (:class:`puaudit.data.limits.DecodedBudget`; 2 GB, about 2 KB a row at
 the row limit, which a table of prompts and two responses rarely passes); ``--max-decoded-mb N``
 or ``$PUAUDIT_MAX_DECODED_MB`` raise it (``0``: no limit). A Parquet file is refused from its
 footer and a gzip from a count of its decompressed bytes, before anything is kept.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from puaudit.data.read_limits import ReadLimits
+from puaudit.data.limits import ReadLimits
 from puaudit.errors import PUAuditError
 
 __all__ = ["DEFAULT_MAX_ROWS", "DEFAULT_MAX_DECODED_MB", "BYTES_PER_ROW", "add_max_rows_argument",
@@ -96,7 +96,7 @@ def max_decoded_bytes_from(args) -> int | None:
 def limits_from(args) -> ReadLimits:
     """The run's limits (``max_rows``, ``max_bytes``) and the messages that say how to raise
     them, for :func:`puaudit.data.load.load_input` (``.kwargs()`` for
-    :func:`puaudit.data.parquet_stream.read_comparisons_parquet`)."""
+    :func:`puaudit.data.parquet.read_comparisons_parquet`)."""
     out = {"max_rows": max_rows_from(args), "max_bytes": max_decoded_bytes_from(args),
            "size_hint": (f"On a machine with the memory (a run takes a few times the decoded "
                          f"size), pass --max-decoded-mb N (0 = no limit) or set ${ENV_DECODED}; "

@@ -40,7 +40,7 @@ def streams(args) -> bool:
     Only for a comparison table of our own: a tool's file (Argilla records on the Hub are
     Parquet) or one joined with ``--human`` / ``--answers`` becomes other rows, so it goes
     through the format readers and the export is written from the converted table."""
-    from puaudit.data.parquet_stream import is_parquet_path
+    from puaudit.data.parquet import is_parquet_path
 
     if not (is_parquet_path(args.input) and Path(args.input).is_file()
             and getattr(args, "export_format", "table") == "table"
@@ -77,7 +77,7 @@ def load_table(args):
     check_split(args)
     cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
     if streams(args):
-        from puaudit.data.parquet_stream import read_comparisons_parquet
+        from puaudit.data.parquet import read_comparisons_parquet
 
         table = read_comparisons_parquet(args.input, columns=cols, **limits_from(args).kwargs(),
                                          progress=stderr_progress("read", min_total=500_000))

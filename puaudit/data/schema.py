@@ -25,6 +25,7 @@ __all__ = [
     "annotator_text",
     "COLUMN_ALIASES",
     "ComparisonTable",
+    "text_cells",
     "detect_columns",
     "guess_columns",
     "normalize_verdicts",
@@ -150,7 +151,7 @@ def normalize_verdicts(values: Sequence, *, column: str = "verdict",
     return out
 
 
-def _as_text(values: Sequence, *, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
+def text_cells(values: Sequence, *, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
     """Texts of a column plus the prompt / response extracted from chat-format cells.
 
     Returns (texts, user_text): for a cell holding a chat transcript (a JSON list of
@@ -282,9 +283,9 @@ def load_comparisons(df: pd.DataFrame, *, columns: Mapping[str, str] | None = No
     mapping = detect_columns(df, columns)
     get = lambda role: df[mapping[role]].tolist() if role in mapping else None  # noqa: E731
 
-    resp_a, user_a = _as_text(get("response_a"), column=mapping["response_a"], role="response A")
-    resp_b, _ = _as_text(get("response_b"), column=mapping["response_b"], role="response B")
-    prompt, _ = _as_text(get("prompt"), column=mapping["prompt"], role="prompt")
+    resp_a, user_a = text_cells(get("response_a"), column=mapping["response_a"], role="response A")
+    resp_b, _ = text_cells(get("response_b"), column=mapping["response_b"], role="response B")
+    prompt, _ = text_cells(get("prompt"), column=mapping["prompt"], role="prompt")
     # Chat-format responses carry the prompt themselves.
     prompt = np.array([p if p else u for p, u in zip(prompt, user_a)], dtype=object)
 

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from puaudit.data.jsonsafe import encode, to_jsonable
-from puaudit.data.read_limits import _INT64_MIN, SUPPORTED_SUFFIXES, _is_int
+from puaudit.data.cells import INT64_MIN, is_int
+from puaudit.data.limits import SUPPORTED_SUFFIXES
 from puaudit.errors import PUAuditError
 
 __all__ = ["write_bytes_atomic", "check_output_path", "write_table", "table_to_bytes"]
@@ -235,8 +236,8 @@ def _to_parquet(df: pd.DataFrame) -> bytes:
         if mtype is not None:  # a Parquet map column, read back as lists of (key, value)
             fields.append(pa.field(str(name), mtype))
             continue
-        big = next((i for i, v in enumerate(values) if _is_int(v) and not
-                    (_INT64_MIN <= v <= 2**64 - 1)), None)
+        big = next((i for i, v in enumerate(values) if is_int(v) and not
+                    (INT64_MIN <= v <= 2**64 - 1)), None)
         if big is not None:
             raise PUAuditError(
                 f"Cannot write Parquet: column '{name}', row {big + 1} holds the integer "
