@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench._hostile_files import ROWS, ZEROS, gzip_bomb, parquet_bomb
-from puaudit.cli.input_limits import DEFAULT_MAX_DECODED_MB, max_decoded_bytes_from
+from puaudit.cli.table_input import DEFAULT_MAX_DECODED_MB, max_decoded_bytes_from
 from puaudit.data.io import read_table
 from puaudit.data.parquet import read_comparisons_parquet
 from puaudit.errors import PUAuditError

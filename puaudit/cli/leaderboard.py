@@ -14,11 +14,9 @@ the message on stderr and returns 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from puaudit.cli.input_limits import add_input_arguments
-from puaudit.cli.table_input import read_frame
+from puaudit.cli.table_input import add_input_arguments, read_frame
 from puaudit.errors import PUAuditError
 from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, TOP_MODELS
 
@@ -60,7 +58,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="write the per-model table (.csv, .parquet or .jsonl)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object alone on stdout (the report goes to stderr)")
-    p.set_defaults(func=run, run=run)
     return p
 
 
@@ -145,34 +142,30 @@ def _summary(res, top: int | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
+    """Run the sub-command; 0 on success (bad input raises :class:`PUAuditError`)."""
     from puaudit.cli.output import report_stream
     from puaudit.data.jsonsafe import dumps
     from puaudit.data.writers import check_output_path, write_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
     from puaudit.rankings.estimate import table_rankings
 
-    try:
-        if args.output:  # before any work: never overwrite an input, fail early on a bad path
-            check_output_path(args.output, inputs=[args.input, args.audit_export],
-                              what="output (-o)")
-        # every format `puaudit audit` reads (AlpacaEval annotations, Label Studio, ...)
-        df = read_frame(args)
-        cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
-        table = load_comparisons(df, columns=cols, name=Path(args.input).name)
-        if args.judge_rule:
-            table = apply_judge_rule(table, args.judge_rule)
-        audited = _audited(df, args.audit_export, len(df), args)
-        if args.top < 0:
-            raise PUAuditError(f"--top must be 0 (all models) or more, got {args.top}.")
-        res = table_rankings(table, audited=audited, ties=args.ties,
-                             length_control=args.length_control, n_resamples=args.resamples,
-                             alpha=args.alpha, max_work=args.max_work, random_state=args.seed)
-        if args.output:
-            write_table(res.frame, args.output)
-    except PUAuditError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.output:  # before any work: never overwrite an input, fail early on a bad path
+        check_output_path(args.output, inputs=[args.input, args.audit_export],
+                          what="output (-o)")
+    # every format `puaudit audit` reads (AlpacaEval annotations, Label Studio, ...)
+    df = read_frame(args)
+    cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
+    table = load_comparisons(df, columns=cols, name=Path(args.input).name)
+    if args.judge_rule:
+        table = apply_judge_rule(table, args.judge_rule)
+    audited = _audited(df, args.audit_export, len(df), args)
+    if args.top < 0:
+        raise PUAuditError(f"--top must be 0 (all models) or more, got {args.top}.")
+    res = table_rankings(table, audited=audited, ties=args.ties,
+                         length_control=args.length_control, n_resamples=args.resamples,
+                         alpha=args.alpha, max_work=args.max_work, random_state=args.seed)
+    if args.output:
+        write_table(res.frame, args.output)
     top = args.top or None
     report = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     print(_summary(res, top), file=report)

@@ -1,61 +1,17 @@
 """A dataset folder read as one table, the kind of folder told from what it holds, and a zipped
-folder unpacked to be read so.
+folder unpacked to be read so; docs/data_formats.md ("Dataset folders") says what each kind
+holds, which split is read and what is refused.
 
-:func:`read_folder` tries each entry of :data:`FOLDER_KINDS` in order; the first whose
-``matches`` recognises the folder reads it. The kinds here: a Hugging Face ``DatasetDict``
-(``dataset_dict.json``) and ``Dataset`` (``state.json``) written by ``save_to_disk``, and
-Parquet shards. A folder that is none of them gets one message naming what each kind holds.
+:func:`read_folder` tries each entry of :data:`FOLDER_KINDS` in order (a Hugging Face
+``DatasetDict`` or ``Dataset`` written by ``save_to_disk``, read with pyarrow alone; Parquet
+shards); the first whose ``matches`` recognises the folder reads it. The table is what
+:func:`puaudit.data.io.read_table` returns for a file, with ``attrs["read_note"]`` (what was
+read), ``attrs["splits"]`` (the folder's split names) and ``attrs["split"]`` (the one read).
 
-The table that comes back is what :func:`puaudit.data.io.read_table` returns for a file, so the
-evaluation-tool formats (:mod:`puaudit.data.formats`) are detected on it as on a file; its
-``attrs["read_note"]`` says what was read (which split, how many files), which the command
-line prints; ``attrs["splits"]`` lists the folder's split names and ``attrs["split"]`` names
-the one read, so that a caller (the dashboard's Split picker) can offer the others.
-
-Every reader measures every file first (rows and decoded bytes from metadata) and refuses a
-folder over a limit before any data is decoded; the limits count the whole folder, not each
-file.
-
-Hugging Face ``save_to_disk`` folders are read with pyarrow alone. A ``Dataset`` folder holds
-``state.json`` (``_data_files``: the ``data-0000K-of-0000N.arrow`` files, in order),
-``dataset_info.json`` (``features``: the column types, ClassLabel names among them) and the
-data files, Arrow IPC *streams*. A ``DatasetDict`` folder holds
-``dataset_dict.json`` (``{"splits": [...]}``) and one ``Dataset`` folder per split.
-
-Before any column is decoded, every data file is measured from its messages' metadata alone:
-the rows of each record batch and the bytes each buffer decodes to (a compressed buffer
-states its decompressed length in its first 8 bytes), so a folder over the row or size limit
-(:class:`FolderRead`) is refused however its files are compressed.
-
-A ClassLabel column (integers that ``features`` names) is read as its names, as ``datasets``
-shows them (``-1``, no label, becomes empty), so that a verdict stored as 0/1/2 is recognised.
-
-Parquet shards: a Hugging Face Hub dataset's ``data/<split>-0000K-of-0000N.parquet``, the Hub's
-converted ``<config>/<split>/0000.parquet``, or any folder of ``*.parquet`` files (Spark, Dask,
-pyarrow datasets).
-Shards are grouped into splits by their names: ``train-00000-of-00003.parquet`` belongs to
-``train`` (in ``data/`` or in a config folder, ``<config>/train``), a shard without that
-pattern to the folder holding it (``default/train``, or the top folder itself). One split is
-read (:func:`choose_split`), its shards in name order, and a split
-whose names say ``-of-00003`` must have all three.
-
-Every shard's footer is read first: columns and types must agree (a differing shard is
-named, with the column), and the rows and decoded bytes of all shards together are checked
-against the limits before any page is read; pages are then read batch by batch within the
-same budget (:func:`puaudit.data.parquet.parquet_table`).
-
-A zipped dataset folder (a browser cannot upload a folder) is checked, unpacked into a
-temporary folder, read with :func:`read_folder`, and removed.
-:class:`UnpackedZip` keeps the unpacked folder for as long as it lives, so that a caller that
-reads several splits of one archive (the dashboard's Split picker) unpacks it once;
-:func:`read_zip_folder` unpacks, reads one split and removes the folder.
-
-What the archive says is checked before anything is written: at most :data:`MAX_MEMBERS`
-files, their stated sizes together within the read's decoded-size limit, names that stay
-inside the folder (no ``..``, no absolute path), no links, no encryption. Unpacking counts
-the bytes actually written and stops at the limit too, so an archive that lies about its
-sizes costs no more than an honest one. An Excel workbook (also a zip) gets the message it
-always got.
+Every file is measured first from its metadata (an Arrow stream's message headers, a Parquet
+footer) and a folder over a limit is refused before any data is decoded; the limits count the
+whole folder. A zip archive's stated names and sizes are checked before anything is written,
+and the bytes unpacked are counted too (:class:`UnpackedZip`).
 """
 
 from __future__ import annotations

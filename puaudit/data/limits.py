@@ -8,7 +8,7 @@ operator's limits on one dashboard upload, read from the environment (never from
     ``server.maxUploadSize`` only caps the *compressed* size; these cap what the server
     actually has to hold and audit. ``PUAUDIT_MAX_UPLOAD_MB`` is the upload's
     :class:`DecodedBudget`. Larger files go through the command line, which has higher limits
-    of its own (:mod:`puaudit.cli.input_limits`).
+    of its own (:mod:`puaudit.cli.table_input`).
 """
 
 from __future__ import annotations
