@@ -99,22 +99,17 @@ def _summary(res, top: int | None = None) -> str:
         ranks = "  ".join(f"{('' if r[f'rank_{s}'] != r[f'rank_{s}'] else int(r[f'rank_{s}'])):>12}"
                           for s in avail)
         lines.append(f"{str(r['model'])[:24]:<24} {int(r['n']):>6} {int(r['n_human']):>6}  {ranks}")
-    lines += ["", "Win rate against the field [95% interval]:"]
-    for _, r in f.iterrows():
-        parts = [f"{s} {_f(r[f'winrate_{s}'])} [{_f(r[f'winrate_{s}_lo'])}, "
-                 f"{_f(r[f'winrate_{s}_hi'])}]" for s in avail]
-        lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
-    lines += ["", "Bradley-Terry strength (log-odds, mean 0) [95% interval]:"]
-    for _, r in f.iterrows():
-        parts = [f"{s} {_f(r[f'bt_{s}'], 2)} [{_f(r[f'bt_{s}_lo'], 2)}, {_f(r[f'bt_{s}_hi'], 2)}]"
-                 for s in avail]
-        lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
+
+    def intervals(title: str, key: str, nd: int = 3) -> list[str]:
+        """``title``, then per model each source's ``key`` and its interval."""
+        return ["", title] + [f"  {str(r['model'])[:24]:<24} " + "; ".join(
+            f"{s} {_f(r[f'{key}_{s}'], nd)} [{_f(r[f'{key}_{s}_lo'], nd)}, "
+            f"{_f(r[f'{key}_{s}_hi'], nd)}]" for s in avail) for _, r in f.iterrows()]
+
+    lines += intervals("Win rate against the field [95% interval]:", "winrate")
+    lines += intervals("Bradley-Terry strength (log-odds, mean 0) [95% interval]:", "bt", 2)
     if "lc_winrate_judge" in f.columns:
-        lines += ["", "Length-controlled win rate [95% interval]:"]
-        for _, r in f.iterrows():
-            parts = [f"{s} {_f(r[f'lc_winrate_{s}'])} [{_f(r[f'lc_winrate_{s}_lo'])}, "
-                     f"{_f(r[f'lc_winrate_{s}_hi'])}]" for s in avail]
-            lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
+        lines += intervals("Length-controlled win rate [95% interval]:", "lc_winrate")
         g = {s: res.diagnostics.get(f"gamma_{s}") for s in ("judge", "audited", "human")}
         lines.append("  length coefficient: " + ", ".join(f"{s} {_f(v, 2)}" for s, v in g.items()
                                                          if v is not None))

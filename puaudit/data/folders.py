@@ -25,7 +25,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import pandas as pd
@@ -86,10 +86,6 @@ class FolderRead:
         The split asked for (None: the only one, else ``train``, else ``test``).
     max_bytes, max_rows, max_columns, limit_hint, size_hint
         As for :func:`puaudit.data.io.read_table`, counted over every file of the folder.
-    read_file : callable, optional
-        Reads one file within the same limits (:func:`puaudit.data.io.read_table`); given to a
-        reader that meets a plain table file inside a folder (JSON, CSV), so that it need not
-        import the table reader.
     """
 
     name: str
@@ -99,7 +95,6 @@ class FolderRead:
     max_columns: int = MAX_COLUMNS
     limit_hint: str = DEFAULT_HINT
     size_hint: str | None = None
-    read_file: Callable[..., pd.DataFrame] | None = field(default=None, repr=False)
 
     def budget(self) -> DecodedBudget:
         """The decoded bytes the whole folder may spend (one budget for all its files)."""
@@ -595,8 +590,7 @@ class FolderKind:
     matches : callable(Path) -> bool
         Whether a folder is of this kind; cheap (file names, not contents).
     read : callable(Path, FolderRead) -> DataFrame
-        Reads it within the read's limits (:class:`FolderRead`, whose ``read_file`` reads a
-        plain table file inside the folder with the same limits).
+        Reads it within the read's limits (:class:`FolderRead`).
     """
 
     name: str
@@ -632,8 +626,8 @@ def read_folder(path: str | os.PathLike, *, split: str | None = None, name: str 
     name : str, optional
         How messages name the folder (default the path).
     **limits
-        ``max_bytes``, ``max_rows``, ``max_columns``, ``limit_hint``, ``size_hint``,
-        ``read_file``: see :class:`FolderRead`; rows and bytes count over the whole folder.
+        ``max_bytes``, ``max_rows``, ``max_columns``, ``limit_hint``, ``size_hint``: see
+        :class:`FolderRead`; rows and bytes count over the whole folder.
 
     Returns
     -------
@@ -787,8 +781,8 @@ class UnpackedZip:
         self.label = name if inner == "." else f"{name}:{inner}"
 
     def read(self, *, split: str | None = None, **limits) -> pd.DataFrame:
-        """One split of the folder (:func:`puaudit.data.folders.read_folder`, within
-        ``max_bytes`` and ``limits``: ``max_rows``, ``max_columns``, the hints, ``read_file``)."""
+        """One split of the folder (:func:`read_folder`, within ``max_bytes`` and ``limits``:
+        ``max_rows``, ``max_columns``, the hints)."""
         return read_folder(self.root, split=split, max_bytes=self.max_bytes, name=self.label,
                            **limits)
 
@@ -815,7 +809,7 @@ def read_zip_folder(data: bytes, name: str, *, split: str | None = None,
     name : str
         Its name, for messages.
     split : str, optional
-        As for :func:`puaudit.data.folders.read_folder`.
+        As for :func:`read_folder`.
     max_bytes : int or None
         Largest unpacked size, and the folder's decoded-size limit.
     unpack : callable(data, name, max_bytes) -> UnpackedZip, optional
@@ -823,7 +817,7 @@ def read_zip_folder(data: bytes, name: str, *, split: str | None = None,
         after this read); a caller that reads several splits of one archive passes a cache of
         them, so that the archive is unpacked once.
     **limits
-        The other limits of :func:`puaudit.data.folders.read_folder`.
+        The other limits of :func:`read_folder`.
 
     Raises
     ------

@@ -1,21 +1,14 @@
-"""Reading and writing tables: CSV, Parquet and JSONL, from paths, bytes or uploaded files.
+"""Reading tables: CSV, TSV, Parquet and JSONL, from paths, bytes or uploaded files, gzipped or
+not, and dataset folders (:mod:`puaudit.data.folders`); one entry, :func:`read_table`.
 
 CSV cells are read as text, exactly as written (no NaN guessing, no number parsing), so an export
 written back as CSV reproduces every input value. Parquet and JSONL keep their own types; integer
 columns with missing values stay integers (pandas ``Int64``, or exact Python ints beyond 64 bits).
 
-Memory is bounded by what the caller allows: ``max_bytes`` caps the decoded size
-(:class:`DecodedBudget`: a gzip's decompressed bytes are counted before any is kept, Parquet
-values from the file's footer before any page is read and again batch by batch, JSON values as
-they are parsed, so a small "bomb" stops early and cheaply), ``max_rows`` and ``max_columns`` are
-checked while parsing, before any large table is built. Text is decoded and parsed as a stream
-and cells are packed into Arrow string columns every few thousand rows, so a file of short rows
-costs a few times its size, not tens of times.
-
-Writing goes to a temporary file in the destination folder that is then renamed over the
-destination (:func:`write_bytes_atomic`): a crash never leaves a half-written file, and
-:func:`check_output_path` refuses a destination that is an input, a folder or unwritable before
-any work starts.
+Memory is bounded by what the caller allows (:class:`~puaudit.data.limits.DecodedBudget`, rows
+and columns checked while parsing; docs/hostile_inputs.md). Text is decoded and parsed as a
+stream and cells are packed into Arrow string columns every few thousand rows, so a file of
+short rows costs a few times its size, not tens of times.
 """
 
 from __future__ import annotations
@@ -40,6 +33,7 @@ from puaudit.data.cells import INT64_MAX, INT64_MIN, is_int
 from puaudit.data.limits import (DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES, ROW_LIMIT,
                                  SUPPORTED_SUFFIXES, DecodedBudget, check_columns, check_header,
                                  check_rows, open_regular, size_text, too_big)
+from puaudit.data.folders import read_folder, read_zip_folder
 from puaudit.data.parquet import read_parquet
 from puaudit.errors import PUAuditError
 
@@ -232,9 +226,7 @@ def _read_table(source: Source, *, fmt, name, max_bytes, max_rows, max_columns, 
     folder_limits = {"max_bytes": max_bytes, "max_rows": max_rows, "max_columns": max_columns,
                      "limit_hint": limit_hint, "size_hint": size_hint, "split": split}
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
-        from puaudit.data.folders import read_folder
-
-        return read_folder(source, name=name, read_file=read_table, **folder_limits)
+        return read_folder(source, name=name, **folder_limits)
     data, default_name = _read_bytes(source, max_bytes=max_bytes, hint=size_hint)
     name = name or default_name
     budget = DecodedBudget(max_bytes, name, size_hint)
@@ -246,10 +238,7 @@ def _read_table(source: Source, *, fmt, name, max_bytes, max_rows, max_columns, 
     # the text and its cells are the bytes just counted; Parquet and JSON values count anew
     budget = DecodedBudget(max_bytes, name, size_hint)
     if data[:4] == b"PK\x03\x04":  # a zipped dataset folder, or an Excel workbook (refused)
-        from puaudit.data.folders import read_zip_folder
-
-        return read_zip_folder(data, name, read_file=read_table, unpack=unpack_zip,
-                               **folder_limits)
+        return read_zip_folder(data, name, unpack=unpack_zip, **folder_limits)
     if not data.strip(b" \t\r\n\x00\xef\xbb\xbf\xff\xfe"):
         raise PUAuditError(f"{name}: the file is empty. Upload a table with a header row and at "
                            "least one comparison per row.")

@@ -1,21 +1,13 @@
-"""Parquet under the decoded-size budget: sizes from the footer before any page is read, then
-batch by batch with text read as dictionaries; the pandas frame of an Arrow table; and Parquet
-in, Parquet out for large tables, without a whole extra copy of the table in memory.
+"""Parquet under the decoded-size budget (:class:`~puaudit.data.limits.DecodedBudget`): sizes
+from the footer before any page is read, then batch by batch with text read as dictionaries;
+the pandas frame of an Arrow table; and Parquet in, Parquet out for large tables.
 
-:func:`puaudit.data.io.read_table` builds the whole table (every column) in pandas, and the
-export (:meth:`AuditResult.to_frame`) copies it once more before writing. For a Parquet file
-that is the audit's input *and* the export's source, neither copy is needed:
-
-* :func:`read_comparisons_parquet` reads only the columns the audit uses (prompt, responses,
-  verdicts, type, ids, annotator), in row batches, and keeps no frame: the
-  :class:`ComparisonTable` it returns holds the per-row arrays and an empty frame of the right
-  length. Columns the audit does not read (long metadata, embeddings, ...) are never loaded.
-* :func:`write_export_parquet` streams the source again, one row batch at a time, appends the
-  audit's ``puaudit_*`` columns to each batch and writes it, through a temporary file that is
-  renamed over the destination at the end (:func:`write_bytes_atomic`). Every input row and
-  column is written with its stored Arrow type, in order; only one batch is in memory.
-
-Peak memory is then the audit's per-row arrays plus one batch, whatever the width of the file.
+A Parquet file that is the audit's input *and* the export's source is never held whole:
+:func:`read_comparisons_parquet` reads only the audit's columns, in row batches, into a
+:class:`ComparisonTable` without a frame, and :func:`write_export_parquet` streams the source
+again one batch at a time, appends the ``puaudit_*`` columns and writes each batch (every
+input row and column with its stored type) to a file renamed into place at the end. Peak memory
+is then the audit's per-row arrays plus one batch, whatever the width of the file.
 """
 
 from __future__ import annotations
@@ -107,8 +99,8 @@ def parquet_check_budget(meta, budget: DecodedBudget, *, file_bytes: int,
         col, n = max(by_column.items(), key=lambda kv: kv[1])
         raise budget.refuse(f"holds more than {budget.limit_text} of data once decoded (the "
                             f"limit here): its {meta.num_rows:,} rows decode to about "
-                            f"{size_text(total)} from {size_text(file_bytes)} on disk, column '{col}' alone "
-                            f"{size_text(n)}; refused before reading")
+                            f"{size_text(total)} from {size_text(file_bytes)} on disk, column "
+                            f"'{col}' alone {size_text(n)}; refused before reading")
     return [sum(g.values()) for g in per_group]
 
 

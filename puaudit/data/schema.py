@@ -111,11 +111,6 @@ def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -
     return mapping
 
 
-def _label_of(value, model_a: str | None, model_b: str | None) -> str | None:
-    """Return 'A', 'B', 'tie', None (missing) or raise KeyError for an unknown label."""
-    return parse_verdict(value, model_a=model_a, model_b=model_b)
-
-
 def normalize_verdicts(values: Sequence, *, column: str = "verdict",
                        model_a: Sequence | None = None, model_b: Sequence | None = None,
                        allow_missing: bool = True) -> np.ndarray:
@@ -136,8 +131,8 @@ def normalize_verdicts(values: Sequence, *, column: str = "verdict",
     out = np.empty(len(vals), dtype=object)
     for i, v in enumerate(vals):
         try:
-            lab = _label_of(v, None if ma[i] is None else str(ma[i]),
-                            None if mb[i] is None else str(mb[i]))
+            lab = parse_verdict(v, model_a=None if ma[i] is None else str(ma[i]),
+                                model_b=None if mb[i] is None else str(mb[i]))
         except KeyError:
             raise PUAuditError(
                 f"Column '{column}', row {i + 1}: unknown verdict {str(v)[:60]!r}. Accepted labels: "
