@@ -121,13 +121,10 @@ def _model_summary(mrep) -> str:
 
 
 #: Per-annotator fields of the primary model merged into the annotator table and JSON.
-MODEL_FIELDS = ("skill", "skill_lo", "skill_hi", "position_bias", "position_bias_lo",
-                "position_bias_hi", "length_bias", "length_bias_lo", "length_bias_hi",
-                "p_a_given_b", "p_a_given_b_lo", "p_a_given_b_hi", "p_b_given_a",
-                "p_b_given_a_lo", "p_b_given_a_hi", "tie_given_strict", "tie_given_strict_lo",
-                "tie_given_strict_hi", "tie_given_tie", "tie_given_tie_lo", "tie_given_tie_hi",
-                "competence", "competence_lo", "competence_hi", "weight", "cohen_kappa",
-                "cohen_kappa_lo", "cohen_kappa_hi", "n_kappa", "model_flags")
+MODEL_FIELDS = tuple(f"{k}{end}" for k in ("skill", "position_bias", "length_bias", "p_a_given_b",
+                                           "p_b_given_a", "tie_given_strict", "tie_given_tie",
+                                           "competence") for end in ("", "_lo", "_hi")) + (
+    "weight", "cohen_kappa", "cohen_kappa_lo", "cohen_kappa_hi", "n_kappa", "model_flags")
 MODEL_OVERALL = ("fleiss_kappa", "fleiss_items", "fleiss_votes_per_item",
                  "n_consensus_differs_majority", "n_model_flagged")
 

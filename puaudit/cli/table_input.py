@@ -43,14 +43,19 @@ ENV = "PUAUDIT_MAX_ROWS"
 ENV_DECODED = "PUAUDIT_MAX_DECODED_MB"
 
 
-def _parse(value: str, where: str, unit: str = "rows") -> int:
+def _limit(flag_value, flag: str, env: str, default: int, unit: str = "rows") -> int:
+    """``flag``'s value, else ``$env``, else ``default``: a whole number, 0 for no limit."""
+    if flag_value is None and os.environ.get(env, "").strip():
+        flag_value, flag = os.environ[env].strip(), f"${env}"
+    if flag_value is None:
+        return default
     try:
-        n = int(str(value).replace("_", "").replace(",", ""))
+        n = int(str(flag_value).replace("_", "").replace(",", ""))
     except ValueError:
-        raise PUAuditError(f"{where} must be a whole number of {unit} (0 = no limit); got "
-                           f"{value!r}.") from None
+        raise PUAuditError(f"{flag} must be a whole number of {unit} (0 = no limit); got "
+                           f"{flag_value!r}.") from None
     if n < 0:
-        raise PUAuditError(f"{where} must be 0 (no limit) or a positive number of {unit}; "
+        raise PUAuditError(f"{flag} must be 0 (no limit) or a positive number of {unit}; "
                            f"got {n}.")
     return n
 
@@ -80,26 +85,15 @@ def add_input_arguments(p: argparse.ArgumentParser, *,
 def max_rows_from(args) -> int | None:
     """The row limit of a run: ``--max-rows``, else ``$PUAUDIT_MAX_ROWS``, else the default;
     ``None`` for no limit."""
-    flag = getattr(args, "max_rows", None)
-    if flag is not None:
-        n = _parse(flag, "--max-rows")
-    elif os.environ.get(ENV, "").strip():
-        n = _parse(os.environ[ENV].strip(), f"${ENV}")
-    else:
-        n = DEFAULT_MAX_ROWS
+    n = _limit(getattr(args, "max_rows", None), "--max-rows", ENV, DEFAULT_MAX_ROWS)
     return None if n == 0 else n
 
 
 def max_decoded_bytes_from(args) -> int | None:
     """The decoded-size limit of a run in bytes: ``--max-decoded-mb``, else
     ``$PUAUDIT_MAX_DECODED_MB``, else the default; ``None`` for no limit."""
-    flag = getattr(args, "max_decoded_mb", None)
-    if flag is not None:
-        n = _parse(flag, "--max-decoded-mb", "MB")
-    elif os.environ.get(ENV_DECODED, "").strip():
-        n = _parse(os.environ[ENV_DECODED].strip(), f"${ENV_DECODED}", "MB")
-    else:
-        n = DEFAULT_MAX_DECODED_MB
+    n = _limit(getattr(args, "max_decoded_mb", None), "--max-decoded-mb", ENV_DECODED,
+               DEFAULT_MAX_DECODED_MB, "MB")
     return None if n == 0 else n * 2**20
 
 

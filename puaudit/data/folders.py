@@ -107,7 +107,7 @@ class FolderRead:
         check_columns(columns, self.name, self.max_columns, self.limit_hint)
         if self.max_rows is not None and rows > self.max_rows:
             check_rows(rows, self.name, self.max_rows,
-                        f"Its {files} {what} hold {rows:,} rows together. {self.limit_hint}")
+                       f"Its {files} {what} hold {rows:,} rows together. {self.limit_hint}")
         budget.check(nbytes, f"holds more than {budget.limit_text} of data once decoded (the "
                      f"limit here): its {files} {what} decode to about {size_text(nbytes)} "
                      "together; refused before reading")

@@ -338,7 +338,7 @@ class _JsonColumns:
             if key not in self.current:
                 if len(self.current) >= self.max_columns:  # stop before storing any more
                     check_columns(len(self.current) + 1, self.name, self.max_columns, self.hint,
-                                   exact=False)
+                                  exact=False)
                 # a column first seen now was missing from every earlier record
                 self.chunks[key] = [[None] * self.n0] if self.n0 else []
                 self.current[key] = [None] * (self.n - self.n0)

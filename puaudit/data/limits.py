@@ -138,7 +138,7 @@ def check_columns(n: int, name: str, max_columns: int, hint: str, *, exact: bool
     if n > max_columns:
         count = f"{n:,}" if exact else f"more than {max_columns:,}"
         raise too_big(name, f"has {count} columns, over the limit of {max_columns:,} here (a "
-                       "comparison table needs a handful). Keep only the columns you need", hint)
+                      "comparison table needs a handful). Keep only the columns you need", hint)
 
 
 def check_rows(n: int, name: str, max_rows: int | None, hint: str) -> None:

@@ -240,8 +240,8 @@ _NULLABLE_INTS = {"int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "
 
 
 def read_parquet(data: bytes, name: str, *, budget: DecodedBudget,
-                  max_rows: int | None = None, max_columns: int = MAX_COLUMNS,
-                  hint: str = DEFAULT_HINT) -> pd.DataFrame:
+                 max_rows: int | None = None, max_columns: int = MAX_COLUMNS,
+                 hint: str = DEFAULT_HINT) -> pd.DataFrame:
     """Read Parquet row group by row group within ``budget`` (see :class:`DecodedBudget`).
 
     The footer's sizes (:func:`parquet_check_budget`) refuse a file before any page is read;

@@ -96,8 +96,9 @@ def check_output_path(path: str | os.PathLike, *, inputs: Sequence[str | os.Path
 
     Refused with a :class:`PUAuditError` (CLI: exit 2): a path that names an input or another
     output of the same command (also through a symlink or a hardlink), an existing folder, a
-    path under an existing file, a path in a folder that does not exist (nothing is created), a folder that cannot be written to, a read-only file, and, for
-    tables (``table=True``), a name whose extension names no table format.
+    path under an existing file, a path in a folder that does not exist (nothing is created),
+    a folder that cannot be written to, a read-only file, and, for tables (``table=True``), a
+    name whose extension names no table format.
 
     Parameters
     ----------
