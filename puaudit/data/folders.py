@@ -296,7 +296,9 @@ def _data_files(root: Path, opts: FolderRead) -> tuple[list[Path], str | None]:
 
 
 def read_dataset(root: Path, opts: FolderRead) -> pd.DataFrame:
-    """A ``Dataset`` folder: its data files in ``state.json``'s order, as one table."""
+    """A ``Dataset`` folder: its data files (Arrow IPC streams) in ``state.json``'s order, as
+    one table, each measured from its messages' metadata first (:func:`_scan`); a ClassLabel
+    column is read as its names, as ``datasets`` shows them (a verdict stored as 0/1/2)."""
     files, own = _data_files(root, opts)
     scans = [_scan(path, name=f"{opts.name}/{path.name}") for path in files]
     first = scans[0]["schema"]
@@ -487,7 +489,9 @@ def has_parquet(root: Path) -> bool:
 
 
 def parquet_groups(root: Path) -> dict[str, list[Path]]:
-    """Shards by split (see the module docstring), each in name order."""
+    """Shards by split, each in name order: ``train-00000-of-00003.parquet`` belongs to
+    ``train`` (in ``data/`` or in a config folder, ``<config>/train``), a shard without that
+    pattern to the folder holding it (``default/train``, or the top folder itself)."""
     groups: dict[str, list[Path]] = {}
     for path in _shard_files(root):
         parts = list(path.relative_to(root).parent.parts)
@@ -546,7 +550,10 @@ def _footer(path: Path, name: str):
 
 
 def read_parquet_shards(root: Path, opts: FolderRead) -> pd.DataFrame:
-    """One split's shards (``opts.split``) as one table; see the module docstring."""
+    """One split's shards (``opts.split``) as one table, in name order; a split whose names
+    say ``-of-00003`` must have all three. Every shard's footer is read first: columns and
+    types must agree, and the rows and decoded bytes of all shards together are checked
+    against the limits before any page is read, which is then read within the same budget."""
     groups = parquet_groups(root)
     label, note = _pick(groups, opts.split, opts.name)
     files = groups[label]

@@ -172,9 +172,8 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         Name used in messages (defaults to the path or upload name).
     max_bytes : int or None
         Largest decoded size accepted (:class:`DecodedBudget`; None: no limit): a plain file's
-        size, a gzip's decompressed size (counted before anything is kept), Parquet values as
-        Arrow holds them (refused from the footer before any page is read when the footer says
-        so, else at the first batch past it), JSONL values once parsed.
+        size, a gzip's decompressed size, Parquet values as Arrow holds them, JSONL values once
+        parsed, each counted before it is kept (docs/hostile_inputs.md).
     max_rows : int, optional
         Largest number of data rows accepted, checked while parsing.
     max_columns : int

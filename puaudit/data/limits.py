@@ -150,10 +150,8 @@ def check_rows(n: int, name: str, max_rows: int | None, hint: str) -> None:
 class DecodedBudget:
     """The bytes one read may decode, shared by every reader so that one limit gives one message.
 
-    What counts is what the data take once decompressed and decoded: the bytes a gzip expands
-    to, a Parquet file's values as Arrow holds them (dictionaries and run-lengths expanded, which
-    a file's page sizes do not show), a JSON record's values (strings their length plus 8, every
-    other value 8). Readers call :meth:`check` on a size known before reading (file metadata)
+    What counts is what the data take once decompressed and decoded (docs/hostile_inputs.md,
+    "Decoded size"). Readers call :meth:`check` on a size known before reading (file metadata)
     and :meth:`spend` on what they decoded, so a file is refused before its data are read when
     its metadata already say it is too big, and at the first batch past the limit otherwise.
 
