@@ -172,10 +172,10 @@ CASES = {
         import numpy as np
         import pandas as pd
         from puaudit.audit.estimator import PUAudit, PairEmbeddings
-        from puaudit.data.upload_limits import upload_limits
+        from puaudit.data.limits import upload_limits
         from puaudit.embed.cache import text_key
         from puaudit.embed.encoders import format_text
-        from puaudit.data.io import table_to_bytes
+        from puaudit.data.writers import table_to_bytes
         from puaudit.data.schema import load_comparisons
         from components.uploads import read_upload
         lim = upload_limits()

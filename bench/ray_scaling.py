@@ -15,7 +15,7 @@ audited end to end through Ray with the driver's peak memory.
    (default 1 ms: the pipeline, not the model, is measured), audits with the default settings
    (auto scorer, cross-fitting folds and per-type jobs as Ray tasks), and writes the Parquet
    export. Reading and writing use the streaming Parquet path
-   (:mod:`puaudit.data.parquet_stream`) when it is present, else ``read_table`` / ``to_frame``.
+   (:mod:`puaudit.data.parquet`) when it is present, else ``read_table`` / ``to_frame``.
    Reported: wall time per stage and the driver's peak RSS (``ru_maxrss`` of the child; Ray's
    workers are other processes and are not included).
 
@@ -108,7 +108,7 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
         t0 = time.perf_counter()
 
     try:
-        from puaudit.data.parquet_stream import read_comparisons_parquet, write_export_parquet
+        from puaudit.data.parquet import read_comparisons_parquet, write_export_parquet
         streaming = True
     except ImportError:
         streaming = False

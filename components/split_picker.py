@@ -16,8 +16,8 @@ import streamlit as st
 
 from components import state
 from components.uploads import read_upload
-from puaudit.data.folder_tables import READ_NOTE, SPLIT
-from puaudit.data.zip_folder import UnpackedZip
+from puaudit.data.folders import READ_NOTE, SPLIT
+from puaudit.data.folders import UnpackedZip
 from puaudit.errors import PUAuditError
 
 __all__ = ["picker_key", "read_split", "unpacked_zip"]
@@ -34,7 +34,7 @@ def unpacked_zip(data: bytes, name: str, max_bytes: int | None) -> UnpackedZip:
 
     Shared by sessions that upload the same bytes under the same name (the folder is only
     read). An entry dropped from the cache removes its folder once no read holds it
-    (:class:`puaudit.data.zip_folder.UnpackedZip`), so at most four unpacked uploads stay on
+    (:class:`puaudit.data.folders.UnpackedZip`), so at most four unpacked uploads stay on
     disk; a split chosen after that unpacks the upload again.
 
     Parameters
@@ -48,7 +48,7 @@ def unpacked_zip(data: bytes, name: str, max_bytes: int | None) -> UnpackedZip:
 
     Returns
     -------
-    puaudit.data.zip_folder.UnpackedZip
+    puaudit.data.folders.UnpackedZip
     """
     return _unpacked_zip(state.sha256_bytes(data), name, max_bytes, data)
 

@@ -29,7 +29,7 @@ from components.encoder_state import encoder_options
 from puaudit.audit.config import RULES, AuditConfig
 from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
 from puaudit.errors import PUAuditError
-from puaudit.data.folder_tables import SPLIT
+from puaudit.data.folders import SPLIT
 from puaudit.data.schema import ComparisonTable, load_comparisons
 
 __all__ = ["DEMO_NAME", "SCORER_CHOICES", "RULE_CHOICES", "CERTIFY_TARGET", "set_source",

@@ -6,7 +6,7 @@ gigabytes of short rows, and a 34 KB Parquet file to 10 GB of list values. Every
 accepts an upload reads it with :func:`read_upload`, which reads it as the command line reads a
 file, with :func:`puaudit.data.load.load_input` (a Label Studio export, Argilla records, ...
 become the table ``puaudit audit`` audits), within
-:func:`puaudit.data.upload_limits.upload_limits` (decoded size, rows, columns): a gzip is
+:func:`puaudit.data.limits.upload_limits` (decoded size, rows, columns): a gzip is
 measured before anything is kept, a Parquet file from its footer before any page is read and
 again batch by batch, a tool's records as they expand into one row per vote; the message names
 the limit and the command line for larger files.
@@ -25,10 +25,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from puaudit.data.folder_tables import ANOTHER_SPLIT, SPLIT, SPLITS, SplitNotChosen
+from puaudit.data.folders import ANOTHER_SPLIT, SPLIT, SPLITS, SplitNotChosen
 from puaudit.data.load import load_input
-from puaudit.data.read_limits import ReadLimits
-from puaudit.data.upload_limits import UploadLimits, upload_limits
+from puaudit.data.limits import ReadLimits, UploadLimits, upload_limits
 from puaudit.errors import PUAuditError
 
 __all__ = ["read_upload", "limits_text", "offered_splits", "read_note_caption"]
@@ -55,7 +54,7 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
     max_upload_mb : int, optional
         ``server.maxUploadSize``: the browser enforces it, this covers any client that does not.
     limits : UploadLimits, optional
-        Default: :func:`puaudit.data.upload_limits.upload_limits` (the operator's environment).
+        Default: :func:`puaudit.data.limits.upload_limits` (the operator's environment).
     split : str, optional
         The split of a zipped dataset folder to read (default: the only one, else ``train``,
         else ``test``, else the first in the folder's order: the dashboard's Split picker

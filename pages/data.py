@@ -14,7 +14,7 @@ from puaudit.report.figures.metrics import spreadsheet_safe_copy
 from components.safe_text import md
 from components.split_picker import picker_key, read_split, unpacked_zip
 from components.uploads import limits_text, offered_splits, read_note_caption, read_upload
-from puaudit.data.upload_limits import upload_limits
+from puaudit.data.limits import upload_limits
 from puaudit.errors import PUAuditError
 from puaudit.data.schema import REQUIRED_ROLES, ROLES
 

@@ -19,7 +19,7 @@ def test_the_stand_in_judge_is_not_installed():
 def test_no_module_name_means_two_things():
     # "models" are leaderboards (rankings/); the annotators' vote models are latent_truth.py
     assert not (ROOT / "puaudit" / "annotators" / "models.py").exists()
-    # embed/ holds the encoders; the dashboard's upload limits are data/upload_limits.py
+    # embed/ holds the encoders; the dashboard's upload limits are data/limits.py
     assert not (ROOT / "puaudit" / "embed" / "settings.py").exists()
     names = [p.stem for p in (ROOT / "puaudit").rglob("*.py") if p.stem != "__init__"]
     assert "utils" not in names and "settings" not in names and "models" not in names

@@ -1,4 +1,4 @@
-"""The command line's row limit (puaudit/cli/input_limits.py): a file of tiny rows cannot take a run
+"""The command line's row limit (puaudit/cli/table_input.py): a file of tiny rows cannot take a run
 past a few GB, and the limit is raised on request."""
 
 import argparse
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from puaudit.cli.commands import main
-from puaudit.cli.input_limits import DEFAULT_MAX_ROWS, max_rows_from
+from puaudit.cli.table_input import DEFAULT_MAX_ROWS, max_rows_from
 from puaudit.errors import PUAuditError
 from tests.conftest import ROOT, planted_set
 

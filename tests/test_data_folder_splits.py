@@ -14,8 +14,8 @@ import pytest
 from components.uploads import offered_splits, read_note_caption, read_upload
 from puaudit.cli.commands import main
 from puaudit.data.io import read_table
-from puaudit.data.upload_limits import UploadLimits
-from puaudit.data.zip_folder import UnpackedZip
+from puaudit.data.limits import UploadLimits
+from puaudit.data.folders import UnpackedZip
 from puaudit.errors import PUAuditError
 from tests.test_data_folders import _dataset_dict, _rows, _zip, save_to_disk
 

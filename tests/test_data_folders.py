@@ -178,7 +178,7 @@ def test_a_missing_shard_is_named(tmp_path):
 
 def test_shard_limits_count_every_shard_before_any_page_is_read(tmp_path, monkeypatch):
     _shards(tmp_path / "data", [400, 400, 400])
-    import puaudit.data.parquet_shards as shards_mod
+    import puaudit.data.folders as shards_mod
 
     def never(*a, **k):
         raise AssertionError("a page was read")

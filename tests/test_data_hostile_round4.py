@@ -21,9 +21,9 @@ from bench._hostile_files import (argilla_record, big_text_column, comparison_co
 from puaudit.cli.commands import main
 from puaudit.data.load import load_input
 from puaudit.data.io import read_table
-from puaudit.data.read_limits import ReadLimits
+from puaudit.data.limits import ReadLimits
 from puaudit.data.writers import table_to_bytes
-from puaudit.data.parquet_read import decoded_nbytes
+from puaudit.data.parquet import decoded_nbytes
 from puaudit.errors import PUAuditError
 from tests.child_support import run_measured
 from tests.conftest import ROOT

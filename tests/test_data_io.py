@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from puaudit.data.decoding import decode_text
+from puaudit.data.io import decode_text
 from puaudit.data.io import read_table
 from puaudit.data.writers import table_to_bytes, write_table
 from puaudit.errors import PUAuditError

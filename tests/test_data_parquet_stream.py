@@ -1,4 +1,4 @@
-"""Parquet in, Parquet out without a whole extra copy (puaudit/data/parquet_stream.py): the
+"""Parquet in, Parquet out without a whole extra copy (puaudit/data/parquet.py): the
 streamed export equals the in-memory one, keeps every stored type, and costs less memory."""
 
 import json
@@ -15,7 +15,7 @@ from puaudit.embed.pairs import PairEmbeddings
 from puaudit.audit.estimator import PUAudit
 from puaudit.cli.commands import main
 from puaudit.data.io import read_table
-from puaudit.data.parquet_stream import read_comparisons_parquet, write_export_parquet
+from puaudit.data.parquet import read_comparisons_parquet, write_export_parquet
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 from tests.conftest import ROOT, planted_set

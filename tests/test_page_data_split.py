@@ -158,12 +158,12 @@ def test_a_folder_without_train_or_test_opens_at_its_first_split(tmp_path):
 def test_an_upload_is_unpacked_once_whatever_splits_are_chosen(tmp_path, monkeypatch, build,
                                                                other, rows, first_prompt):
     from components import split_picker
-    from puaudit.data import zip_folder
+    from puaudit.data import folders
 
     split_picker._unpacked_zip.clear()  # an earlier test may have unpacked the same bytes
     unpacked = []
-    unpack = zip_folder._unpack
-    monkeypatch.setattr(zip_folder, "_unpack", lambda *a: unpacked.append(a[3]) or unpack(*a))
+    unpack = folders._unpack
+    monkeypatch.setattr(folders, "_unpack", lambda *a: unpacked.append(a[3]) or unpack(*a))
     at = _uploaded(build(tmp_path))
     default = _picker(at).value
     for split in (other, default, other):
@@ -180,13 +180,13 @@ def test_the_annotators_page_reader_unpacks_a_zip_once(tmp_path, monkeypatch):
     # no default split: the first read falls back to the folder's first split, from the same
     # unpacking (it was unpacked twice)
     from components import page_data, split_picker
-    from puaudit.data import zip_folder
+    from puaudit.data import folders
 
     page_data._read_upload.clear()
     split_picker._unpacked_zip.clear()
     unpacked = []
-    unpack = zip_folder._unpack
-    monkeypatch.setattr(zip_folder, "_unpack", lambda *a: unpacked.append(a[3]) or unpack(*a))
+    unpack = folders._unpack
+    monkeypatch.setattr(folders, "_unpack", lambda *a: unpacked.append(a[3]) or unpack(*a))
     frame = page_data.read_page_upload(_no_default_split_zip(tmp_path), "dd.zip")
     assert unpacked == ["dd.zip"]
     assert len(frame) == 40 and frame["prompt"].iloc[0] == "prompt 0"

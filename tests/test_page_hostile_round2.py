@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from components.safe_text import WORD_JOINER, md, md_label
 from puaudit.report.figures.text import plotly_text
 from puaudit.data.demo import generate_demo
-from puaudit.data.upload_limits import DEFAULT_UPLOAD_LIMITS, upload_limits
+from puaudit.data.limits import DEFAULT_UPLOAD_LIMITS, upload_limits
 from tests.conftest import ROOT
 from tests.make_hostile_files import markup_frame, markup_pairwise, planted
 

@@ -167,7 +167,7 @@ class AuditResult:
         if isinstance(table, ComparisonTable) and table.extra.get("streamed_from"):
             raise PUAuditError("This table was read column by column from "
                                f"{table.extra['streamed_from']} and keeps no frame: write the "
-                               "export with puaudit.data.parquet_stream.write_export_parquet.")
+                               "export with puaudit.data.parquet.write_export_parquet.")
         n = len(table)
         if n != self.input.n_rows:
             raise PUAuditError(f"This table has {n} rows; the audit was run on "

@@ -12,20 +12,16 @@ Bad input prints the message on stderr and returns 2.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from puaudit.annotators.agreement import annotator_report
 from puaudit.annotators import MODEL_NAMES, MODELS, annotator_model_report
-from puaudit.cli.input_limits import add_input_arguments
-from puaudit.cli.table_input import read_frame
+from puaudit.cli.table_input import add_input_arguments, read_frame
 from puaudit.data.writers import check_output_path, write_table
 from puaudit.data.jsonsafe import dumps
 from puaudit.data.schema import load_comparisons
 from puaudit.errors import PUAuditError
 
-__all__ = ["add_parser", "run", "COMMANDS"]
-
-COMMANDS = ("annotators",)
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -61,7 +57,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object alone on stdout (the summary goes to stderr)")
     p.add_argument("-o", "--output", metavar="report.csv", help="write the annotator table")
-    p.set_defaults(func=run, run=run)
     return p
 
 
@@ -126,13 +121,10 @@ def _model_summary(mrep) -> str:
 
 
 #: Per-annotator fields of the primary model merged into the annotator table and JSON.
-MODEL_FIELDS = ("skill", "skill_lo", "skill_hi", "position_bias", "position_bias_lo",
-                "position_bias_hi", "length_bias", "length_bias_lo", "length_bias_hi",
-                "p_a_given_b", "p_a_given_b_lo", "p_a_given_b_hi", "p_b_given_a",
-                "p_b_given_a_lo", "p_b_given_a_hi", "tie_given_strict", "tie_given_strict_lo",
-                "tie_given_strict_hi", "tie_given_tie", "tie_given_tie_lo", "tie_given_tie_hi",
-                "competence", "competence_lo", "competence_hi", "weight", "cohen_kappa",
-                "cohen_kappa_lo", "cohen_kappa_hi", "n_kappa", "model_flags")
+MODEL_FIELDS = tuple(f"{k}{end}" for k in ("skill", "position_bias", "length_bias", "p_a_given_b",
+                                           "p_b_given_a", "tie_given_strict", "tie_given_tie",
+                                           "competence") for end in ("", "_lo", "_hi")) + (
+    "weight", "cohen_kappa", "cohen_kappa_lo", "cohen_kappa_hi", "n_kappa", "model_flags")
 MODEL_OVERALL = ("fleiss_kappa", "fleiss_items", "fleiss_votes_per_item",
                  "n_consensus_differs_majority", "n_model_flagged")
 
@@ -219,43 +211,39 @@ def _f(x) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
-    try:
-        if args.output:  # before any work: never overwrite the input, fail early on a bad path
-            check_output_path(args.output, inputs=[args.input], what="output (-o)")
-        if getattr(args, "consensus_output", None):
-            check_output_path(args.consensus_output, inputs=[args.input], outputs=[args.output],
-                              what="--consensus-output")
-        df = read_frame(args)
-        columns = {}
-        if args.annotator_col:
-            columns["annotator"] = args.annotator_col
-        if args.human_col:
-            columns["human"] = args.human_col
-        table = load_comparisons(df, columns=columns, judge_column=args.judge_col)
-        if args.n_boot < 0:
-            raise PUAuditError(f"--n-boot must be 0 or more, got {args.n_boot}.")
-        report = annotator_report(table, include_judge=not args.no_judge,
-                                  judge_in_alpha=args.judge_in_alpha,
-                                  min_votes_flag=args.min_votes)
-        models, notes = _model_reports(args, table, df)
-        if models:
-            _merge_model(report, models[0])
-        audit_link = _audit_link(table, df)
-        if audit_link is not None:
-            report.annotators = report.annotators.merge(audit_link, on="annotator", how="left")
-        if args.output:
-            out = report.to_frame()
-            if "model_flags" in out.columns:
-                out["model_flags"] = ["; ".join(f) for f in out["model_flags"]]
-            write_table(out, args.output)
-        if getattr(args, "consensus_output", None):
-            if not models:
-                raise PUAuditError("--consensus-output needs a latent-truth model (--model).")
-            write_table(models[0].consensus, args.consensus_output)
-    except PUAuditError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    """Run the sub-command; 0 on success (bad input raises :class:`PUAuditError`)."""
+    if args.output:  # before any work: never overwrite the input, fail early on a bad path
+        check_output_path(args.output, inputs=[args.input], what="output (-o)")
+    if getattr(args, "consensus_output", None):
+        check_output_path(args.consensus_output, inputs=[args.input], outputs=[args.output],
+                          what="--consensus-output")
+    df = read_frame(args)
+    columns = {}
+    if args.annotator_col:
+        columns["annotator"] = args.annotator_col
+    if args.human_col:
+        columns["human"] = args.human_col
+    table = load_comparisons(df, columns=columns, judge_column=args.judge_col)
+    if args.n_boot < 0:
+        raise PUAuditError(f"--n-boot must be 0 or more, got {args.n_boot}.")
+    report = annotator_report(table, include_judge=not args.no_judge,
+                              judge_in_alpha=args.judge_in_alpha,
+                              min_votes_flag=args.min_votes)
+    models, notes = _model_reports(args, table, df)
+    if models:
+        _merge_model(report, models[0])
+    audit_link = _audit_link(table, df)
+    if audit_link is not None:
+        report.annotators = report.annotators.merge(audit_link, on="annotator", how="left")
+    if args.output:
+        out = report.to_frame()
+        if "model_flags" in out.columns:
+            out["model_flags"] = ["; ".join(f) for f in out["model_flags"]]
+        write_table(out, args.output)
+    if getattr(args, "consensus_output", None):
+        if not models:
+            raise PUAuditError("--consensus-output needs a latent-truth model (--model).")
+        write_table(models[0].consensus, args.consensus_output)
     from puaudit.cli.output import report_stream
 
     out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone

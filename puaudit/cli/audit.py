@@ -12,10 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from puaudit.cli.embeddings import embeddings, preload_scorers
 from puaudit.cli.options import add_audit_arguments, add_table_arguments, config_from_args
 from puaudit.cli.output import fmt, print_flushed, report_stream
-from puaudit.cli.table_input import load_labelled, streams
+from puaudit.cli.table_input import embeddings, load_labelled, preload_scorers, streams
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 from puaudit.percents import is_known, shown_change
@@ -93,7 +92,7 @@ def _run_audit(args, cfg, table, emb):
 def _write_export(args, res, table) -> tuple[int, int]:
     """Write the relabelled export (streamed when Parquet in and out); its (rows, columns)."""
     if streams(args):
-        from puaudit.data.parquet_stream import write_export_parquet
+        from puaudit.data.parquet import write_export_parquet
 
         import pyarrow.parquet as pq
 

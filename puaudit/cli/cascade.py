@@ -115,9 +115,8 @@ def run(args: argparse.Namespace) -> int:
     from puaudit.audit.certify.cascade import CASCADE_COLUMNS, run_cascade
     from puaudit.audit.config import check_risk, check_target
     from puaudit.cli.options import config_from_args
-    from puaudit.cli.embeddings import embeddings
     from puaudit.cli.output import report_stream
-    from puaudit.cli.table_input import load_table
+    from puaudit.cli.table_input import embeddings, load_table
     from puaudit.data.writers import write_table
     from puaudit.data.jsonsafe import dumps
     from puaudit.data.writers import check_output_path

@@ -7,12 +7,20 @@ Bad input prints one clear message on stderr and exits with status 2 (never a tr
 With ``--json`` every command prints one JSON object alone on stdout and its human-readable
 report, tables and progress on stderr (:func:`puaudit.cli.output.report_stream`), so ``| jq``
 reads it.
+
+SIGTERM (``kill PID``, a service manager stopping the job) ends a command the way Ctrl-C does
+(:func:`sigterm_as_interrupt` raises :class:`Terminated`, a :class:`KeyboardInterrupt`): files
+being written are removed (no ``.out.csv.XXXX.tmp`` left behind), the judge's requests in
+flight finish and are cached, and the exit status is 143 (128 + SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 
 import puaudit.cli.annotators as annotators
 import puaudit.cli.audit as audit
@@ -27,7 +35,8 @@ import puaudit.cli.sweep as sweep
 import puaudit.cli.trustjudge as trustjudge
 from puaudit.errors import PUAuditError
 
-__all__ = ["main", "build_parser", "COMMANDS"]
+__all__ = ["main", "build_parser", "COMMANDS", "Terminated", "sigterm_as_interrupt",
+           "interrupt_status", "EXIT_TERMINATED", "EXIT_INTERRUPTED"]
 
 #: every command, by its name: the module that adds its parser and runs it
 COMMANDS = {"audit": audit, "evaluate": evaluate, "sweep": sweep, "demo": demo,
@@ -49,8 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from puaudit.cli.termination import interrupt_status, sigterm_as_interrupt
-
     try:
         with sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does (no .tmp left behind)
             return COMMANDS[args.command].run(args)
@@ -74,6 +81,45 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unexpected {type(exc).__name__}: {exc}. This is a bug in puaudit; rerun "
               "with --debug for the traceback and report it.", file=sys.stderr)
         return 1
+
+
+#: exit statuses the shell gives a process ended by the signal: 128 + its number
+EXIT_TERMINATED = 128 + signal.SIGTERM
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+class Terminated(KeyboardInterrupt):
+    """The process received SIGTERM."""
+
+    #: how messages name it (code below the command line reads it without importing this)
+    word = "terminated"
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def interrupt_status(exc: KeyboardInterrupt) -> tuple[int, str]:
+    """The exit status and the word for an interruption: ``(143, "terminated")`` for SIGTERM
+    (:class:`Terminated`), ``(130, "interrupted")`` for Ctrl-C (SIGINT)."""
+    if isinstance(exc, Terminated):
+        return EXIT_TERMINATED, Terminated.word
+    return EXIT_INTERRUPTED, "interrupted"
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (outside the
+    main thread, where Python cannot install handlers, nothing changes). The previous handler
+    is restored on leaving."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,9 @@ import argparse
 import functools
 import time
 
-from puaudit.cli.embeddings import embeddings
 from puaudit.cli.options import add_audit_arguments, add_table_arguments, config_from_args
 from puaudit.cli.output import fmt, print_flushed, report_stream
-from puaudit.cli.table_input import load_labelled
+from puaudit.cli.table_input import embeddings, load_labelled
 from puaudit.data.jsonsafe import dumps
 
 __all__ = ["add_parser", "run"]

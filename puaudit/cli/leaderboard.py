@@ -14,11 +14,9 @@ the message on stderr and returns 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from puaudit.cli.input_limits import add_input_arguments
-from puaudit.cli.table_input import read_frame
+from puaudit.cli.table_input import add_input_arguments, read_frame
 from puaudit.errors import PUAuditError
 from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, TOP_MODELS
 
@@ -60,7 +58,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="write the per-model table (.csv, .parquet or .jsonl)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object alone on stdout (the report goes to stderr)")
-    p.set_defaults(func=run, run=run)
     return p
 
 
@@ -102,22 +99,17 @@ def _summary(res, top: int | None = None) -> str:
         ranks = "  ".join(f"{('' if r[f'rank_{s}'] != r[f'rank_{s}'] else int(r[f'rank_{s}'])):>12}"
                           for s in avail)
         lines.append(f"{str(r['model'])[:24]:<24} {int(r['n']):>6} {int(r['n_human']):>6}  {ranks}")
-    lines += ["", "Win rate against the field [95% interval]:"]
-    for _, r in f.iterrows():
-        parts = [f"{s} {_f(r[f'winrate_{s}'])} [{_f(r[f'winrate_{s}_lo'])}, "
-                 f"{_f(r[f'winrate_{s}_hi'])}]" for s in avail]
-        lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
-    lines += ["", "Bradley-Terry strength (log-odds, mean 0) [95% interval]:"]
-    for _, r in f.iterrows():
-        parts = [f"{s} {_f(r[f'bt_{s}'], 2)} [{_f(r[f'bt_{s}_lo'], 2)}, {_f(r[f'bt_{s}_hi'], 2)}]"
-                 for s in avail]
-        lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
+
+    def intervals(title: str, key: str, nd: int = 3) -> list[str]:
+        """``title``, then per model each source's ``key`` and its interval."""
+        return ["", title] + [f"  {str(r['model'])[:24]:<24} " + "; ".join(
+            f"{s} {_f(r[f'{key}_{s}'], nd)} [{_f(r[f'{key}_{s}_lo'], nd)}, "
+            f"{_f(r[f'{key}_{s}_hi'], nd)}]" for s in avail) for _, r in f.iterrows()]
+
+    lines += intervals("Win rate against the field [95% interval]:", "winrate")
+    lines += intervals("Bradley-Terry strength (log-odds, mean 0) [95% interval]:", "bt", 2)
     if "lc_winrate_judge" in f.columns:
-        lines += ["", "Length-controlled win rate [95% interval]:"]
-        for _, r in f.iterrows():
-            parts = [f"{s} {_f(r[f'lc_winrate_{s}'])} [{_f(r[f'lc_winrate_{s}_lo'])}, "
-                     f"{_f(r[f'lc_winrate_{s}_hi'])}]" for s in avail]
-            lines.append(f"  {str(r['model'])[:24]:<24} " + "; ".join(parts))
+        lines += intervals("Length-controlled win rate [95% interval]:", "lc_winrate")
         g = {s: res.diagnostics.get(f"gamma_{s}") for s in ("judge", "audited", "human")}
         lines.append("  length coefficient: " + ", ".join(f"{s} {_f(v, 2)}" for s, v in g.items()
                                                          if v is not None))
@@ -145,34 +137,30 @@ def _summary(res, top: int | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the sub-command; 0 on success, 2 on bad input (message on stderr)."""
+    """Run the sub-command; 0 on success (bad input raises :class:`PUAuditError`)."""
     from puaudit.cli.output import report_stream
     from puaudit.data.jsonsafe import dumps
     from puaudit.data.writers import check_output_path, write_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons
     from puaudit.rankings.estimate import table_rankings
 
-    try:
-        if args.output:  # before any work: never overwrite an input, fail early on a bad path
-            check_output_path(args.output, inputs=[args.input, args.audit_export],
-                              what="output (-o)")
-        # every format `puaudit audit` reads (AlpacaEval annotations, Label Studio, ...)
-        df = read_frame(args)
-        cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
-        table = load_comparisons(df, columns=cols, name=Path(args.input).name)
-        if args.judge_rule:
-            table = apply_judge_rule(table, args.judge_rule)
-        audited = _audited(df, args.audit_export, len(df), args)
-        if args.top < 0:
-            raise PUAuditError(f"--top must be 0 (all models) or more, got {args.top}.")
-        res = table_rankings(table, audited=audited, ties=args.ties,
-                             length_control=args.length_control, n_resamples=args.resamples,
-                             alpha=args.alpha, max_work=args.max_work, random_state=args.seed)
-        if args.output:
-            write_table(res.frame, args.output)
-    except PUAuditError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.output:  # before any work: never overwrite an input, fail early on a bad path
+        check_output_path(args.output, inputs=[args.input, args.audit_export],
+                          what="output (-o)")
+    # every format `puaudit audit` reads (AlpacaEval annotations, Label Studio, ...)
+    df = read_frame(args)
+    cols = {k[4:]: v for k, v in vars(args).items() if k.startswith("col_") and v}
+    table = load_comparisons(df, columns=cols, name=Path(args.input).name)
+    if args.judge_rule:
+        table = apply_judge_rule(table, args.judge_rule)
+    audited = _audited(df, args.audit_export, len(df), args)
+    if args.top < 0:
+        raise PUAuditError(f"--top must be 0 (all models) or more, got {args.top}.")
+    res = table_rankings(table, audited=audited, ties=args.ties,
+                         length_control=args.length_control, n_resamples=args.resamples,
+                         alpha=args.alpha, max_work=args.max_work, random_state=args.seed)
+    if args.output:
+        write_table(res.frame, args.output)
     top = args.top or None
     report = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     print(_summary(res, top), file=report)

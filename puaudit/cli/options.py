@@ -13,7 +13,7 @@ import argparse
 import dataclasses
 
 from puaudit.audit.config import AuditConfig
-from puaudit.cli.input_limits import add_max_rows_argument, add_split_argument
+from puaudit.cli.table_input import add_max_rows_argument, add_split_argument
 
 __all__ = ["add_table_arguments", "add_audit_arguments", "add_config_arguments",
            "config_from_args"]

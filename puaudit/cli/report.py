@@ -48,7 +48,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "(default 5 below 100,000 rows; 1: off)")
     add_table_arguments(p)
     add_audit_arguments(p)
-    p.set_defaults(func=run)
     _PARSER[:] = [p]
     return p
 
@@ -101,7 +100,7 @@ def _audit(args, table, cfg):
     with its reversals vs m, or why not."""
     from puaudit.audit.evaluate import default_spread_seeds, delta_over_seeds
     from puaudit.audit.m_curve import audit_with_m_curve
-    from puaudit.cli.embeddings import embeddings, preload_scorers
+    from puaudit.cli.table_input import embeddings, preload_scorers
 
     if not table.n_annotated:
         return None, None, None, ("The table has no human verdicts: nothing measures the "
@@ -146,29 +145,25 @@ def _write(args, parts, card) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``puaudit report``: 0 (or the gate's 0/1) on success, 2 on bad input."""
+    """Run ``puaudit report``: the gate's 0/1 (bad input raises :class:`PUAuditError`)."""
     from puaudit.cli.output import report_stream
     from puaudit.cli.table_input import load_table
     from puaudit.data.jsonsafe import dumps
     from puaudit.report.card import build_card, gate
     from puaudit.report.parts import assemble_report, file_sha256
 
-    try:
-        cfg = _check(args)
-        table = load_table(args)
-        result, curve, spread, no_audit, encoder = _audit(args, table, cfg)
-        t0 = time.perf_counter()
-        source = {"name": args.input, "sha256": file_sha256(args.input)
-                  if Path(args.input).is_file() else None,
-                  # the split read: the one asked for, else the one a folder opened at
-                  "split": args.split or table.frame.attrs.get("split")}
-        parts = assemble_report(table, cfg, result, m_curve=curve, spread=spread, no_audit=no_audit,
-                         source=source, encoder=encoder, command=command_line(args))
-        card = build_card(parts)
-        size = _write(args, parts, card)
-    except PUAuditError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    cfg = _check(args)
+    table = load_table(args)
+    result, curve, spread, no_audit, encoder = _audit(args, table, cfg)
+    t0 = time.perf_counter()
+    source = {"name": args.input, "sha256": file_sha256(args.input)
+              if Path(args.input).is_file() else None,
+              # the split read: the one asked for, else the one a folder opened at
+              "split": args.split or table.frame.attrs.get("split")}
+    parts = assemble_report(table, cfg, result, m_curve=curve, spread=spread, no_audit=no_audit,
+                     source=source, encoder=encoder, command=command_line(args))
+    card = build_card(parts)
+    size = _write(args, parts, card)
     out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     print(f"wrote the audit card ({_format(args)}, {size / 1e6:.2f} MB) to {args.output} "
           f"in {time.perf_counter() - t0:.1f}s after the audit", file=out)

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sys
 from pathlib import Path
 
 import pandas as pd
 
-from puaudit.cli.input_limits import add_max_rows_argument, limits_from
+from puaudit.cli.table_input import add_max_rows_argument, limits_from
 from puaudit.errors import PUAuditError
 from puaudit.review.labeling_tools import TOOLS
 
@@ -61,7 +60,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         q.add_argument("--allow-other-tables", action="store_true",
                        help="use an SQLite file that also holds another application's tables "
                             "(refused otherwise, to leave such a file untouched)")
-    p.set_defaults(func=run)
     return p
 
 
@@ -73,14 +71,8 @@ def _store(args):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``review export`` / ``review import``; 0 on success, 2 on bad input."""
-    try:
-        if args.review_command == "export":
-            return _export(args)
-        return _import(args)
-    except PUAuditError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    """Run ``review export`` / ``review import``; 0 on success."""
+    return _export(args) if args.review_command == "export" else _import(args)
 
 
 def _to_tool(args) -> int:

@@ -14,7 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["is_missing", "id_text"]
+__all__ = ["is_missing", "id_text", "is_int", "INT64_MIN", "INT64_MAX"]
+
+#: The range of a 64-bit signed integer (Parquet's INT64, pandas' int64).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _is_nan(value: Any) -> bool:
@@ -41,3 +44,8 @@ def id_text(value: Any, *, strip: bool = True) -> str:
         return str(int(value))
     text = str(value)
     return text.strip() if strip else text
+
+
+def is_int(value: Any) -> bool:
+    """Whether ``value`` is a Python int (a bool, a subclass of int, is not one here)."""
+    return type(value) is int

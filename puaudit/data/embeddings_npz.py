@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from puaudit.data.read_limits import MAX_EMBEDDING_DIM, MAX_UNCOMPRESSED_BYTES, _mb
+from puaudit.data.limits import MAX_EMBEDDING_DIM, MAX_UNCOMPRESSED_BYTES, size_text
 from puaudit.errors import PUAuditError
 
 __all__ = ["read_embeddings_npz"]
@@ -124,8 +124,9 @@ def _check_npz_headers(path: Path, heads: dict, *, n_rows: int, max_dim: int, ma
     """Total size, shapes and index types as the member headers declare them."""
     total = sum(h[2] for h in heads.values())
     if total > max_bytes:
-        raise PUAuditError(f"{path}: the arrays would take {_mb(total)} once loaded (the file is "
-                           f"{_mb(path.stat().st_size)}), over the {_mb(max_bytes)} limit; {fix}.")
+        raise PUAuditError(f"{path}: the arrays would take {size_text(total)} once loaded (the "
+                           f"file is {size_text(path.stat().st_size)}), over the "
+                           f"{size_text(max_bytes)} limit; {fix}.")
     vec_keys = ("vectors",) if indexed else ("e_a", "e_b")
     for key in vec_keys:
         shape = heads[key][0]

@@ -1,51 +1,44 @@
-"""Reading and writing tables: CSV, Parquet and JSONL, from paths, bytes or uploaded files.
+"""Reading tables: CSV, TSV, Parquet and JSONL, from paths, bytes or uploaded files, gzipped or
+not, and dataset folders (:mod:`puaudit.data.folders`); one entry, :func:`read_table`.
 
 CSV cells are read as text, exactly as written (no NaN guessing, no number parsing), so an export
 written back as CSV reproduces every input value. Parquet and JSONL keep their own types; integer
 columns with missing values stay integers (pandas ``Int64``, or exact Python ints beyond 64 bits).
 
-Memory is bounded by what the caller allows: ``max_bytes`` caps the decoded size
-(:class:`DecodedBudget`: a gzip's decompressed bytes are counted before any is kept, Parquet
-values from the file's footer before any page is read and again batch by batch, JSON values as
-they are parsed, so a small "bomb" stops early and cheaply), ``max_rows`` and ``max_columns`` are
-checked while parsing, before any large table is built. Text is decoded and parsed as a stream
-and cells are packed into Arrow string columns every few thousand rows, so a file of short rows
-costs a few times its size, not tens of times.
-
-Writing goes to a temporary file in the destination folder that is then renamed over the
-destination (:func:`write_bytes_atomic`): a crash never leaves a half-written file, and
-:func:`check_output_path` refuses a destination that is an input, a folder or unwritable before
-any work starts.
+Memory is bounded by what the caller allows (:class:`~puaudit.data.limits.DecodedBudget`, rows
+and columns checked while parsing; docs/hostile_inputs.md). Text is decoded and parsed as a
+stream and cells are packed into Arrow string columns every few thousand rows, so a file of
+short rows costs a few times its size, not tens of times.
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
 import gzip
 import io
+import itertools
 import json
 import os
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Union
 
 import numpy as np
 import pandas as pd
 
-from puaudit.data.csv_read import _CHUNK_ROWS, _lines, _pack_strings, _read_csv, _string_column
-from puaudit.data.decoding import _text_stream
-from puaudit.data.read_limits import (_DEFAULT_HINT, _INT64_MAX, _INT64_MIN, MAX_COLUMNS,
-                                      MAX_UNCOMPRESSED_BYTES, SUPPORTED_SUFFIXES, _check_columns,
-                                      _check_rows, DecodedBudget, _is_int, _mb, _too_big,
-                                      open_regular)
-from puaudit.data.read_limits import ROW_LIMIT
-from puaudit.data.parquet_read import _read_parquet
+from puaudit.data.cells import INT64_MAX, INT64_MIN, is_int
+from puaudit.data.limits import (DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES, ROW_LIMIT,
+                                 SUPPORTED_SUFFIXES, DecodedBudget, check_columns, check_header,
+                                 check_rows, open_regular, size_text, too_big)
+from puaudit.data.folders import read_folder, read_zip_folder
+from puaudit.data.parquet import read_parquet
 from puaudit.errors import PUAuditError
 
-# The readers, writers and limits live in modules named for what they hold; every name
-# importable from here before stays importable from here.
-__all__ = ["read_table", "detect_format"]
+__all__ = ["read_table", "detect_format", "decode_text"]
+
 
 Source = Union[str, os.PathLike, bytes, IO[bytes]]
 
@@ -62,7 +55,7 @@ def _gunzipped_size(data: bytes, budget: "DecodedBudget") -> int:
     view, pos, total = memoryview(data), 0, 0
     dec, pending = zlib.decompressobj(31), b""
     what = (f"expands to more than {budget.limit_text} when decompressed (the limit here; the "
-            f"file itself is {_mb(len(data))}, refused before anything was kept)")
+            f"file itself is {size_text(len(data))}, refused before anything was kept)")
     try:
         while True:
             if not pending:
@@ -101,7 +94,7 @@ def _gunzip(data: bytes, name: str, *, budget: "DecodedBudget") -> bytes:
 
 
 def _read_bytes(source: Source, *, max_bytes: int | None = MAX_UNCOMPRESSED_BYTES,
-                hint: str = _DEFAULT_HINT) -> tuple[bytes, str]:
+                hint: str = DEFAULT_HINT) -> tuple[bytes, str]:
     """Return the raw bytes of ``source`` and a display name for messages.
 
     A plain (uncompressed) file larger than ``max_bytes`` is refused from its size alone, before
@@ -120,8 +113,8 @@ def _read_bytes(source: Source, *, max_bytes: int | None = MAX_UNCOMPRESSED_BYTE
                 magic = fh.read(2)
                 size = os.fstat(fh.fileno()).st_size
                 if magic != b"\x1f\x8b" and max_bytes is not None and size > max_bytes:
-                    raise _too_big(str(path), f"is {_mb(size)}, over the {_mb(max_bytes)} limit "
-                                   "here", hint)
+                    raise too_big(str(path), f"is {size_text(size)}, over the "
+                                  f"{size_text(max_bytes)} limit here", hint)
                 fh.seek(0)
                 return fh.read(), str(path)
         except OSError as exc:
@@ -160,7 +153,7 @@ def detect_format(name: str, data: bytes) -> str:
 
 def read_table(source: Source, *, fmt: str | None = None, name: str | None = None,
                max_bytes: int | None = MAX_UNCOMPRESSED_BYTES, max_rows: int | None = None,
-               max_columns: int = MAX_COLUMNS, limit_hint: str = _DEFAULT_HINT,
+               max_columns: int = MAX_COLUMNS, limit_hint: str = DEFAULT_HINT,
                size_hint: str | None = None, split: str | None = None,
                unpack_zip: Callable | None = None) -> pd.DataFrame:
     """Read a CSV, TSV, Parquet or JSONL table, or a dataset folder.
@@ -179,9 +172,8 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
         Name used in messages (defaults to the path or upload name).
     max_bytes : int or None
         Largest decoded size accepted (:class:`DecodedBudget`; None: no limit): a plain file's
-        size, a gzip's decompressed size (counted before anything is kept), Parquet values as
-        Arrow holds them (refused from the footer before any page is read when the footer says
-        so, else at the first batch past it), JSONL values once parsed.
+        size, a gzip's decompressed size, Parquet values as Arrow holds them, JSONL values once
+        parsed, each counted before it is kept (docs/hostile_inputs.md).
     max_rows : int, optional
         Largest number of data rows accepted, checked while parsing.
     max_columns : int
@@ -193,9 +185,9 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     split : str, optional
         The split of a dataset folder to read (default: the only one, else ``train``, else
         ``test``); ignored for a table file.
-    unpack_zip : callable(data, name, max_bytes) -> puaudit.data.zip_folder.UnpackedZip, optional
+    unpack_zip : callable(data, name, max_bytes) -> puaudit.data.folders.UnpackedZip, optional
         Where a zipped folder comes unpacked from (default: unpacked for this read alone, see
-        :func:`puaudit.data.zip_folder.read_zip_folder`); the dashboard passes a cache keyed by
+        :func:`puaudit.data.folders.read_zip_folder`); the dashboard passes a cache keyed by
         the upload, so that reading another split of it does not unpack it again.
 
     Returns
@@ -233,23 +225,19 @@ def _read_table(source: Source, *, fmt, name, max_bytes, max_rows, max_columns, 
     folder_limits = {"max_bytes": max_bytes, "max_rows": max_rows, "max_columns": max_columns,
                      "limit_hint": limit_hint, "size_hint": size_hint, "split": split}
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
-        from puaudit.data.folders import read_folder
-
-        return read_folder(source, name=name, read_file=read_table, **folder_limits)
+        return read_folder(source, name=name, **folder_limits)
     data, default_name = _read_bytes(source, max_bytes=max_bytes, hint=size_hint)
     name = name or default_name
     budget = DecodedBudget(max_bytes, name, size_hint)
     if data[:2] == b"\x1f\x8b":
         data = _gunzip(data, name, budget=budget)
     else:
-        budget.check(len(data), f"is {_mb(len(data))}, over the {budget.limit_text} limit here")
+        budget.check(len(data), f"is {size_text(len(data))}, over the {budget.limit_text} "
+                     "limit here")
     # the text and its cells are the bytes just counted; Parquet and JSON values count anew
     budget = DecodedBudget(max_bytes, name, size_hint)
     if data[:4] == b"PK\x03\x04":  # a zipped dataset folder, or an Excel workbook (refused)
-        from puaudit.data.zip_folder import read_zip_folder
-
-        return read_zip_folder(data, name, read_file=read_table, unpack=unpack_zip,
-                               **folder_limits)
+        return read_zip_folder(data, name, unpack=unpack_zip, **folder_limits)
     if not data.strip(b" \t\r\n\x00\xef\xbb\xbf\xff\xfe"):
         raise PUAuditError(f"{name}: the file is empty. Upload a table with a header row and at "
                            "least one comparison per row.")
@@ -265,7 +253,7 @@ def _parse(data: bytes, name: str, fmt: str | None, *, budget: DecodedBudget,
         raise PUAuditError(f"Unknown table format '{fmt}': use csv, tsv, parquet or jsonl.")
     fmt = fmt or detect_format(name, data)
     if fmt == "parquet":
-        df = _read_parquet(data, name, budget=budget, **limits)
+        df = read_parquet(data, name, budget=budget, **limits)
     elif fmt == "jsonl":
         df = _read_jsonl(data, name, budget=budget, **limits)
     else:
@@ -285,8 +273,8 @@ def _json_values_column(values: list) -> pd.Series | np.ndarray | pd.api.extensi
     integers: with missing values they become ``Int64`` (not float64, which rounds beyond 2**53),
     and beyond the 64-bit range they stay exact Python ints (object)."""
     nonnull = [v for v in values if v is not None]
-    if nonnull and all(_is_int(v) for v in nonnull):
-        if all(_INT64_MIN <= v <= _INT64_MAX for v in nonnull):
+    if nonnull and all(is_int(v) for v in nonnull):
+        if all(INT64_MIN <= v <= INT64_MAX for v in nonnull):
             if len(nonnull) < len(values):
                 return pd.array(values, dtype="Int64")
             return np.array(values, dtype=np.int64)
@@ -348,8 +336,8 @@ class _JsonColumns:
         for key in rec:
             if key not in self.current:
                 if len(self.current) >= self.max_columns:  # stop before storing any more
-                    _check_columns(len(self.current) + 1, self.name, self.max_columns, self.hint,
-                                   exact=False)
+                    check_columns(len(self.current) + 1, self.name, self.max_columns, self.hint,
+                                  exact=False)
                 # a column first seen now was missing from every earlier record
                 self.chunks[key] = [[None] * self.n0] if self.n0 else []
                 self.current[key] = [None] * (self.n - self.n0)
@@ -357,7 +345,7 @@ class _JsonColumns:
             vals.append(rec.get(key))
         self.n += 1
         if self.n - self.n0 >= _CHUNK_ROWS:
-            _check_rows(self.n, self.name, self.max_rows, self.hint)
+            check_rows(self.n, self.name, self.max_rows, self.hint)
             self._close_chunk()
 
     def _close_chunk(self) -> None:
@@ -380,7 +368,7 @@ class _JsonColumns:
         self.n0 = self.n
 
     def frame(self) -> pd.DataFrame:
-        _check_rows(self.n, self.name, self.max_rows, self.hint)
+        check_rows(self.n, self.name, self.max_rows, self.hint)
         self._close_chunk()
         import pyarrow as pa
 
@@ -405,7 +393,7 @@ class _JsonColumns:
 
 
 def _read_jsonl(data: bytes, name: str, *, max_rows: int | None = None,
-                max_columns: int = MAX_COLUMNS, hint: str = _DEFAULT_HINT,
+                max_columns: int = MAX_COLUMNS, hint: str = DEFAULT_HINT,
                 budget: DecodedBudget | None = None) -> pd.DataFrame:
     # split on "\n" only: str.splitlines() also breaks at U+2028, U+0085, form feeds...,
     # which JSON strings may hold unescaped
@@ -428,7 +416,7 @@ def _read_jsonl(data: bytes, name: str, *, max_rows: int | None = None,
                                f"{str(exc)[:120]}).") from None
         if not isinstance(obj, list):
             raise PUAuditError(f"{name}: expected a list of objects.")
-        _check_rows(len(obj), name, max_rows, hint)
+        check_rows(len(obj), name, max_rows, hint)
         for i, rec in enumerate(obj):
             if not isinstance(rec, dict):
                 raise PUAuditError(f"{name}: item {i + 1} is not an object; each item must be one "
@@ -454,3 +442,270 @@ def _read_jsonl(data: bytes, name: str, *, max_rows: int | None = None,
     if cols.n == 0:
         raise PUAuditError(f"{name}: no records found.")
     return cols.frame()
+
+
+# --- text: bytes to a decoded stream -------------------------------------------------------
+
+def _decodes(data: bytes, encoding: str, start: int = 0) -> bool:
+    """Whether ``data[start:]`` is valid ``encoding``, checked in 4 MiB steps (no full copy)."""
+    dec = codecs.getincrementaldecoder(encoding)()
+    view = memoryview(data)
+    step = 1 << 22
+    try:
+        for pos in range(start, len(data), step):
+            dec.decode(view[pos:pos + step])
+        dec.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _text_encoding(data: bytes, name: str) -> tuple[str, int]:
+    """The encoding of text file bytes and how many leading bytes (a BOM) to skip.
+
+    UTF-8 (with or without BOM), UTF-16 (BOM or NUL pattern), otherwise Windows-1252 / Latin-1.
+    Binary content raises :class:`PUAuditError`. Only validates; never builds the whole text.
+    """
+    start = 0
+    if data.startswith(b"\xef\xbb\xbf"):
+        start = 3
+        if _decodes(data, "utf-8", 3):
+            return "utf-8", 3
+        # a UTF-8 mark over Windows-1252 text: decode the rest like any other file
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        if _decodes(data, "utf-16"):
+            return "utf-16", 0
+        raise PUAuditError(f"{name}: starts with a UTF-16 mark but is not valid UTF-16. "
+                           "Re-save it as UTF-8.")
+    sample = data[start:start + 4096]
+    if sample and sample.count(b"\x00") > len(sample) // 4:
+        # UTF-16 without a BOM: every other byte of ASCII text is NUL
+        even_nuls = sample[0::2].count(b"\x00")
+        odd_nuls = sample[1::2].count(b"\x00")
+        enc = "utf-16-le" if odd_nuls > even_nuls else "utf-16-be"
+        if _decodes(data, enc, start):
+            return enc, start
+        raise PUAuditError(f"{name}: this looks like a binary file, not text. "
+                           "Upload a CSV, Parquet or JSONL file.")
+    if not _mostly_text(data[start:start + 65536]):
+        raise PUAuditError(f"{name}: this looks like a binary file, not text (many control "
+                           "bytes). Upload a CSV, Parquet or JSONL file.")
+    if _decodes(data, "utf-8", start):
+        return "utf-8", start
+    if _decodes(data, "cp1252", start):
+        return "cp1252", start
+    return "latin-1", start
+
+
+def decode_text(data: bytes, *, name: str = "<bytes>") -> str:
+    """Decode file bytes to text: UTF-8 (with or without BOM), UTF-16 (BOM or NUL pattern),
+    otherwise Windows-1252 / Latin-1. Binary content raises :class:`PUAuditError`.
+    """
+    enc, start = _text_encoding(data, name)
+    return codecs.decode(memoryview(data)[start:], enc)
+
+
+def _text_stream(data: bytes, name: str, *, newline: str | None) -> io.TextIOWrapper:
+    """A text stream over ``data`` (decoded lazily, 8 KiB at a time)."""
+    enc, start = _text_encoding(data, name)
+    raw = io.BytesIO(data)  # shares ``data``'s buffer until written to
+    raw.seek(start)
+    return io.TextIOWrapper(raw, encoding=enc, newline=newline)
+
+
+def _mostly_text(data: bytes) -> bool:
+    sample = data[:65536]
+    if not sample:
+        return True
+    control = sum(1 for b in sample if b < 32 and b not in (9, 10, 13))
+    return control / len(sample) < 0.01
+
+
+# --- CSV ----------------------------------------------------------------------------------
+
+# Python's csv module refuses cells over 128 KiB by default; a long answer or transcript is
+# legitimate data, so the limit is raised to the largest value every platform accepts.
+_CSV_FIELD_LIMIT = 2**31 - 1
+# Rows parsed into Python lists before they are packed into Arrow columns: Python strings cost
+# ~50 bytes each, Arrow strings their length plus 8, so packing often keeps short rows cheap.
+_CHUNK_ROWS = 8192
+# Text sampled to choose the CSV separator (and the number of lines looked at).
+_SNIFF_CHARS = 1 << 20
+_SNIFF_LINES = 50
+
+
+def _lines(stream: IO[str]) -> Iterable[str]:
+    """Lines of a text stream one at a time, each with its ending (a stream opened with
+    ``newline=""`` splits on ``\\r``, ``\\n`` and ``\\r\\n`` as :class:`io.StringIO` does)."""
+    return iter(stream.readline, "")
+
+
+def _sniff_separator(text: str) -> str:
+    """The separator (comma, tab or semicolon) that splits the first lines consistently.
+
+    Each candidate parses up to :data:`_SNIFF_LINES` records of ``text`` (a sample; the last,
+    possibly cut, record is ignored). A candidate is consistent when the header has more than one
+    cell and every record has as many cells as the header (trailing empty cells allowed, as the
+    reader allows them). Among consistent candidates the one giving the most columns wins, the
+    comma on ties; when none is consistent (a single line, ragged rows) the most frequent
+    separator in the header line outside quotes wins, as a comma CSV whose *header* merely
+    mentions semicolons must still be read with commas when its rows say so.
+    """
+    whole = len(text) < _SNIFF_CHARS
+    best, best_width = None, 1
+    for sep in (",", "\t", ";"):
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+        records: list[list[str]] = []
+        cut = not whole
+        try:
+            for rec in reader:
+                if rec:
+                    records.append(rec)
+                if len(records) > _SNIFF_LINES:
+                    break
+        except csv.Error:  # e.g. the sample ends inside a quoted cell: judge what was read
+            cut = True
+        if cut and len(records) <= _SNIFF_LINES:
+            records = records[:-1]  # the sample may end inside the last record
+        if len(records) < 2:
+            continue
+        width = len(records[0])
+        # as the reader does, extra cells are fine when empty (a trailing separator)
+        fits = all(len(r) == width or (len(r) > width and not any(r[width:]))
+                   for r in records[1:])
+        if fits and width > best_width:
+            best, best_width = sep, width
+    if best is not None:
+        return best
+    counts = {",": 0, "\t": 0, ";": 0}
+    quoted = False
+    for ch in text[:65536]:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted:
+            if ch in "\r\n":
+                break
+            if ch in counts:
+                counts[ch] += 1
+    top = max(counts, key=counts.get)
+    return top if counts[top] > counts[","] else ","
+
+
+def _pack_strings(values: Sequence):
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.large_string())
+
+
+def _string_column(chunks: list) -> pd.Series:
+    """A pandas ``str`` column over Arrow chunks, without copying them."""
+    import pyarrow as pa
+
+    if not chunks:
+        return pd.Series(pd.array([], dtype="str"))
+    return pa.chunked_array(chunks, type=pa.large_string()).to_pandas()
+
+
+def _read_csv(data: bytes, name: str, *, sep: str | None, max_rows: int | None = None,
+              max_columns: int = MAX_COLUMNS, hint: str = DEFAULT_HINT) -> pd.DataFrame:
+    """Parse CSV bytes with the csv module: every cell is the string written, nothing inferred.
+
+    pandas' parser is not used because it silently turns the first column into the index when
+    the data rows have one cell more than the header, and fills short rows with NaN. The text is
+    decoded and parsed as a stream, and every :data:`_CHUNK_ROWS` rows are packed into Arrow
+    string arrays, so memory stays a small multiple of the file size.
+    """
+    reader = _csv_reader(data, name, sep=sep, max_columns=max_columns, hint=hint)
+    rows: list[list[str]] = []
+    packed: list[list] = []
+    n_rows = 0
+
+    def pack() -> None:
+        columns = list(zip(*rows))
+        for store, col in zip(packed, columns):
+            store.append(_pack_strings(col))
+        rows.clear()
+
+    try:
+        header, first_row = _csv_header(reader, name, max_columns=max_columns, hint=hint)
+        width = len(header)
+        packed = [[] for _ in range(width)]
+        for rec in itertools.chain([first_row], reader):
+            if not rec:  # a blank line
+                continue
+            if len(rec) != width:
+                _fit_width(rec, width, name, row=n_rows + 1, line=reader.line_num)
+            rows.append(rec)
+            n_rows += 1
+            if len(rows) >= _CHUNK_ROWS:
+                check_rows(n_rows, name, max_rows, hint)
+                pack()
+    except csv.Error as exc:
+        raise PUAuditError(
+            f"{name}: malformed CSV at line {reader.line_num}, row {n_rows + 1} ({exc}). Check the "
+            "quoting there: a cell containing the separator, a quote or a newline must be enclosed "
+            "in double quotes, with any quote inside it doubled (\"\").", row=n_rows + 1) from None
+    except UnicodeDecodeError as exc:  # validated up front; kept for a stream that changes
+        raise PUAuditError(f"{name}: undecodable bytes ({exc}). Re-save the file as "
+                           "UTF-8.") from None
+    check_rows(n_rows, name, max_rows, hint)
+    if rows:
+        pack()
+    df = pd.DataFrame({h: _string_column(store) for h, store in zip(header, packed)},
+                      columns=header)
+    return df
+
+
+def _csv_reader(data: bytes, name: str, *, sep: str | None, max_columns: int, hint: str):
+    """A strict ``csv.reader`` over the decoded stream (separator sniffed when ``sep`` is None),
+    after a header line without quotes is checked for its number of columns."""
+    if sep is None:
+        sep = _sniff_separator(_text_stream(data, name, newline="").read(_SNIFF_CHARS))
+    stream = _text_stream(data, name, newline="")
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    # strict: an unbalanced quote raises instead of swallowing the rest of the file into one cell
+    # A header line with no quotes has exactly (separators + 1) columns: a line of millions of
+    # names is refused from that count, before the csv module builds a string for each.
+    first = stream.readline()
+    if '"' not in first:
+        check_columns(first.count(sep) + 1, name, max_columns, hint)
+    return csv.reader(itertools.chain([first], _lines(stream)), delimiter=sep, strict=True)
+
+
+def _csv_header(reader, name: str, *, max_columns: int, hint: str) -> tuple[list[str], list[str]]:
+    """The header (BOM removed, every name present and distinct) and the first data row."""
+    header = next(reader, None)
+    if header is None:
+        raise PUAuditError(f"{name}: the file is empty.")
+    # checked before the names are looked at: a single line may hold millions of them
+    check_columns(len(header), name, max_columns, hint)
+    first_row = next((rec for rec in reader if rec), None)  # skipping blank lines
+    if first_row is None:
+        # before anything else is built from a header that may hold many names
+        raise PUAuditError(f"{name}: has a header but no data rows. Add at least one "
+                           "comparison per row below the header.")
+    if header and header[0].startswith("\ufeff"):
+        header[0] = header[0][1:]
+    blank = [i + 1 for i, h in enumerate(header) if h.strip() == ""]
+    if blank:
+        shown = blank if len(blank) <= 10 else blank[:10] + ["..."]
+        raise PUAuditError(
+            f"{name}: header cell(s) at column position {shown} are empty. Give every column "
+            "a name (an unnamed first column is usually a saved row index: re-save without it).")
+    check_header(header, name)
+    return header, first_row
+
+
+def _fit_width(rec: list[str], width: int, name: str, *, row: int, line: int) -> None:
+    """Pad a short row with empty cells; drop the empty extra cells of a long one, or refuse it."""
+    if len(rec) < width:
+        rec.extend([""] * (width - len(rec)))
+    elif len(rec) > width:
+        if any(c != "" for c in rec[width:]):
+            raise PUAuditError(
+                f"{name}: row {row} (line {line}) has {len(rec)} cells "
+                f"but the header names {width} columns. Put double quotes around any cell "
+                "that contains the separator, or add a header name for the extra column.",
+                row=row)
+        del rec[width:]

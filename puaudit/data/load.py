@@ -6,7 +6,7 @@ it is read: a comparison table of our own (CSV, TSV, Parquet, JSONL, gzip, a dat
 zip of one, :func:`puaudit.data.io.read_table`) comes back as read; a file an evaluation tool
 wrote (Label Studio, Argilla, AlpacaEval, arena-hard-auto, FastChat, the MT-Bench release, told
 from its fields by :func:`puaudit.data.formats.detect`) comes back converted. The caller's
-limits (:class:`~puaudit.data.read_limits.ReadLimits`: the command line's ``--max-rows`` /
+limits (:class:`~puaudit.data.limits.ReadLimits`: the command line's ``--max-rows`` /
 ``--max-decoded-mb``, the dashboard's ``PUAUDIT_MAX_UPLOAD_*``) bound every file read, and the
 rows a tool's records expand to.
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from puaudit.data.folder_tables import READ_NOTE, SPLIT, SPLITS
-from puaudit.data.read_limits import ReadLimits
+from puaudit.data.folders import READ_NOTE, SPLIT, SPLITS
+from puaudit.data.limits import ReadLimits
 from puaudit.errors import PUAuditError
 
 __all__ = ["load_input"]

@@ -1,16 +1,10 @@
 """Spreadsheet-formula cells: find them, and make a copy that a spreadsheet shows as text.
 
 A cell whose text starts with ``=``, ``+``, ``-`` or ``@`` (also after a leading tab or carriage
-return, which some spreadsheets skip) is run as a formula when a CSV is opened in Excel,
-LibreOffice or Google Sheets ("CSV injection", OWASP). Judge verdicts and model answers are
-untrusted text, so an export may carry such cells.
-
-The default export (:func:`puaudit.data.writers.table_to_bytes`) stays **byte-faithful**: every value is
-written exactly as read, because the export is data, and changing it would break re-auditing and
-any comparison with the input. :func:`formula_cells` lets the caller warn, and
-:func:`spreadsheet_safe` makes a separate copy meant only for opening in a spreadsheet, where each
-such cell is prefixed with a single quote ``'`` (the OWASP recommendation), which spreadsheets
-display as text and do not evaluate.
+return) is run as a formula when a CSV is opened in a spreadsheet ("CSV injection", OWASP).
+The export stays byte-faithful (docs/safety.md): :func:`formula_cells` lets the caller warn,
+and :func:`spreadsheet_safe` makes a separate copy for spreadsheets, each such cell prefixed
+with ``'``.
 """
 
 from __future__ import annotations

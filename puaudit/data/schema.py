@@ -25,6 +25,7 @@ __all__ = [
     "annotator_text",
     "COLUMN_ALIASES",
     "ComparisonTable",
+    "text_cells",
     "detect_columns",
     "guess_columns",
     "normalize_verdicts",
@@ -110,11 +111,6 @@ def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -
     return mapping
 
 
-def _label_of(value, model_a: str | None, model_b: str | None) -> str | None:
-    """Return 'A', 'B', 'tie', None (missing) or raise KeyError for an unknown label."""
-    return parse_verdict(value, model_a=model_a, model_b=model_b)
-
-
 def normalize_verdicts(values: Sequence, *, column: str = "verdict",
                        model_a: Sequence | None = None, model_b: Sequence | None = None,
                        allow_missing: bool = True) -> np.ndarray:
@@ -135,8 +131,8 @@ def normalize_verdicts(values: Sequence, *, column: str = "verdict",
     out = np.empty(len(vals), dtype=object)
     for i, v in enumerate(vals):
         try:
-            lab = _label_of(v, None if ma[i] is None else str(ma[i]),
-                            None if mb[i] is None else str(mb[i]))
+            lab = parse_verdict(v, model_a=None if ma[i] is None else str(ma[i]),
+                                model_b=None if mb[i] is None else str(mb[i]))
         except KeyError:
             raise PUAuditError(
                 f"Column '{column}', row {i + 1}: unknown verdict {str(v)[:60]!r}. Accepted labels: "
@@ -150,7 +146,7 @@ def normalize_verdicts(values: Sequence, *, column: str = "verdict",
     return out
 
 
-def _as_text(values: Sequence, *, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
+def text_cells(values: Sequence, *, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
     """Texts of a column plus the prompt / response extracted from chat-format cells.
 
     Returns (texts, user_text): for a cell holding a chat transcript (a JSON list of
@@ -282,9 +278,9 @@ def load_comparisons(df: pd.DataFrame, *, columns: Mapping[str, str] | None = No
     mapping = detect_columns(df, columns)
     get = lambda role: df[mapping[role]].tolist() if role in mapping else None  # noqa: E731
 
-    resp_a, user_a = _as_text(get("response_a"), column=mapping["response_a"], role="response A")
-    resp_b, _ = _as_text(get("response_b"), column=mapping["response_b"], role="response B")
-    prompt, _ = _as_text(get("prompt"), column=mapping["prompt"], role="prompt")
+    resp_a, user_a = text_cells(get("response_a"), column=mapping["response_a"], role="response A")
+    resp_b, _ = text_cells(get("response_b"), column=mapping["response_b"], role="response B")
+    prompt, _ = text_cells(get("prompt"), column=mapping["prompt"], role="prompt")
     # Chat-format responses carry the prompt themselves.
     prompt = np.array([p if p else u for p, u in zip(prompt, user_a)], dtype=object)
 

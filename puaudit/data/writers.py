@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from puaudit.data.jsonsafe import encode, to_jsonable
-from puaudit.data.read_limits import _INT64_MIN, SUPPORTED_SUFFIXES, _is_int
+from puaudit.data.cells import INT64_MIN, is_int
+from puaudit.data.limits import SUPPORTED_SUFFIXES
 from puaudit.errors import PUAuditError
 
 __all__ = ["write_bytes_atomic", "check_output_path", "write_table", "table_to_bytes"]
@@ -95,8 +96,9 @@ def check_output_path(path: str | os.PathLike, *, inputs: Sequence[str | os.Path
 
     Refused with a :class:`PUAuditError` (CLI: exit 2): a path that names an input or another
     output of the same command (also through a symlink or a hardlink), an existing folder, a
-    path under an existing file, a path in a folder that does not exist (nothing is created), a folder that cannot be written to, a read-only file, and, for
-    tables (``table=True``), a name whose extension names no table format.
+    path under an existing file, a path in a folder that does not exist (nothing is created),
+    a folder that cannot be written to, a read-only file, and, for tables (``table=True``), a
+    name whose extension names no table format.
 
     Parameters
     ----------
@@ -235,8 +237,8 @@ def _to_parquet(df: pd.DataFrame) -> bytes:
         if mtype is not None:  # a Parquet map column, read back as lists of (key, value)
             fields.append(pa.field(str(name), mtype))
             continue
-        big = next((i for i, v in enumerate(values) if _is_int(v) and not
-                    (_INT64_MIN <= v <= 2**64 - 1)), None)
+        big = next((i for i, v in enumerate(values) if is_int(v) and not
+                    (INT64_MIN <= v <= 2**64 - 1)), None)
         if big is not None:
             raise PUAuditError(
                 f"Cannot write Parquet: column '{name}', row {big + 1} holds the integer "

@@ -232,17 +232,17 @@ def _answers(frame: pd.DataFrame, columns, name: str) -> tuple[pd.DataFrame, dic
 
 
 def _comparison_answers(frame: pd.DataFrame, name: str, *, need_models: bool):
-    from puaudit.data.schema import _as_text, guess_columns
+    from puaudit.data.schema import guess_columns, text_cells
 
     cols = guess_columns(frame)
     for role in ("prompt", "response_a", "response_b"):
         if role not in cols:
             raise PUAuditError(f"{name}: no column for the {role.replace('_', ' ')}.", column=role)
-    resp_a, user_a = _as_text(frame[cols["response_a"]].tolist(), column=cols["response_a"],
-                              role="response A")
-    resp_b, _ = _as_text(frame[cols["response_b"]].tolist(), column=cols["response_b"],
-                         role="response B")
-    prompt, _ = _as_text(frame[cols["prompt"]].tolist(), column=cols["prompt"], role="prompt")
+    resp_a, user_a = text_cells(frame[cols["response_a"]].tolist(), column=cols["response_a"],
+                                role="response A")
+    resp_b, _ = text_cells(frame[cols["response_b"]].tolist(), column=cols["response_b"],
+                           role="response B")
+    prompt, _ = text_cells(frame[cols["prompt"]].tolist(), column=cols["prompt"], role="prompt")
     prompt = [p if p else u for p, u in zip(prompt, user_a)]
     for label, values in (("prompt", prompt), ("response A", resp_a), ("response B", resp_b)):
         empty = next((i for i, v in enumerate(values) if not str(v).strip()), None)

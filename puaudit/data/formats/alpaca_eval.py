@@ -1,18 +1,11 @@
 """AlpacaEval annotations (``annotations.json`` written beside a leaderboard run, or
 ``annotate_pairs`` output).
 
-A JSON array of records: ``instruction``, ``output_1``, ``output_2``, ``generator_1``,
-``generator_2``, ``preference``, and what the run adds (``annotator``, ``raw_completion``,
-``dataset``, ``price_per_example``, ...). ``preference`` is 1 when the annotator preferred
-``output_1``, 2 for ``output_2``; a weighted annotator writes a float in [1, 2], the
-probability that ``output_2`` is better plus one; 1.5 and 0 are draws (as AlpacaEval's win rate
-counts them); empty means the annotation failed.
-
-The table keeps every field and adds ``model_a`` / ``model_b`` (the generators),
-``judge_winner`` (``A`` when :math:`p_B = \\text{preference} - 1 < 0.5`, ``B`` above, ``tie``
-at 0.5 or 0), the judge probabilities ``p_A = 1 - p_B`` and ``p_B`` when any preference is soft
-(the audit's verdict evidence reads them), and ``category`` from ``dataset`` (the question type).
-The run's ``annotator`` (the judge's configuration, not a person) moves to ``verdict_source``.
+A JSON array of records with ``instruction``, ``output_1``, ``output_2``, ``generator_1``,
+``generator_2`` and ``preference`` (1 or 2, a float in [1, 2] for a weighted annotator, 1.5
+or 0 a draw, empty a failed annotation). The table keeps every field and adds ``model_a`` /
+``model_b``, ``judge_winner`` (by :math:`p_B = \\text{preference} - 1`), ``p_A`` / ``p_B``
+when any preference is soft and ``category``; docs/data_formats.md ("AlpacaEval annotations").
 """
 
 from __future__ import annotations

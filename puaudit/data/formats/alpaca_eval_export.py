@@ -1,14 +1,10 @@
 """The audited table written back as AlpacaEval annotations (``puaudit audit annotations.json
 -o audited.json --format alpaca-eval``), for AlpacaEval's own win rates and leaderboards.
 
-Every record keeps every field of the input, in its order and under its own name (the run's
-``annotator`` too, which the reader moved to ``verdict_source``); the columns the reader added
-(``model_a``, ``judge_winner``, ``p_A`` ...) are dropped. ``preference`` becomes the audited
-verdict: ``1`` (``output_1`` better), ``2`` (``output_2``) or ``1.5`` (a tie) where the audit
-changed the judge's side; where the audited verdict is the judge's own side the judge's value
-is kept as it was, so a weighted annotator's soft preference (1.8) survives where nothing
-changed. A failed annotation (no preference) stays empty. The judge's original value is kept
-under ``puaudit_judge_preference``, followed by the audit's ``puaudit_*`` fields.
+Every input field is kept in its order, the reader's own columns are dropped, ``preference``
+becomes the audited verdict (the judge's value kept where the audit left its side) and the
+judge's original is ``puaudit_judge_preference``; docs/data_formats.md ("Writing AlpacaEval
+annotations back").
 """
 
 from __future__ import annotations

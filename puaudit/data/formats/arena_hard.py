@@ -1,18 +1,11 @@
 """arena-hard-auto judgments (``data/<bench>/model_judgment/<judge>/<model>.jsonl``).
 
-One record per (question, model): ``question_id``, ``model``, ``judge``, ``games``: two games,
-each with ``user_prompt``, ``judgment`` and ``score``, a label such as ``A>>B``, ``A>B``,
-``A=B``, ``B>A``, ``B>>A`` (``null`` when the judge gave none). Game 1 shows the baseline's
-answer first (A = baseline, B = ``model``), game 2 the other way round. The baseline is the
-judge configuration's ``baseline_model``, which the file does not record (v0.1's is
-``gpt-4-0314``, the default here).
-
-Each record is one row with ``model_a`` = the baseline, ``model_b`` = ``model``, the texts from
-``--answers`` (turns as ``{"content": ...}``), ``verdict_1`` (game 1, A = model_a shown first)
-and ``verdict_2`` (game 2, A = model_b shown first), the verdict by the release rule (both games
-agree, else ``tie (inconsistent)``; no verdict when a game has none), ``score_1`` /
-``score_2`` (the labels as written) and ``strength_1`` / ``strength_2`` (2 for ``>>``, 1 for
-``>``, 0 for ``=``: how strongly each game preferred its winner).
+One record per (question, model) with two ``games``, each scored with a label such as
+``A>>B`` or ``B>A``: game 1 shows the baseline's answer first (A = baseline, B = ``model``),
+game 2 the other way round. The baseline is the judge configuration's ``baseline_model``,
+which the file does not record (v0.1's ``gpt-4-0314`` is the default). Each record is one row,
+its verdict by the release rule (:func:`.mtbench.two_order_verdict`); docs/data_formats.md
+("arena-hard-auto judgments") lists its columns.
 """
 
 from __future__ import annotations

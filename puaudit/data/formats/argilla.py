@@ -1,27 +1,11 @@
 """Argilla 2.x records: ``Dataset.to_disk`` folders, ``records.to_json`` files and flat records
 (``records.to_list(flatten=True)``, the Hugging Face Hub layout of ``to_hub``).
 
-``to_disk(path)`` writes a folder with ``dataset.json``, ``settings.json`` (the fields and the
-questions: ``name`` and ``settings.type``, ``label_selection`` or ``ranking``, with
-``settings.options``) and ``records.json``, the nested records: ``id``, ``fields`` (the texts,
-e.g. ``prompt``, ``response1``, ``response2``), ``metadata``, ``vectors``, ``responses``
-(question → list of ``{"value", "user_id", "status"}``), ``suggestions`` (question →
-``{"value", "score", "agent"}``) and ``_server_id``. Flat records have the fields and metadata
-as columns and, per question ``q``, ``q.responses`` / ``q.responses.users`` /
-``q.responses.status`` (lists, one item per person) and ``q.suggestion`` /
-``q.suggestion.score`` / ``q.suggestion.agent``.
-
-The vote is the first question whose answers name a side: a LabelQuestion whose labels name A,
-B or a tie (``A`` / ``B`` / ``tie``, ``response1`` / ``response2``, "A is better" ...) or a
-RankingQuestion over the two responses (the one ranked first wins; equal ranks are a tie).
-Records are read in the flat layout (nested ones are flattened the way Argilla does it); one row
-per submitted response (see :mod:`.tool_votes`): ``human_winner``, ``annotator`` (``user_id``),
-``argilla_response_status``, and in the ``q.responses*`` columns that person's own answers (one
-value each, never the record's whole lists, so the table grows linearly with the votes); drafts,
-discarded responses and answers of people with no vote are no vote and are kept once, on the
-record's first row, in ``argilla_other_responses``. The suggestion on the vote's question is the
-judge's verdict (``judge_winner``, unless the record has one of its own; its ``score`` gives
-``p_A`` / ``p_B``, its ``agent`` ``verdict_source``).
+Nested records are flattened the way Argilla does it; the vote is the first question whose
+answers name a side (a LabelQuestion naming A, B or a tie, or a RankingQuestion over the two
+responses), one row per submitted response (:mod:`.tool_votes`), and the suggestion on that
+question is the judge's verdict. docs/data_formats.md ("Argilla records") gives the layouts
+and every column the table gets.
 """
 
 from __future__ import annotations

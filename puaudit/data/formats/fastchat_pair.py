@@ -1,18 +1,11 @@
 """FastChat's own pairwise judgment file (``gen_judgment.py --mode pairwise-all`` or
 ``pairwise-baseline``: ``data/mt_bench/model_judgment/<judge>_pair.jsonl``).
 
-One record per (question, turn, model pair) judged in both answer orders: ``question_id``,
-``turn``, ``model_1``, ``model_2``, ``g1_winner`` (game 1: model_1's answer shown first),
-``g2_winner`` (game 2: model_2's answer shown first), ``judge`` (``[judge model, prompt
-name]``), and the judge's prompts and replies (``g1_user_prompt``, ``g1_judgment``, ...). Both
-winners name models, not positions: ``model_1``, ``model_2``, ``tie``, or ``error`` when the
-reply held no verdict.
-
-The verdict is the release's rule (the one the human-judgments release was made with): both
-games agree, else ``tie (inconsistent)`` (a tie); an ``error`` in either game leaves no verdict.
-Both games are kept as ``verdict_1`` (model_a shown first, A = model_a) and ``verdict_2``
-(model_b shown first, A = model_b), which the audit's verdict evidence reads as the
-both-orders signal.
+One record per (question, turn, model pair) judged in both answer orders: ``g1_winner`` (game
+1, ``model_1`` shown first) and ``g2_winner`` (game 2, ``model_2`` first), each naming a model,
+``tie``, or ``error`` for a reply without a verdict. The verdict is the release's rule
+(:func:`.mtbench.two_order_verdict`); both games are kept as ``verdict_1`` / ``verdict_2``, the
+both-orders signal of the audit's verdict evidence. See docs/data_formats.md ("MT-Bench").
 """
 
 from __future__ import annotations

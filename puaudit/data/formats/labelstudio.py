@@ -1,23 +1,11 @@
 """Label Studio's JSON export of a pairwise project (Export → JSON).
 
-A JSON array of tasks. Each task has ``data`` (the task's own fields: the prompt and the two
-answers, under the names the labelling config gives them), ``annotations`` (one per person:
-``completed_by``, ``result``, ``was_cancelled``, ``lead_time``, ``created_at``, ...) and the
-project's own keys (``id``, ``predictions``, ``meta``, ``inner_id``, ...). A pairwise config
-uses the ``<Pairwise>`` tag: its result has ``type: "pairwise"``, ``from_name`` /
-``to_name`` (the two compared objects, left first) and ``value: {"selected": "left"|"right"}``.
-A ``<Choices>`` result naming A, B or a tie (``left`` / ``right``, ``answer1``, "A is better",
-``tie`` ...) is read too; a Choices *tie* beside a Pairwise selection makes the vote a tie.
-
-One row per person's vote (see :mod:`.tool_votes`): ``human_winner``, ``annotator`` (the
-``completed_by`` id, or its email when the export gives the user), the task's fields under their
-own names, the task's keys as ``ls_task_<key>`` and the annotation's as ``ls_annotation_<key>``
-(lists and objects as JSON text). A cancelled (skipped) annotation or one with an empty result
-is no vote: those are kept whole in ``ls_task_not_voted`` (on the task's first row). A task with
-no vote is one row without a human verdict. The row limit the file was read with counts the rows
-the tasks expand to, before any is built (``--max-rows``). The judge's verdict is the task's own
-field (``judge_winner``, ...), else the first prediction's result, with its ``score`` as the
-judge's confidence (``p_A`` / ``p_B``).
+A JSON array of tasks, each with ``data`` (its fields), ``annotations`` (one per person) and
+the project's own keys. A ``<Pairwise>`` result (``value.selected``: ``left`` / ``right``) or a
+``<Choices>`` answer naming A, B or a tie is a vote (a Choices tie beside a Pairwise selection
+makes it a tie); a cancelled or empty annotation is none. One row per vote (:mod:`.tool_votes`);
+the judge is the task's own verdict field, else the first prediction (its ``score`` the
+judge's confidence). docs/data_formats.md ("Label Studio JSON export") lists every column.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """MT-Bench pairwise judgments (the human-judgments release) and the table they make.
 
 The release (``lmsys/mt_bench_human_judgments``) has one record per verdict: ``question_id``,
-``turn``, ``model_a``, ``model_b``, ``winner`` (``model_a`` / ``model_b`` / ``tie`` /
-``tie (inconsistent)``, the last when a judge that saw both answer orders changed its verdict)
-and ``judge`` (``gpt4_pair``, or a person: ``author_N``, ``expert_N``). Its judge file and its
-human file share that layout; the texts come from the benchmark folder (:mod:`.answers`).
-
-The table built here has one row per human vote (several people may vote on one pair), in the
-human file's order and orientation: a judge verdict recorded with the models the other way
-round is turned to the vote's ``model_a`` / ``model_b``. Its columns are those of the MT-Bench
-comparison table PUAudit reads (``question_id, category, turn, model_a, model_b, prompt,
-response_a, response_b, human_winner, judge_winner, human_judge, judge_winner_raw``, and the
-turn-1 exchange of a turn-2 row in ``prev_prompt, prev_response_a, prev_response_b``), then
-every other original field: the judge's ``judge`` as ``verdict_source``, other judge fields as
-they are, other fields of the human file prefixed ``human_``. ``judge_winner`` counts
-``tie (inconsistent)`` as a tie; ``judge_winner_raw`` keeps the judge file's word.
+``turn``, ``model_a``, ``model_b``, ``winner`` and ``judge`` (``gpt4_pair``, or a person); its
+judge file and its human file share that layout, and the texts come from the benchmark folder
+(:mod:`.answers`). The table has one row per human vote, in the human file's order and
+orientation (a judge verdict recorded the other way round is turned to the vote's models);
+docs/data_formats.md ("MT-Bench") lists its columns.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from puaudit.data.jsonsafe import json_cell
-from puaudit.data.read_limits import ROW_LIMIT
+from puaudit.data.limits import ROW_LIMIT
 from puaudit.data.schema import COLUMN_ALIASES, guess_columns
 from puaudit.data.vocabulary import normalise_column_name, parse_verdict
 from puaudit.errors import PUAuditError

@@ -1,10 +1,20 @@
 """What one table read accepts: the file suffixes, the size limits, the checks on a header's
-columns and the rows, :class:`ReadLimits` (what a caller allows one read) and
-:class:`DecodedBudget`, the decoded bytes a read may spend."""
+columns and the rows, :class:`ReadLimits` (what a caller allows one read),
+:class:`DecodedBudget` (the decoded bytes a read may spend) and :func:`upload_limits`, the
+operator's limits on one dashboard upload, read from the environment (never from visitors).
+
+``PUAUDIT_MAX_UPLOAD_MB``, ``PUAUDIT_MAX_UPLOAD_ROWS``, ``PUAUDIT_MAX_UPLOAD_COLUMNS``
+    Limits on one dashboard upload, checked while it is decompressed and parsed. The browser's
+    ``server.maxUploadSize`` only caps the *compressed* size; these cap what the server
+    actually has to hold and audit. ``PUAUDIT_MAX_UPLOAD_MB`` is the upload's
+    :class:`DecodedBudget`. Larger files go through the command line, which has higher limits
+    of its own (:mod:`puaudit.cli.table_input`).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import stat
 from collections.abc import Callable
@@ -12,7 +22,11 @@ from collections.abc import Callable
 from puaudit.errors import PUAuditError
 
 __all__ = ["SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM",
-           "DecodedBudget", "ReadLimits", "not_regular", "open_regular", "ROW_LIMIT"]
+           "DEFAULT_HINT", "DecodedBudget", "ReadLimits", "not_regular", "open_regular",
+           "ROW_LIMIT", "size_text", "too_big", "check_header", "check_columns", "check_rows",
+           "UploadLimits", "DEFAULT_UPLOAD_LIMITS", "upload_limits"]
+
+_log = logging.getLogger(__name__)
 
 
 SUPPORTED_SUFFIXES = {
@@ -35,7 +49,7 @@ MAX_COLUMNS = 30_000
 #: Largest embedding width accepted from an ``.npz`` file (the biggest encoders use 8,192).
 MAX_EMBEDDING_DIM = 65_536
 
-_DEFAULT_HINT = "Split the table into smaller files."
+DEFAULT_HINT = "Split the table into smaller files."
 #: Key of ``DataFrame.attrs`` holding the row limit a table was read with (``{"max_rows",
 #: "hint"}``), for readers that expand one record into several rows.
 ROW_LIMIT = "row_limit"
@@ -63,7 +77,7 @@ class ReadLimits:
     max_bytes: int | None = MAX_UNCOMPRESSED_BYTES
     max_rows: int | None = None
     max_columns: int = MAX_COLUMNS
-    limit_hint: str = _DEFAULT_HINT
+    limit_hint: str = DEFAULT_HINT
     size_hint: str | None = None
 
     def kwargs(self) -> dict:
@@ -98,15 +112,18 @@ def open_regular(path, name: str):
     return os.fdopen(fd, "rb")
 
 
-def _mb(n: int) -> str:
+def size_text(n: int) -> str:
+    """``n`` bytes as messages say it: ``"12 MB"``, or ``"512 bytes"`` below 1 MB."""
     return f"{n / 2**20:,.0f} MB" if n >= 2**20 else f"{n:,} bytes"
 
 
-def _too_big(name: str, what: str, hint: str) -> PUAuditError:
+def too_big(name: str, what: str, hint: str) -> PUAuditError:
+    """The message for a limit passed: ``"{name}: {what}. {hint}"``."""
     return PUAuditError(f"{name}: {what}. {hint}".rstrip())
 
 
-def _check_header(header: list[str], name: str) -> None:
+def check_header(header: list[str], name: str) -> None:
+    """Refuse a header that names one column twice."""
     seen: dict[str, int] = {}
     for i, col in enumerate(header, start=1):
         if col in seen:
@@ -116,25 +133,25 @@ def _check_header(header: list[str], name: str) -> None:
         seen[col] = i
 
 
-def _check_columns(n: int, name: str, max_columns: int, hint: str, *, exact: bool = True) -> None:
+def check_columns(n: int, name: str, max_columns: int, hint: str, *, exact: bool = True) -> None:
+    """Refuse ``n`` columns over ``max_columns`` (``exact=False``: ``n`` is a lower bound)."""
     if n > max_columns:
         count = f"{n:,}" if exact else f"more than {max_columns:,}"
-        raise _too_big(name, f"has {count} columns, over the limit of {max_columns:,} here (a "
-                       "comparison table needs a handful). Keep only the columns you need", hint)
+        raise too_big(name, f"has {count} columns, over the limit of {max_columns:,} here (a "
+                      "comparison table needs a handful). Keep only the columns you need", hint)
 
 
-def _check_rows(n: int, name: str, max_rows: int | None, hint: str) -> None:
+def check_rows(n: int, name: str, max_rows: int | None, hint: str) -> None:
+    """Refuse ``n`` data rows over ``max_rows`` (None: no limit)."""
     if max_rows is not None and n > max_rows:
-        raise _too_big(name, f"has more than {max_rows:,} data rows, the limit here", hint)
+        raise too_big(name, f"has more than {max_rows:,} data rows, the limit here", hint)
 
 
 class DecodedBudget:
     """The bytes one read may decode, shared by every reader so that one limit gives one message.
 
-    What counts is what the data take once decompressed and decoded: the bytes a gzip expands
-    to, a Parquet file's values as Arrow holds them (dictionaries and run-lengths expanded, which
-    a file's page sizes do not show), a JSON record's values (strings their length plus 8, every
-    other value 8). Readers call :meth:`check` on a size known before reading (file metadata)
+    What counts is what the data take once decompressed and decoded (docs/hostile_inputs.md,
+    "Decoded size"). Readers call :meth:`check` on a size known before reading (file metadata)
     and :meth:`spend` on what they decoded, so a file is refused before its data are read when
     its metadata already say it is too big, and at the first batch past the limit otherwise.
 
@@ -154,11 +171,11 @@ class DecodedBudget:
 
     @property
     def limit_text(self) -> str:
-        return _mb(self.limit or 0)
+        return size_text(self.limit or 0)
 
     def refuse(self, what: str) -> PUAuditError:
         """The message for ``what`` (which names the limit, :attr:`limit_text`), then the hint."""
-        return _too_big(self.name, what, self.hint)
+        return too_big(self.name, what, self.hint)
 
     def check(self, n: int, what: str) -> None:
         """Refuse now if ``n`` more bytes would pass the limit (``what`` says whose they are)."""
@@ -173,8 +190,51 @@ class DecodedBudget:
             raise self.refuse(what() if callable(what) else what)
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+@dataclasses.dataclass(frozen=True)
+class UploadLimits:
+    """What one dashboard upload may hold once decompressed (see :func:`upload_limits`)."""
+
+    max_mb: int
+    max_rows: int
+    max_columns: int
+
+    @property
+    def max_bytes(self) -> int:
+        return self.max_mb * 1024 * 1024
 
 
-def _is_int(v) -> bool:
-    return type(v) is int  # bool is a subclass of int, and is not one here
+# Defaults chosen so that one upload cannot take the server past ~3 GB (measured with
+# bench/hostile_memory.py --case upload, see docs/safety.md): the audit costs ~43 KB per row with
+# the default 384-dimension encoder and scorer (embeddings, difference vectors, the automatic
+# scorer choice), so 20,000 rows peak near 0.9 GB; reading the file, the table and the texts to
+# embed cost a few times the decompressed size on top.
+DEFAULT_UPLOAD_LIMITS = UploadLimits(max_mb=200, max_rows=20_000, max_columns=30_000)
+
+
+def _positive_int(var: str, default: int) -> int:
+    raw = os.environ.get(var, "").strip().replace("_", "")
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        _log.warning("%s=%r is not a positive whole number; using %d", var, raw, default)
+        return default
+    return value
+
+
+def upload_limits() -> UploadLimits:
+    """The operator's limits on one dashboard upload.
+
+    ``PUAUDIT_MAX_UPLOAD_MB`` (decompressed and decoded size, default 200),
+    ``PUAUDIT_MAX_UPLOAD_ROWS``
+    (default 20,000) and ``PUAUDIT_MAX_UPLOAD_COLUMNS`` (default 30,000), read from the
+    environment on each call; a value that is not a positive integer is ignored (with a logged
+    warning) in favour of the default.
+    """
+    d = DEFAULT_UPLOAD_LIMITS
+    return UploadLimits(max_mb=_positive_int("PUAUDIT_MAX_UPLOAD_MB", d.max_mb),
+                        max_rows=_positive_int("PUAUDIT_MAX_UPLOAD_ROWS", d.max_rows),
+                        max_columns=_positive_int("PUAUDIT_MAX_UPLOAD_COLUMNS", d.max_columns))
