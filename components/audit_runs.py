@@ -45,7 +45,8 @@ _CFG = AuditConfig()
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _embeddings(content_hash: str, encoder_label: str, _table, _encoder, _progress=None) -> PairEmbeddings:
+def cached_embeddings(content_hash: str, encoder_label: str, _table, _encoder,
+                      _progress=None) -> PairEmbeddings:
     return embed_table(_table, _encoder, progress=_progress)
 
 
@@ -66,7 +67,7 @@ def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings
             # the first report counts the cached texts: the rate is measured from there
             start.setdefault("at", (d, time.monotonic()))
             report(d, t)
-        return _embeddings(key, encoder_label, table, encoder, on_batch)
+        return cached_embeddings(key, encoder_label, table, encoder, on_batch)
 
     def describe(d: int, t: int) -> str:
         d0, t0 = start.get("at", (d, time.monotonic()))

@@ -64,7 +64,7 @@ def embedding_job(table, encoder_label: str) -> tuple[Job, dict]:
                     prog["start"] = (done, time.monotonic())
                 prog.update(done=done, total=total)
                 run.report(done, total)
-            return audit_runs._embeddings(state.table_hash(table), encoder_label, table,
+            return audit_runs.cached_embeddings(state.table_hash(table), encoder_label, table,
                                           encoder, report)
 
         ctx = get_script_run_ctx()

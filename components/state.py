@@ -44,7 +44,7 @@ CERTIFY_TARGET = 0.9
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def _demo_frame(n_rows: int, random_state: int):
+def demo_frame(n_rows: int, random_state: int):
     from puaudit.data.demo import generate_demo
 
     return generate_demo(n_rows=n_rows, random_state=random_state)
@@ -113,7 +113,7 @@ def through_navigation() -> None:
 def ensure_data() -> None:
     """Load the generated demo data on first open, so every page has content."""
     if "raw_frame" not in st.session_state:
-        set_source(_demo_frame(600, 0), DEMO_NAME, None)
+        set_source(demo_frame(600, 0), DEMO_NAME, None)
 
 
 def table_hash(table: ComparisonTable) -> str:

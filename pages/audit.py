@@ -22,7 +22,6 @@ from puaudit.report.figures.metrics import (as_percent, audit_note, auto_choice_
                                             type_text, verdict_text)
 from puaudit.audit.evaluate import default_spread_seeds
 
-PER_TYPE_SHARES = ("cons_orig", "cons_adj", "reversal_precision")
 P_RANGE, P_STEP = (0.05, 0.95), 0.05
 BOARD_SHARES = ("cons_orig", "cons_adj", "reversed_share", "reversal_precision")
 from puaudit.errors import PUAuditError

@@ -42,7 +42,7 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "puaudit"
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:60] or "model"
 
 
@@ -70,7 +70,7 @@ def encoder_cache(enc) -> EmbeddingCache | None:
     if enc.cache_dir is None:
         return None
     root = default_cache_dir() if isinstance(enc.cache_dir, _Default) else Path(enc.cache_dir)
-    folder = root.expanduser() / "embeddings" / f"{_slug(enc.name)}-{enc.cache_key[:16]}"
+    folder = root.expanduser() / "embeddings" / f"{slug(enc.name)}-{enc.cache_key[:16]}"
     cache = getattr(enc, "_cache_obj", None)
     if cache is None or cache.directory != folder:
         meta = {

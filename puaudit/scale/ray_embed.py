@@ -31,10 +31,9 @@ from typing import Any
 import numpy as np
 
 from puaudit.embed.cache import EmbeddingCache
-from puaudit.embed.encoder_cache import DEFAULT, _slug
+from puaudit.embed.encoder_cache import DEFAULT, slug
 from puaudit.embed.hf_encoder import HFEncoder
-from puaudit.embed.text import (_as_text, embedding_key, format_text, from_prompt_length,
-                                prompt_length)
+from puaudit.embed.text import distinct_pairs, embedding_key, from_prompt_length, prompt_length
 from puaudit.progress import stderr_progress
 from puaudit.errors import PUAuditError
 from puaudit.scale.ray_backend import cluster_cpus, cluster_gpus, connect
@@ -71,7 +70,7 @@ def store_folder(encoder, cache_dir: Any = DEFAULT) -> Path | None:
     else:
         cls = f"{type(encoder).__module__}.{type(encoder).__qualname__}"
         ident = hashlib.sha256(f"{cls}|{name}|{int(encoder.dim)}".encode()).hexdigest()
-    return root / "embeddings" / f"{_slug(name)}-{ident[:16]}"
+    return root / "embeddings" / f"{slug(name)}-{ident[:16]}"
 
 
 def worker_encoder(encoder, *, gpu: bool, threads: int | None):
@@ -332,16 +331,11 @@ def embed_table_ray(table, encoder=None, *, cache_dir: Any = DEFAULT,
     if encoder is None or isinstance(encoder, str):
         encoder = get_encoder(encoder)
     n = len(table)
-    first: dict[str, int] = {}
-    prompts = np.concatenate([table.prompt, table.prompt])
-    responses = np.concatenate([table.response_a, table.response_b])
-    inverse = np.fromiter(
-        (first.setdefault(format_text(_as_text(p), _as_text(r)), len(first))
-         for p, r in zip(prompts, responses)), dtype=np.int64, count=len(prompts))
-    del prompts, responses
+    texts, inverse = distinct_pairs(np.concatenate([table.prompt, table.prompt]),
+                                    np.concatenate([table.response_a, table.response_b]))
     if show_progress and progress is None:
         progress = stderr_progress("embedding on Ray", unit="distinct texts")
-    vectors = embed_texts_ray(list(first), encoder, cache_dir=cache_dir, num_workers=num_workers,
+    vectors = embed_texts_ray(texts, encoder, cache_dir=cache_dir, num_workers=num_workers,
                               cpus_per_worker=cpus_per_worker, batch_size=batch_size,
                               max_restarts=max_restarts, progress=progress)
     return PairEmbeddings(vectors=vectors, idx_a=inverse[:n], idx_b=inverse[n:],
