@@ -1,21 +1,12 @@
-"""Embedding distinct texts with Ray Data: an actor pool, one encoder per actor.
+"""Embedding distinct texts with Ray Data: an actor pool, one encoder per actor (docs/ray.md).
 
-The local path (:func:`puaudit.embed.pairs.embed_table`) embeds each distinct
-``format_text(prompt, response)`` once, in one process. Here the same distinct texts, minus
-those already in the content-keyed embedding cache, become a Ray dataset of blocks of
-``batch_size`` texts; ``map_batches`` hands each block to one actor of a pool
-(:class:`EmbedActor`), which holds one encoder for its whole life (the model is loaded once per
-actor, not per batch) and on a GPU cluster asks for one GPU.
-
-Every finished batch is written by its actor to the embedding cache as one new shard (atomic
-rename, see :mod:`puaudit.embed.cache`) *before* it is returned, so a worker that dies keeps
-what it finished: Ray restarts the actor and retries only the unfinished blocks, and a run that
-fails altogether is resumed by running it again (the finished texts are cache hits). The
-vectors also travel back to the driver, which fills any of them missing from its own view of
-the cache (workers on machines that do not share the cache folder).
-
-The result is laid out exactly as the local path's: vectors in order of first appearance,
-``idx_a`` / ``idx_b`` per row, so the same encoder gives the same :class:`PairEmbeddings`.
+The distinct texts of :func:`puaudit.embed.pairs.embed_table`, minus those already in the
+embedding cache, become a Ray dataset of blocks of ``batch_size`` texts, each handed by
+``map_batches`` to one :class:`EmbedActor` (one encoder loaded for the actor's life; one GPU
+each on a GPU cluster). Every finished batch is written to the cache as one shard *before* it is
+returned, so a dead worker loses only unfinished blocks (Ray retries them) and a failed run
+resumes when run again; the driver also keeps the returned vectors (workers that do not share
+the cache folder). The result is laid out as the local path's: the same :class:`PairEmbeddings`.
 """
 
 from __future__ import annotations
