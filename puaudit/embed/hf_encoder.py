@@ -186,14 +186,6 @@ class HFEncoder:
             mode = "fast" if is_default and self._auto_device_type() == "cpu" and cpu_has_native_bf16() else "full"
         self.mode_ = mode
         self.dtype_ = MODE_DTYPE[mode]
-        # fast mode runs BERT-architecture folders on the lean runtime (no transformers import);
-        # full mode is always transformers, the reference.
-        self.runtime_ = "transformers"
-        if mode == "fast":
-            from puaudit.embed.bert_runtime import unsupported_reason
-
-            if unsupported_reason(path, config) is None:
-                self.runtime_ = "lean"
         self.model_dir_ = path
 
     def _auto_device_type(self) -> str:
@@ -262,14 +254,10 @@ class HFEncoder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             import torch
-
-            device = self._resolve_device()
-            if self.runtime_ == "lean":  # never imports transformers (the point of the runtime)
-                self._load_lean(torch, device)
-                return self
             import transformers
             from transformers import AutoModel, AutoTokenizer
 
+            device = self._resolve_device()
             path = str(self.model_dir_)
             major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
             dtype_kw = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
@@ -302,38 +290,14 @@ class HFEncoder:
                     transformers.utils.logging.enable_progress_bar()
             if getattr(model.config, "is_encoder_decoder", False):
                 model = model.get_encoder()
-            self._install(tokenizer, model.eval(), torch, device)
+            model.eval().to(device)
+            native = (bool(torch.cuda.is_bf16_supported()) if device.type == "cuda"
+                      else device.type == "cpu" and cpu_has_native_bf16())
+            if self.dtype_ == "bfloat16" and not native:
+                _log.warning("encoder mode 'fast' (bfloat16) on %s, which has no native bfloat16: "
+                             "it may be slower than mode 'full'", device)
+            self.tokenizer_, self.device_, self.model_ = tokenizer, device, model
         return self
-
-    def _load_lean(self, torch, device) -> None:
-        """Tokenizer and model on :mod:`puaudit.embed.bert_runtime` (called by :meth:`load`)."""
-        from puaudit.embed.bert_runtime import LeanTokenizer, load_lean_bert
-
-        try:
-            tokenizer = LeanTokenizer(self.model_dir_)
-            model = load_lean_bert(self.model_dir_, self.config_, getattr(torch, self.dtype_))
-        except Exception as exc:
-            raise PUAuditError(
-                f"Cannot load the encoder from {str(self.model_dir_)!r} (mode 'fast'): "
-                f"{type(exc).__name__}: {exc}. Mode 'full' loads it through transformers instead."
-            ) from exc
-        self._install(tokenizer, model, torch, device)
-
-    def _install(self, tokenizer, model, torch, device) -> None:
-        """Move ``model`` to ``device`` and keep both as the loaded encoder."""
-        model.to(device)
-        if self.dtype_ == "bfloat16" and not self._native_bf16(torch, device):
-            _log.warning("encoder mode 'fast' (bfloat16) on %s, which has no native bfloat16: it "
-                         "may be slower than mode 'full'", device)
-        self.tokenizer_ = tokenizer
-        self.device_ = device
-        self.model_ = model
-
-    @staticmethod
-    def _native_bf16(torch, device) -> bool:
-        if device.type == "cuda":
-            return bool(torch.cuda.is_bf16_supported())
-        return device.type == "cpu" and cpu_has_native_bf16()
 
     def _pad_id(self) -> int:
         tok = self.tokenizer_
