@@ -55,7 +55,6 @@ from puaudit.embed.model_folder import default_model_path
 from puaudit.embed.text import format_text
 
 
-
 def load_texts(n: int, seed: int) -> tuple[list[str], str, int, int]:
     """n distinct formatted texts: real MT-Bench pairs if available, else generated ones.
 

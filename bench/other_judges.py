@@ -12,7 +12,6 @@ Prints ``ratio=<mean coverage with / mean coverage without>`` for the first pair
 
 from __future__ import annotations
 
-
 from bench._support import DATA, parser
 PAIRS = {  # (file, judge, other judge, human_source)
     "llmfao GPT-4 + GPT-3.5": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", "judge_winner",

@@ -38,7 +38,7 @@ from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.errors import PUAuditError
 
 __all__ = ["get_embeddings", "m_estimate", "runner", "stage_cache", "wait_for", "with_progress",
-           "run_audit", "precompute_key", "DRAW_S", "show_error", "current_audit", "audit_view", "SpreadSuperseded",
+           "run_audit", "precompute_key", "DRAW_S", "show_error", "loaded_table", "audit_view", "SpreadSuperseded",
            "SPREAD_UNWATCHED_S", "spread_job", "umap_job"]
 
 _CFG = AuditConfig()
@@ -132,11 +132,18 @@ def wait_for(get_job, label: str):
             if bar is not None:
                 bar.empty()
             return value
-        d, t, text = job.progress["done"], job.progress["total"], job.progress["text"] or label
         bar = bar or st.progress(0.0, text=label)
-        bar.progress(min(d / t, 1.0) if t else 0.0,
-                     text=f"{text} (step {min(d + 1, t)} of {t}, "
-                          f"{time.monotonic() - t0:.0f} s)" if t else text)
+        _show(bar, job, t0, label)
+
+
+def _show(bar, job: Job, t0: float, label: str, describe=None) -> None:
+    """Draw ``job``'s progress on ``bar``: ``describe(done, total)``, or its text, the step and
+    the seconds since ``t0``."""
+    d, t, text = job.progress["done"], job.progress["total"], job.progress["text"] or label
+    text = (describe(d, t) if describe is not None
+            else f"{text} (step {min(d + 1, t)} of {t}, {time.monotonic() - t0:.0f} s)" if t
+            else text)
+    bar.progress(min(d / t, 1.0) if t else 0.0, text=text)
 
 
 def with_progress(work, label: str, *, describe=None):
@@ -156,11 +163,7 @@ def with_progress(work, label: str, *, describe=None):
         bar = st.progress(0.0, text=label)
         while th.is_alive():
             th.join(0.25)
-            d, t, text = job.progress["done"], job.progress["total"], job.progress["text"]
-            text = (describe(d, t) if describe is not None
-                    else f"{text} (step {min(d + 1, t)} of {t}, "
-                         f"{time.monotonic() - t0:.0f} s)" if t else text)
-            bar.progress(min(d / t, 1.0) if t else 0.0, text=text)
+            _show(bar, job, t0, label, describe)
         bar.empty()
     th.join()
     return job.result()
@@ -228,29 +231,28 @@ def show_error(exc: BaseException) -> None:
     st.error(md(for_dashboard(exc)))
 
 
-def current_audit():
-    """(table, embeddings, result) for this session, or an error box and a stopped page."""
+def loaded_table() -> ComparisonTable:
+    """This session's table, or an error box and a stopped page."""
     ensure_data()
     table = st.session_state.get("table")
     if table is None:
         show_error(st.session_state.get("table_error", "No table loaded.") +
                    " Fix the column mapping on the Data page.")
         st.stop()
-    params = audit_params()
+    return table
+
+
+def audit_view():
+    """(table, embeddings, result, params) of this session's audit, for a page that shows it,
+    or an error box and a stopped page."""
+    table, params = loaded_table(), audit_params()
     try:
         emb = get_embeddings(table, params["encoder"])
         result = run_audit(table, emb, params)
     except PUAuditError as exc:
         show_error(exc)
         st.stop()
-    return table, emb, result
-
-
-def audit_view():
-    """(table, embeddings, result, params) of this session's audit, for a page that shows it
-    (an error box and a stopped page when there is none: :func:`current_audit`)."""
-    table, emb, result = current_audit()
-    return table, emb, result, audit_params()
+    return table, emb, result, params
 
 
 #: the name the Audit page and its tests know a stopped spread by

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 import streamlit as st
-
 
 from components import audit_jobs, audit_runs, audit_views, encoder_state, first_look, state
 from components.jobs import job_status
@@ -34,14 +32,8 @@ st.caption("Verified human preferences (P) and their reversals are matched by tr
            "verdict (the judge's favourite models, lengths, position, probabilities) can join "
            "them. The scorer is chosen from P alone (auto). Validation rows (annotated, held out) measure whether the reversals help.")
 
-state.ensure_data()
 ss = st.session_state
-table = ss.get("table")
-if table is None:
-    # shown as text, not Markdown
-    audit_runs.show_error(ss.get("table_error", "No table loaded.") +
-                          " Fix the column mapping on the Data page.")
-    st.stop()
+table = audit_runs.loaded_table()
 params = state.audit_params()
 
 with st.expander("Advanced"):

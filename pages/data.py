@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 import streamlit as st
-
 
 from components import first_look, state
 from components.data_summary import (ROLE_LABELS, excluded_rows, excluded_text,
