@@ -1,19 +1,14 @@
-"""The audit runs of a session, and the background jobs the pages start.
+"""The audit runs of a session, and the background jobs the pages start (docs/dashboard.md).
 
-Work: one :class:`~components.jobs.JobRunner` per server process (:func:`runner`) runs every
-long computation with progress and cancellation: the embeddings and audits as foreground jobs
-(a bar on the page), and as background jobs, most urgent first, the m curve, the idle-time
-precompute of neighbouring slider values (:mod:`components.audit_jobs`), the spread over seeds
-and UMAP (here), then scorer comparisons; they give way to any slider answer
-(docs/dashboard.md).
+One :class:`~components.jobs.JobRunner` per server process (:func:`runner`) runs every long
+computation: the embeddings and audits as foreground jobs (a bar on the page), and in the
+background, most urgent first, the m curve, the idle-time precompute
+(:mod:`components.audit_jobs`), the spread over seeds and UMAP (here), then scorer comparisons.
 
-Caching (shared by sessions, keyed by content, so two sessions only share entries when their
-data are identical): embeddings are ``st.cache_data`` keyed by ``ComparisonTable.content_hash()``
-+ encoder label (the table itself is passed as an ``_underscore`` argument, so it is never
-hashed); audits come from one :class:`~puaudit.audit.stages.StageCache` per table + encoder,
-which keys each stage by the fields it reads. A slider move therefore recomputes only the
-stages that read it (an ``m`` step: the prior shift, the relabelling, certification and the
-transport scorer).
+Caches are shared by sessions and keyed by content: embeddings by the table's content hash and
+the encoder label (the table travels as an ``_underscore`` argument, never hashed); audits come
+from one :class:`~puaudit.audit.stages.StageCache` per table and encoder, so a slider step
+recomputes only the stages that read what it moved.
 """
 
 from __future__ import annotations
