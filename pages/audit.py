@@ -15,9 +15,9 @@ from puaudit.report.figures.evidence import (evidence_info, evidence_note, evide
                                              evidence_weights_frame)
 from puaudit.audit.metrics import TYPE_RULE
 from puaudit.report.figures.metrics import (as_percent, audit_note, auto_choice_text,
-                                            auto_comparison_table, expected_text, headline_metrics,
+                                            auto_comparison_table, expected_text,
                                             leaderboard_table, per_type_table, spread_text,
-                                            type_text, verdict_text)
+                                            type_text)
 from puaudit.audit.evaluate import default_spread_seeds
 
 P_RANGE, P_STEP = (0.05, 0.95), 0.05
@@ -115,21 +115,12 @@ def _audit_section() -> None:
 
 
 def _results(params: dict, result, curve_slot) -> None:
-    n_reversed = int((result.group == "negative").sum())
-
     with curve_slot:  # after the audit: the curve is a background job, its marked point the audit
         curve_pending = not curve_ready(table, emb, params)
         st.fragment(lambda: show_m_curve(table, emb, params, result, polling=curve_pending),
                     run_every=1.0 if curve_pending else None)()
 
-    cols = st.columns(4)
-    for col, m in zip(cols, headline_metrics(result)):
-        col.metric(m["label"], m["value"], delta=m["delta"], help=m["help"])
-    st.caption(f"Measured on {result.metrics['n']:,} validation rows (annotated, held out) · "
-               f"m = {result.m:.3f} · {n_reversed:,} audited rows reversed in all.")
-    verdict = verdict_text(result)
-    if verdict:
-        st.markdown(f"**Verdict:** {md(verdict)}")
+    verdict = first_look.show_headline(result)
 
     def _spread():
         """The change over seeded splits, measured in the background after the first result."""
