@@ -60,23 +60,10 @@ def _wait_for_port(proc: subprocess.Popen, port: int, timeout_s: float = 120) ->
 
 @contextlib.contextmanager
 def streamlit_server(env: dict, log_path: Path, *, launcher: tuple = ("-m", "streamlit")):
-    """``streamlit run app.py`` on a free local port with ``env``; yields its URL, stops it after.
-
-    Parameters
-    ----------
-    env : dict
-        The server's whole environment.
-    log_path : Path
-        File that receives the server's output.
-    launcher : tuple
-        What runs ``streamlit`` (the benchmark's profiled server:
-        ``("-m", "bench._profiled_server", DIR)``).
-
-    Raises
-    ------
-    ServerDidNotStart
-        When the port does not open within two minutes.
-    """
+    """``streamlit run app.py`` on a free local port with the whole environment ``env``, its
+    output to ``log_path``; yields its URL, stops it after. ``launcher`` runs ``streamlit``
+    (the benchmark's profiled server: ``("-m", "bench._profiled_server", DIR)``). Raises
+    :class:`ServerDidNotStart` when the port does not open within two minutes."""
     port = free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")
@@ -117,20 +104,9 @@ def chromium():
 
 
 def open_app(owner, url: str, *, timeout_ms: int, **page_options):
-    """A new page of ``owner`` (a browser or a browser context) at ``url``, once the first
-    metric is drawn (the Data page's, on the demo data until something is uploaded).
-
-    Parameters
-    ----------
-    owner : playwright.sync_api.Browser or playwright.sync_api.BrowserContext
-        Where the page opens (a new context per visitor keeps their sessions apart).
-    url : str
-        The app's address.
-    timeout_ms : int
-        The page's default timeout.
-    **page_options
-        For ``new_page`` (``viewport``, ``accept_downloads``).
-    """
+    """A new page of ``owner`` (a browser, or a browser context: one per visitor keeps their
+    sessions apart) at ``url``, with default timeout ``timeout_ms`` and ``page_options`` for
+    ``new_page``, once the first metric is drawn (the Data page's)."""
     page = owner.new_page(**page_options)
     page.set_default_timeout(timeout_ms)
     page.goto(url)

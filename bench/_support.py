@@ -18,6 +18,12 @@ MTBENCH = DATA / "mtbench" / "mtbench_human_vs_gpt4.csv"
 LLMFAO = DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv"
 
 
+def parser(doc: str) -> argparse.ArgumentParser:
+    """A benchmark's argument parser, its module notes (``doc``) as the help text."""
+    return argparse.ArgumentParser(description=doc,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def add_data_arguments(ap: argparse.ArgumentParser, sets: dict) -> None:
     """``--encoder`` (for :func:`bench_encoder`) and ``--sets`` (which of ``sets`` to run)."""
     ap.add_argument("--encoder", default=None,

@@ -30,7 +30,6 @@ of the first audit (medians of the three new steps).
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -39,7 +38,7 @@ from pathlib import Path
 
 from bench._browser import (ROOT, chromium, go, have_chromium, idle, real_encoder_env, run_ended,
                             run_started, slider, streamlit_server)
-from bench._support import MTBENCH
+from bench._support import MTBENCH, parser
 
 ARTIFACTS = ROOT / "bench" / "results"  # the server log and a screenshot (not committed)
 
@@ -169,8 +168,7 @@ def summarise_profile(folder: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--steps", type=int, default=3, help="new values per slider (default 3)")
     ap.add_argument("--pause", type=float, default=5.0,
                     help="seconds between two steps, a visitor reading (default 5)")

@@ -15,12 +15,12 @@ default depends less on the folds).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 import time
 
-from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set
+from bench._support import (LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set,
+                            parser)
 
 SETS = {
     "MT-Bench, longer answer wins": (MTBENCH, "longer"),
@@ -30,8 +30,7 @@ SETTINGS = {"single fit": {"cv_repeats": 1, "calibration_bags": 0}, "default": {
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--fold-seeds", type=int, default=4)
     add_data_arguments(ap, SETS)
     args = ap.parse_args()

@@ -22,10 +22,9 @@ first target last (>= 1: the cascade trusts at least as much as the strong judge
 
 from __future__ import annotations
 
-import argparse
 import time
 
-from bench._support import DATA
+from bench._support import DATA, parser
 SETS = {
     "mtbench": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", ["rule:longer", "judge_winner"],
                 "votes"),
@@ -72,8 +71,7 @@ def one_seed(table, emb, judges, target, seed, source, args) -> tuple:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--risk", type=float, default=0.1)

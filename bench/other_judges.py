@@ -12,9 +12,7 @@ Prints ``ratio=<mean coverage with / mean coverage without>`` for the first pair
 
 from __future__ import annotations
 
-import argparse
-
-from bench._support import DATA
+from bench._support import DATA, parser
 PAIRS = {  # (file, judge, other judge, human_source)
     "llmfao GPT-4 + GPT-3.5": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", "judge_winner",
                                "judge_winner_gpt35", "consensus"),
@@ -24,8 +22,7 @@ PAIRS = {  # (file, judge, other judge, human_source)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--target", type=float, default=0.75)
     ap.add_argument("--risk", type=float, default=0.1)

@@ -13,13 +13,14 @@ Prints one line per source and, last, one JSON object (``--out FILE`` also write
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+from bench._support import parser
 
 
 SOURCES = ("judge", "human", "ppi")
@@ -48,8 +49,7 @@ def replicate(args) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--replicates", type=int, default=200)
     ap.add_argument("--comparisons", type=int, default=5000)
     ap.add_argument("--label-share", type=float, default=0.1)

@@ -14,18 +14,17 @@ Prints one line per source and, last, one JSON object.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
 
 import numpy as np
 
+from bench._support import parser
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("input")
     ap.add_argument("--share", type=float, default=0.1, help="share of items keeping their votes")
     ap.add_argument("--replicates", type=int, default=40)

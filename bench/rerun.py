@@ -33,13 +33,12 @@ of the first audit.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
 from pathlib import Path
 
-from bench._support import LLMFAO, MTBENCH, ROOT, peak_mb
+from bench._support import LLMFAO, MTBENCH, ROOT, parser, peak_mb
 
 TABLES = {"mtbench": MTBENCH, "llmfao": LLMFAO}
 #: the opt-in large table: rows of generate_demo embedded with the hashing encoder at this size
@@ -175,8 +174,7 @@ def app_m_steps(path: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="MT-Bench only, 3 m steps, 1 p step")
     ap.add_argument("--tables", nargs="+", choices=[*TABLES, "generated"], default=None,
                     help="default mtbench llmfao (--quick: mtbench); 'generated' is opt-in")

@@ -19,13 +19,13 @@ last, ``ratio=<mean over data sets and budgets of queue / random final-label con
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 
-from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set
+from bench._support import (LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set,
+                            parser)
 
 SETS = {
     "MT-Bench, longer answer wins": (MTBENCH, "longer"),
@@ -35,8 +35,7 @@ SETS = {
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--budgets", type=int, nargs="+", default=[50, 100, 200, 400])
     add_data_arguments(ap, SETS)

@@ -9,17 +9,17 @@ Last line: ``ratio=<first UMAP call after warm-up / warm call>`` (1.0 = no compi
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 
 import numpy as np
 
+from bench._support import parser
 
 
 def main() -> None:
     t_start = time.perf_counter()
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="600 rows instead of 3,355")
     ap.add_argument("--dim", type=int, default=384)
     args = ap.parse_args()

@@ -1,19 +1,14 @@
-"""The audit runs of a session, and the background jobs the pages start.
+"""The audit runs of a session, and the background jobs the pages start (docs/dashboard.md).
 
-Work: one :class:`~components.jobs.JobRunner` per server process (:func:`runner`) runs every
-long computation with progress and cancellation: the embeddings and audits as foreground jobs
-(a bar on the page), and as background jobs, most urgent first, the m curve, the idle-time
-precompute of neighbouring slider values (:mod:`components.audit_jobs`), the spread over seeds
-and UMAP (here), then scorer comparisons; they give way to any slider answer
-(docs/dashboard.md).
+One :class:`~components.jobs.JobRunner` per server process (:func:`runner`) runs every long
+computation: the embeddings and audits as foreground jobs (a bar on the page), and in the
+background, most urgent first, the m curve, the idle-time precompute
+(:mod:`components.audit_jobs`), the spread over seeds and UMAP (here), then scorer comparisons.
 
-Caching (shared by sessions, keyed by content, so two sessions only share entries when their
-data are identical): embeddings are ``st.cache_data`` keyed by ``ComparisonTable.content_hash()``
-+ encoder label (the table itself is passed as an ``_underscore`` argument, so it is never
-hashed); audits come from one :class:`~puaudit.audit.stages.StageCache` per table + encoder,
-which keys each stage by the fields it reads. A slider move therefore recomputes only the
-stages that read it (an ``m`` step: the prior shift, the relabelling, certification and the
-transport scorer).
+Caches are shared by sessions and keyed by content: embeddings by the table's content hash and
+the encoder label (the table travels as an ``_underscore`` argument, never hashed); audits come
+from one :class:`~puaudit.audit.stages.StageCache` per table and encoder, so a slider step
+recomputes only the stages that read what it moved.
 """
 
 from __future__ import annotations
@@ -38,14 +33,15 @@ from puaudit.embed.pairs import PairEmbeddings, embed_table
 from puaudit.errors import PUAuditError
 
 __all__ = ["get_embeddings", "m_estimate", "runner", "stage_cache", "wait_for", "with_progress",
-           "run_audit", "precompute_key", "DRAW_S", "show_error", "current_audit", "audit_view", "SpreadSuperseded",
+           "run_audit", "precompute_key", "DRAW_S", "show_error", "loaded_table", "audit_view", "SpreadSuperseded",
            "SPREAD_UNWATCHED_S", "spread_job", "umap_job"]
 
 _CFG = AuditConfig()
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _embeddings(content_hash: str, encoder_label: str, _table, _encoder, _progress=None) -> PairEmbeddings:
+def cached_embeddings(content_hash: str, encoder_label: str, _table, _encoder,
+                      _progress=None) -> PairEmbeddings:
     return embed_table(_table, _encoder, progress=_progress)
 
 
@@ -66,7 +62,7 @@ def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings
             # the first report counts the cached texts: the rate is measured from there
             start.setdefault("at", (d, time.monotonic()))
             report(d, t)
-        return _embeddings(key, encoder_label, table, encoder, on_batch)
+        return cached_embeddings(key, encoder_label, table, encoder, on_batch)
 
     def describe(d: int, t: int) -> str:
         d0, t0 = start.get("at", (d, time.monotonic()))
@@ -131,11 +127,18 @@ def wait_for(get_job, label: str):
             if bar is not None:
                 bar.empty()
             return value
-        d, t, text = job.progress["done"], job.progress["total"], job.progress["text"] or label
         bar = bar or st.progress(0.0, text=label)
-        bar.progress(min(d / t, 1.0) if t else 0.0,
-                     text=f"{text} (step {min(d + 1, t)} of {t}, "
-                          f"{time.monotonic() - t0:.0f} s)" if t else text)
+        _show(bar, job, t0, label)
+
+
+def _show(bar, job: Job, t0: float, label: str, describe=None) -> None:
+    """Draw ``job``'s progress on ``bar``: ``describe(done, total)``, or its text, the step and
+    the seconds since ``t0``."""
+    d, t, text = job.progress["done"], job.progress["total"], job.progress["text"] or label
+    text = (describe(d, t) if describe is not None
+            else f"{text} (step {min(d + 1, t)} of {t}, {time.monotonic() - t0:.0f} s)" if t
+            else text)
+    bar.progress(min(d / t, 1.0) if t else 0.0, text=text)
 
 
 def with_progress(work, label: str, *, describe=None):
@@ -155,11 +158,7 @@ def with_progress(work, label: str, *, describe=None):
         bar = st.progress(0.0, text=label)
         while th.is_alive():
             th.join(0.25)
-            d, t, text = job.progress["done"], job.progress["total"], job.progress["text"]
-            text = (describe(d, t) if describe is not None
-                    else f"{text} (step {min(d + 1, t)} of {t}, "
-                         f"{time.monotonic() - t0:.0f} s)" if t else text)
-            bar.progress(min(d / t, 1.0) if t else 0.0, text=text)
+            _show(bar, job, t0, label, describe)
         bar.empty()
     th.join()
     return job.result()
@@ -227,29 +226,28 @@ def show_error(exc: BaseException) -> None:
     st.error(md(for_dashboard(exc)))
 
 
-def current_audit():
-    """(table, embeddings, result) for this session, or an error box and a stopped page."""
+def loaded_table() -> ComparisonTable:
+    """This session's table, or an error box and a stopped page."""
     ensure_data()
     table = st.session_state.get("table")
     if table is None:
         show_error(st.session_state.get("table_error", "No table loaded.") +
                    " Fix the column mapping on the Data page.")
         st.stop()
-    params = audit_params()
+    return table
+
+
+def audit_view():
+    """(table, embeddings, result, params) of this session's audit, for a page that shows it,
+    or an error box and a stopped page."""
+    table, params = loaded_table(), audit_params()
     try:
         emb = get_embeddings(table, params["encoder"])
         result = run_audit(table, emb, params)
     except PUAuditError as exc:
         show_error(exc)
         st.stop()
-    return table, emb, result
-
-
-def audit_view():
-    """(table, embeddings, result, params) of this session's audit, for a page that shows it
-    (an error box and a stopped page when there is none: :func:`current_audit`)."""
-    table, emb, result = current_audit()
-    return table, emb, result, audit_params()
+    return table, emb, result, params
 
 
 #: the name the Audit page and its tests know a stopped spread by

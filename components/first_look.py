@@ -30,7 +30,7 @@ from puaudit.audit.scorers.evidence import PRELIMINARY
 from puaudit.errors import PUAuditError
 
 __all__ = ["embeddings_or_first_look", "embedding_job", "preliminary_config", "preliminary_label",
-           "ready_text", "WAIT_S", "POLL_S"]
+           "ready_text", "show_headline", "WAIT_S", "POLL_S"]
 
 #: embeddings ready within this many seconds (cached, or a small table): no first look, which
 #: would only flash before the full audit
@@ -64,8 +64,8 @@ def embedding_job(table, encoder_label: str) -> tuple[Job, dict]:
                     prog["start"] = (done, time.monotonic())
                 prog.update(done=done, total=total)
                 run.report(done, total)
-            return audit_runs._embeddings(state.table_hash(table), encoder_label, table,
-                                          encoder, report)
+            return audit_runs.cached_embeddings(state.table_hash(table), encoder_label, table,
+                                                encoder, report)
 
         ctx = get_script_run_ctx()
         jobs[key] = (audit_runs.runner().start(
@@ -121,8 +121,9 @@ def _preliminary(content_hash: str, config: AuditConfig, _table):
     return audit_table(_table, None, config)
 
 
-def _show(result) -> None:
-    """The evidence-only audit's numbers, as the Audit page shows the full audit's."""
+def show_headline(result) -> str | None:
+    """An audit's four headline metrics, what they were measured on and its verdict, as the
+    Audit page and the first look show them; returns the verdict text."""
     cols = st.columns(4)
     for col, m in zip(cols, headline_metrics(result)):
         col.metric(m["label"], m["value"], delta=m["delta"], help=m["help"])
@@ -132,6 +133,12 @@ def _show(result) -> None:
     verdict = verdict_text(result)
     if verdict:
         st.markdown(f"**Verdict:** {md(verdict)}")
+    return verdict
+
+
+def _show(result) -> None:
+    """The evidence-only audit's numbers, as the Audit page shows the full audit's."""
+    show_headline(result)
     st.info(expected_text(result))
     if result.certification is not None:
         from puaudit.report.figures.certify import certification_text

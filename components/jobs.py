@@ -1,24 +1,14 @@
 """The dashboard's one job runner: every long computation runs as a :class:`Job` with progress
-and cancellation (embeddings, audits, the m curve, the spread over seeds, scorer comparisons,
-UMAP, the idle-time precompute of neighbouring slider values).
+and cancellation.
 
-Two lanes share it:
-
-* **foreground** jobs (:meth:`JobRunner.run`) answer the page being drawn: each runs in its own
-  thread at once, while the page's thread draws its progress bar;
+* **foreground** jobs (:meth:`JobRunner.start`) answer the page being drawn, each in its own
+  thread at once;
 * **background** jobs (:meth:`JobRunner.submit`) run one at a time on one worker, most urgent
-  first, keyed (one job per key per server process; the pages poll them). A job of a ``group``
-  cancels the other jobs of its group that are queued or running ("a newer setting cancels
-  queued work").
+  first, one per key per server process; a job of a ``group`` cancels the group's other jobs.
 
-While any foreground job runs, a background job stops at its next :meth:`Job.checkpoint` (it
-raises :class:`Preempted`); the next poll of its key starts it again, and the stages it had
-finished are in the stage cache (:class:`puaudit.audit.stages.StageCache`), so it resumes
-where it stopped. A slider's answer therefore never shares the CPU with background work for
-longer than one scoring job.
-
-No Streamlit here: :mod:`components.audit_runs` holds the runner of the server process and draws
-the bars.
+While a foreground job runs, a background job stops at its next :meth:`Job.checkpoint`
+(:class:`Preempted`); the next poll starts it again and its finished stages come from the stage
+cache, so a slider's answer never waits for more than one scoring job. No Streamlit here.
 """
 
 from __future__ import annotations

@@ -26,8 +26,7 @@ import hashlib
 import streamlit as st
 
 from components.encoder_state import encoder_options
-from puaudit.audit.config import RULES, AuditConfig
-from puaudit.audit.config import SCORER_CHOICES as _SCORER_CHOICES
+from puaudit.audit.config import RULES, SCORER_CHOICES, AuditConfig
 from puaudit.errors import PUAuditError
 from puaudit.data.folders import SPLIT
 from puaudit.data.schema import ComparisonTable, load_comparisons
@@ -37,14 +36,13 @@ __all__ = ["DEMO_NAME", "SCORER_CHOICES", "RULE_CHOICES", "CERTIFY_TARGET", "set
            "bind", "audit_config", "set_certify", "sha256_bytes"]
 
 DEMO_NAME = "demo data (generated)"
-SCORER_CHOICES = _SCORER_CHOICES
 RULE_CHOICES = RULES
 #: the target a session's certification starts at (and its certified audit is cached at)
 CERTIFY_TARGET = 0.9
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def _demo_frame(n_rows: int, random_state: int):
+def demo_frame(n_rows: int, random_state: int):
     from puaudit.data.demo import generate_demo
 
     return generate_demo(n_rows=n_rows, random_state=random_state)
@@ -113,16 +111,14 @@ def through_navigation() -> None:
 def ensure_data() -> None:
     """Load the generated demo data on first open, so every page has content."""
     if "raw_frame" not in st.session_state:
-        set_source(_demo_frame(600, 0), DEMO_NAME, None)
+        set_source(demo_frame(600, 0), DEMO_NAME, None)
 
 
 def table_hash(table: ComparisonTable) -> str:
     """``table.content_hash()``, computed once per table object."""
-    h = table.extra.get("content_hash")
-    if h is None:
-        h = table.content_hash()
-        table.extra["content_hash"] = h
-    return h
+    if "content_hash" not in table.extra:
+        table.extra["content_hash"] = table.content_hash()
+    return table.extra["content_hash"]
 
 
 def audit_params() -> dict:

@@ -1,22 +1,11 @@
 """Reading a dashboard upload within the operator's limits.
 
-``server.maxUploadSize`` (``.streamlit/config.toml``) caps the bytes a browser may send, which
-for a ``.gz`` file says little about what the server must hold: a 1 MB upload can expand to
-gigabytes of short rows, and a 34 KB Parquet file to 10 GB of list values. Every page that
-accepts an upload reads it with :func:`read_upload`, which reads it as the command line reads a
-file, with :func:`puaudit.data.load.load_input` (a Label Studio export, Argilla records, ...
-become the table ``puaudit audit`` audits), within
-:func:`puaudit.data.limits.upload_limits` (decoded size, rows, columns): a gzip is
-measured before anything is kept, a Parquet file from its footer before any page is read and
-again batch by batch, a tool's records as they expand into one row per vote; the message names
-the limit and the command line for larger files.
-
-A zipped dataset folder with several splits is read at its default split (``train``, else
-``test``; when it has neither, at its first split in the folder's own order, where the command
-line asks for ``--split``); the frame's ``attrs`` name the others (:func:`offered_splits`),
-which the Data page offers in a picker that reads the same bytes again with ``split=``, within
-the same limits (from the folder unpacked for the first read, when the page passes
-``unpack_zip``).
+``server.maxUploadSize`` caps the bytes a browser sends, which says little about what a ``.gz``
+or Parquet file expands to. :func:`read_upload` reads an upload as the command line reads a file
+(:func:`puaudit.data.load.load_input`) within :func:`puaudit.data.limits.upload_limits`
+(decoded size, rows, columns), and its message names the limit and the command line for larger
+files. A zipped dataset folder with several splits is read at its default split (``train``, else
+``test``, else its first); :func:`offered_splits` names the others for the Data page's picker.
 """
 
 from __future__ import annotations
@@ -56,13 +45,10 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
     limits : UploadLimits, optional
         Default: :func:`puaudit.data.limits.upload_limits` (the operator's environment).
     split : str, optional
-        The split of a zipped dataset folder to read (default: the only one, else ``train``,
-        else ``test``, else the first in the folder's order: the dashboard's Split picker
-        offers the others); the limits apply to that split as to any upload.
+        The split of a zipped dataset folder to read (default: as in the module notes).
     unpack_zip : callable, optional
         As for :func:`puaudit.data.load.load_input`: the dashboard's cache of unpacked archives
-        (:func:`components.split_picker.unpacked_zip`), so that each split of a zipped folder, and
-        the first split when the folder has no default, comes from one unpacking.
+        (:func:`components.split_picker.unpacked_zip`), one unpacking for every split.
 
     Returns
     -------

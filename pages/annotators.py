@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import streamlit as st
-
 
 from components import audit_runs, page_data, state
 from puaudit.report.figures.annotators import (METRIC_LABELS, agreement_figure, annotator_table,
                                                bias_scatter, disagreements_table,
                                                no_annotator_note)
-from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from puaudit.report.figures.annotator_models import (STAT_LABELS, confusion_figure,
                                                      consensus_changes, consensus_summary,
                                                      model_table, skill_figure)
 from puaudit.annotators import MODEL_NAMES, MODELS
 from puaudit.errors import PUAuditError
+from puaudit.report.parts import JUDGE_NAME
 from puaudit.data.writers import table_to_bytes
 from puaudit.data.schema import COLUMN_ALIASES, load_comparisons
 
-JUDGE_NAME = "LLM judge"
 
 state.through_navigation()
 st.title("Annotators")
@@ -46,7 +43,7 @@ def _load_table():
 try:
     source, source_name = _load_table()
 except PUAuditError as exc:
-    st.error(md(for_dashboard(exc)))
+    audit_runs.show_error(exc)
     st.stop()
 if source is None:
     st.info("Load a table on the Data page or upload one here.")
@@ -84,7 +81,7 @@ try:
                   position_margin=position_margin, length_margin=length_margin)
     report = page_data.annotator_report_for(table, judge_name=JUDGE_NAME, **params)
 except PUAuditError as exc:
-    st.error(md(for_dashboard(exc)))
+    audit_runs.show_error(exc)
     st.caption("Annotator column names looked for: " + ", ".join(COLUMN_ALIASES["annotator"]))
     st.stop()
 
@@ -137,7 +134,7 @@ with st.sidebar.expander("Latent-truth model flags"):
     model_len_margin = st.number_input("Length bias margin above 0.5", 0.0, 0.5, 0.1, 0.01)
 p_right = None
 if model_name == "crowdlab":
-    audited_table, _, audit_result = audit_runs.current_audit()
+    audited_table, _, audit_result, _ = audit_runs.audit_view()
     p_right = audit_result.p_judge_right
     if len(p_right) != len(table) or audited_table is not source:
         p_right = np.full(0, np.nan)  # a different table: reported below, the page goes on
@@ -222,13 +219,13 @@ if hasattr(source, "frame") and st.checkbox("Compare with the audit", value=Fals
                                             help="Runs (or reuses) the audit of the loaded table."):
     from puaudit.annotators.audit_link import annotator_score_disagreement
 
-    _, _, result = audit_runs.current_audit()
+    _, _, result, _ = audit_runs.audit_view()
     audited = np.isin(result.split, ["validation", "unlabelled"])
     score = np.where(audited, result.score, np.nan)
     adjusted = np.array([v if v in ("A", "B") else None for v in result.adjusted], dtype=object)
     try:
         link = annotator_score_disagreement(table, score, adjusted)
     except PUAuditError as exc:
-        st.error(md(for_dashboard(exc)))
+        audit_runs.show_error(exc)
     else:
         st.dataframe(link, hide_index=True)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 import streamlit as st
-
 
 from components import audit_jobs, audit_runs, audit_views, encoder_state, first_look, state
 from components.jobs import job_status
@@ -17,12 +15,11 @@ from puaudit.report.figures.evidence import (evidence_info, evidence_note, evide
                                              evidence_weights_frame)
 from puaudit.audit.metrics import TYPE_RULE
 from puaudit.report.figures.metrics import (as_percent, audit_note, auto_choice_text,
-                                            auto_comparison_table, expected_text, headline_metrics,
+                                            auto_comparison_table, expected_text,
                                             leaderboard_table, per_type_table, spread_text,
-                                            type_text, verdict_text)
+                                            type_text)
 from puaudit.audit.evaluate import default_spread_seeds
 
-PER_TYPE_SHARES = ("cons_orig", "cons_adj", "reversal_precision")
 P_RANGE, P_STEP = (0.05, 0.95), 0.05
 BOARD_SHARES = ("cons_orig", "cons_adj", "reversed_share", "reversal_precision")
 from puaudit.errors import PUAuditError
@@ -35,14 +32,8 @@ st.caption("Verified human preferences (P) and their reversals are matched by tr
            "verdict (the judge's favourite models, lengths, position, probabilities) can join "
            "them. The scorer is chosen from P alone (auto). Validation rows (annotated, held out) measure whether the reversals help.")
 
-state.ensure_data()
 ss = st.session_state
-table = ss.get("table")
-if table is None:
-    # shown as text, not Markdown
-    audit_runs.show_error(ss.get("table_error", "No table loaded.") +
-                          " Fix the column mapping on the Data page.")
-    st.stop()
+table = audit_runs.loaded_table()
 params = state.audit_params()
 
 with st.expander("Advanced"):
@@ -124,21 +115,12 @@ def _audit_section() -> None:
 
 
 def _results(params: dict, result, curve_slot) -> None:
-    n_reversed = int((result.group == "negative").sum())
-
     with curve_slot:  # after the audit: the curve is a background job, its marked point the audit
         curve_pending = not curve_ready(table, emb, params)
         st.fragment(lambda: show_m_curve(table, emb, params, result, polling=curve_pending),
                     run_every=1.0 if curve_pending else None)()
 
-    cols = st.columns(4)
-    for col, m in zip(cols, headline_metrics(result)):
-        col.metric(m["label"], m["value"], delta=m["delta"], help=m["help"])
-    st.caption(f"Measured on {result.metrics['n']:,} validation rows (annotated, held out) · "
-               f"m = {result.m:.3f} · {n_reversed:,} audited rows reversed in all.")
-    verdict = verdict_text(result)
-    if verdict:
-        st.markdown(f"**Verdict:** {md(verdict)}")
+    verdict = first_look.show_headline(result)
 
     def _spread():
         """The change over seeded splits, measured in the background after the first result."""

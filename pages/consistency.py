@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-
 import streamlit as st
 
-
-from components import page_data, state
+from components import audit_runs, page_data, state
 from puaudit.report.figures.consistency import (candidate_scores, cycle_graph, default_score_method,
                                                 method_options, metrics_bar_chart, metrics_table,
                                                 question_violations, score_options,
                                                 unavailable_metrics, weakest_edges)
-from components.messages import for_dashboard
 from components.safe_text import md, md_label
 from components.state import DEMO_NAME
 from puaudit.errors import PUAuditError
@@ -71,7 +68,7 @@ try:
     pairs = data_pairs if source[0] == "data" else page_data.consistency_pairs(source)
     scores_in = page_data.consistency_scores(source, score_bytes, score_name)
 except PUAuditError as exc:
-    st.error(md(for_dashboard(exc)))
+    audit_runs.show_error(exc)
     st.stop()
 
 has_scores = scores_in is not None
@@ -139,7 +136,7 @@ try:
                                            delta=delta, gamma=gamma, score_method=score_method,
                                            rescale=rescale, tol=tol)
 except PUAuditError as exc:
-    st.error(md(for_dashboard(exc)))
+    audit_runs.show_error(exc)
     st.stop()
 
 

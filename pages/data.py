@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 import streamlit as st
-
 
 from components import first_look, state
 from components.data_summary import (ROLE_LABELS, excluded_rows, excluded_text,
@@ -44,7 +42,7 @@ with demo_col:
     st.write("")
     if st.button("Load demo data", help="600 generated comparisons with a biased judge, a "
                  "padding-attacked copy of its verdicts and selective human labels."):
-        state.set_source(state._demo_frame(600, 0), state.DEMO_NAME, None)
+        state.set_source(state.demo_frame(600, 0), state.DEMO_NAME, None)
         ss.pop("source_upload_id", None)
         ss["upload_id"] = upload.file_id if upload is not None else None
 

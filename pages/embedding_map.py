@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 import streamlit as st
-
 
 from components import audit_runs, encoder_state, page_data, state
 from puaudit.report.figures.embedding_map import embedding_scatter

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import streamlit as st
 
-
 from components import audit_jobs, audit_runs, exports, state
 from puaudit.audit.m_curve import m_grid
 from puaudit.report.figures.metrics import formula_cells, spreadsheet_safe_copy

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-
 from components import page_data, state
 from puaudit.report.figures.rankings import (HEATMAP_MODELS, SHORT_LABELS, STAT_LABELS,
                                              interval_figure, rank_figure, rank_table, shown_note,

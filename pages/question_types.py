@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-
 import pandas as pd
 import streamlit as st
-
 
 from components import audit_runs, state
 from components.data_summary import judge_candidates

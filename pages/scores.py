@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 import streamlit as st
-
 
 from components import audit_runs, state
 from components.safe_text import md

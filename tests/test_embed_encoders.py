@@ -7,6 +7,7 @@ computed by hand with transformers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import threading
@@ -548,12 +549,12 @@ def test_modes_resolve_as_documented(tiny_bert, monkeypatch):
     monkeypatch.delenv("PUAUDIT_ENCODER_MODE", raising=False)
     monkeypatch.setattr(hf_encoder, "cpu_has_native_bf16", lambda: True)
     fast = get_encoder(None, cache_dir=None, device="cpu")
-    assert (fast.mode_, fast.dtype_, fast.runtime_) == ("fast", "bfloat16", "lean")
+    assert (fast.mode_, fast.dtype_) == ("fast", "bfloat16")
     # other folders stay at full precision unless asked: the agreement was measured on MiniLM only
     other = get_encoder(str(tiny_bert), cache_dir=None, device="cpu")
-    assert (other.mode_, other.dtype_, other.runtime_) == ("full", "float32", "transformers")
+    assert (other.mode_, other.dtype_) == ("full", "float32")
     asked = get_encoder(str(tiny_bert), cache_dir=None, device="cpu", mode="fast")
-    assert (asked.mode_, asked.runtime_) == ("fast", "lean")
+    assert (asked.mode_, asked.dtype_) == ("fast", "bfloat16")
     # a CPU without native bfloat16 (bfloat16 would be emulated, slower) stays at full
     monkeypatch.setattr(hf_encoder, "cpu_has_native_bf16", lambda: False)
     assert get_encoder(None, cache_dir=None, device="cpu").mode_ == "full"
@@ -597,6 +598,11 @@ def test_fast_and_full_vectors_never_share_a_cache_folder(tiny_bert, tmp_path):
     # the vectors of the old text layout (format 1: cut at the end) are never served
     assert full.cache_key != _old_float32_key(full, text_format=1)
     assert fast.cache_key != full.cache_key
+    # bfloat16 vectors of the lean BERT runtime (removed) are never served for transformers'
+    lean = {"fingerprint": fast.fingerprint_, "pooling": fast.pooling_, "format": 2,
+            "max_length": fast.max_length_, "normalize": fast.normalize_, "dtype": "bfloat16",
+            "runtime": "lean"}
+    assert fast.cache_key != hashlib.sha256(json.dumps(lean, sort_keys=True).encode()).hexdigest()
     v_full = full.encode(TEXTS)
     calls = _count_forward(fast)
     v_fast = fast.encode(TEXTS)
@@ -633,7 +639,7 @@ def test_default_model_fast_mode_agrees_with_full(minilm):
     full_enc, _, v_full = minilm
     fast = get_encoder(None, cache_dir=None, device="cpu", mode="fast")
     v_fast = fast.encode(SENTENCES)
-    assert (fast.dtype_, fast.runtime_) == ("bfloat16", "lean")
+    assert fast.dtype_ == "bfloat16"
     cos = np.sum(v_fast * v_full, axis=1)
     assert cos.min() >= 0.9995, cos  # the target is >= 0.995; measured ~0.99993 on MT-Bench
     assert fast.cache_key != full_enc.cache_key and fast.name == full_enc.name + "+bf16"

@@ -336,9 +336,9 @@ def _finish_split(table: ComparisonTable, emb: PairEmbeddings | None, config: Au
 
 
 def _same_text(x, y) -> bool:
-    from puaudit.embed.text import _as_text
+    from puaudit.embed.text import as_text
 
-    return x == y or _as_text(x).strip() == _as_text(y).strip()
+    return x == y or as_text(x).strip() == as_text(y).strip()
 
 
 def identical_responses(table: ComparisonTable) -> np.ndarray:

@@ -36,7 +36,7 @@ _log = logging.getLogger("puaudit.embed.encoders")
 ENCODER_MODES = ("auto", "fast", "full")
 #: environment variable holding the mode used when none is given (a deployment setting)
 MODE_ENV = "PUAUDIT_ENCODER_MODE"
-_MODE_DTYPE = {"fast": "bfloat16", "full": "float32"}
+MODE_DTYPE = {"fast": "bfloat16", "full": "float32"}
 
 
 def default_encoder_mode() -> str:
@@ -88,7 +88,7 @@ def cpu_has_native_bf16() -> bool:
     return False
 
 
-def _is_oom(exc: BaseException) -> bool:
+def is_oom(exc: BaseException) -> bool:
     import torch
 
     oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)

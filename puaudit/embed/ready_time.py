@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from puaudit.data.schema import ComparisonTable
-from puaudit.embed.text import _as_text, format_text
+from puaudit.embed.text import distinct_pairs
 
 __all__ = ["ReadyEstimate", "estimate_ready", "TEXTS_PER_SECOND"]
 
@@ -69,18 +69,12 @@ def _duration(seconds: float) -> str:
     return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
 
 
-def _distinct_texts(table: ComparisonTable) -> list[str]:
-    texts = dict.fromkeys(format_text(_as_text(p), _as_text(r))
-                          for resp in (table.response_a, table.response_b)
-                          for p, r in zip(table.prompt.tolist(), resp.tolist()))
-    return list(texts)
-
-
 def estimate_ready(table: ComparisonTable, encoder=None) -> ReadyEstimate:
     """When the first numbers and the full audit of ``table`` will be ready with ``encoder``
     (a :class:`puaudit.embed.hf_encoder.HFEncoder`; its cache is looked up, its model is not
     loaded). Another encoder (or None): the texts are counted, no rate is known."""
-    texts = _distinct_texts(table)
+    texts, _ = distinct_pairs([*table.prompt, *table.prompt],
+                              [*table.response_a, *table.response_b])
     first = _START_S + _PER_ROW_S * len(table)
     mode, n_cached = None, 0
     if encoder is not None and hasattr(encoder, "_resolve"):

@@ -1,34 +1,23 @@
-"""The text embedded for a prompt-response pair, and how long texts are cut before tokenising.
+"""The text embedded for a prompt-response pair, and how long texts are cut before tokenising
+(docs/encoders.md, "Truncation").
 
 Long texts
 ----------
-A tokenizer's memory grows with the text it is given, not with ``max_length``: a 5 MB cell
-tokenised whole costs gigabytes before it is cut to 512 tokens. Every text is therefore cut
-*before* tokenising, to ``max_length * CHARS_PER_TOKEN`` characters (at a space where one is
-near). No tokenizer we know puts more than a few characters of ordinary text into one token, so
-the cut text still yields more than ``max_length`` tokens and the tokens the model sees are the
-same as for the whole text. When a cut text yields too few tokens (long runs of spaces or
-symbols that tokenise to little), it is cut again ``4x`` longer, up to
-``max_length * MAX_CHARS_PER_TOKEN`` characters; beyond that the rest is not looked at. The
-tail of a long text is read the same way from its end (:func:`_tail_ids`).
+A tokenizer's memory grows with the text it is given, not with ``max_length``, so every text
+is cut *before* tokenising, to ``max_length * CHARS_PER_TOKEN`` characters (at a space where
+one is near), which still yields more than ``max_length`` tokens of ordinary text. When a cut
+text yields too few tokens it is cut again ``4x`` longer, up to
+``max_length * MAX_CHARS_PER_TOKEN`` characters. The tail of a long text is read the same way
+from its end (:func:`_tail_ids`).
 
 The window of a pair (:data:`TEXT_FORMAT` 2)
 ---------------------------------------------
-A pair ``Question: {prompt}\nAnswer: {response}`` that fits the encoder's window (``max_length``
-tokens, special tokens included) is embedded whole, exactly as before. One that does not is
-built from its two parts, counted in the encoder's own tokens (:func:`fit_pair`):
-
-* the question ``Question: {prompt}`` keeps at most ``QUESTION_SHARE`` of the window
-  (``min(QUESTION_MAX, W // 4)`` tokens, ``W`` the window less the special tokens), or more
-  when the answer is short enough to leave room;
-* the answer ``\nAnswer: {response}`` gets the rest;
-* a part longer than its budget keeps its head (``HEAD_SHARE`` = 3/4 of the budget) and its
-  tail (the rest), joined by the tokens of :data:`CUT_MARKER`.
-
-Before, the whole text was cut at ``max_length`` tokens, so a prompt of 512 tokens or more left
-no answer text at all: the two responses of such a row embedded identically and the row was
-dropped as "identical responses" (8-18 rows in the real files). Now every answer keeps at least
-``W - QUESTION_MAX`` tokens, its start and its end.
+A pair ``Question: {prompt}\nAnswer: {response}`` that fits the window (``max_length`` tokens,
+special tokens included) is embedded whole. One that does not is built from its two parts,
+counted in the encoder's own tokens (:func:`fit_pair`): the question keeps at most
+``min(QUESTION_MAX, W * QUESTION_SHARE)`` tokens (``W`` the window less the special tokens), or
+what a short answer leaves; the answer gets the rest; a part longer than its budget keeps its
+head (``HEAD_SHARE`` of the budget) and its tail, joined by the tokens of :data:`CUT_MARKER`.
 """
 
 from __future__ import annotations
@@ -36,7 +25,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["format_text", "PairText", "embedding_key", "prompt_length", "from_prompt_length",
+import numpy as np
+
+__all__ = ["format_text", "PairText", "as_text", "distinct_pairs", "embedding_key", "prompt_length", "from_prompt_length",
            "fit_pair", "pair_token_ids", "CHARS_PER_TOKEN",
            "MAX_CHARS_PER_TOKEN", "TOKENISE_GROUP", "TEXT_FORMAT", "QUESTION_SHARE", "QUESTION_MAX",
            "HEAD_SHARE", "CUT_MARKER"]
@@ -136,10 +127,19 @@ def format_text(prompt: str, response: str) -> PairText:
     return PairText(prompt, response)
 
 
-def _as_text(value: Any) -> str:
+def as_text(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return value if isinstance(value, str) else str(value)
+
+
+def distinct_pairs(prompts, responses) -> tuple[list[PairText], np.ndarray]:
+    """Each distinct ``format_text(prompt, response)`` once, in order of first appearance
+    (missing cells as empty strings), and ``inverse``: row i's text is ``texts[inverse[i]]``."""
+    first: dict[str, int] = {}
+    inverse = np.fromiter((first.setdefault(format_text(as_text(p), as_text(r)), len(first))
+                           for p, r in zip(prompts, responses)), dtype=np.int64, count=len(prompts))
+    return list(first), inverse
 
 
 def _cut_text(text: str, limit: int) -> str:

@@ -162,31 +162,15 @@ def _trustjudge(table: ComparisonTable, notes: dict, name: str):
 
 
 def assemble_report(table: ComparisonTable, config: AuditConfig, result=None, *,
-             m_curve: list[dict] | None = None, spread: dict | None = None,
-             no_audit: str | None = None,
-             source: dict | None = None, encoder: str = "", command: str = "",
-             ranking_resamples: int = RANKING_RESAMPLES) -> ReportParts:
+                    m_curve: list[dict] | None = None, spread: dict | None = None,
+                    no_audit: str | None = None, source: dict | None = None, encoder: str = "",
+                    command: str = "", ranking_resamples: int = RANKING_RESAMPLES) -> ReportParts:
     """The parts of a report on ``table`` audited as ``result`` (None: not audited, and
-    ``no_audit`` says why).
+    ``no_audit`` says why, e.g. no human labels).
 
-    Parameters
-    ----------
-    table : ComparisonTable
-    config : AuditConfig
-    result : AuditResult, optional
-    m_curve : list of dict, optional
-        The audit's reversals vs m, drawn from its own split and scores
-        (:func:`puaudit.audit.m_curve.audit_with_m_curve`).
-    spread : dict, optional
-        The change over seeded splits (:func:`puaudit.audit.evaluate.delta_over_seeds`).
-    no_audit : str, optional
-        Why there is no audit (e.g. no human labels).
-    source : dict, optional
-        ``name`` and ``sha256`` of the input file.
-    encoder, command : str
-        The embeddings' source; the command that rebuilds the report.
-    ranking_resamples : int
-        Bootstrap draws of the ranking intervals.
+    The other parameters are the :class:`ReportParts` fields of the same names (``m_curve``
+    drawn from the audit's own split and scores); ``ranking_resamples``: bootstrap draws of the
+    ranking intervals.
     """
     from puaudit.annotators.agreement import annotator_report
     from puaudit.rankings.estimate import table_rankings

@@ -1,21 +1,12 @@
-"""Embedding distinct texts with Ray Data: an actor pool, one encoder per actor.
+"""Embedding distinct texts with Ray Data: an actor pool, one encoder per actor (docs/ray.md).
 
-The local path (:func:`puaudit.embed.pairs.embed_table`) embeds each distinct
-``format_text(prompt, response)`` once, in one process. Here the same distinct texts, minus
-those already in the content-keyed embedding cache, become a Ray dataset of blocks of
-``batch_size`` texts; ``map_batches`` hands each block to one actor of a pool
-(:class:`EmbedActor`), which holds one encoder for its whole life (the model is loaded once per
-actor, not per batch) and on a GPU cluster asks for one GPU.
-
-Every finished batch is written by its actor to the embedding cache as one new shard (atomic
-rename, see :mod:`puaudit.embed.cache`) *before* it is returned, so a worker that dies keeps
-what it finished: Ray restarts the actor and retries only the unfinished blocks, and a run that
-fails altogether is resumed by running it again (the finished texts are cache hits). The
-vectors also travel back to the driver, which fills any of them missing from its own view of
-the cache (workers on machines that do not share the cache folder).
-
-The result is laid out exactly as the local path's: vectors in order of first appearance,
-``idx_a`` / ``idx_b`` per row, so the same encoder gives the same :class:`PairEmbeddings`.
+The distinct texts of :func:`puaudit.embed.pairs.embed_table`, minus those already in the
+embedding cache, become a Ray dataset of blocks of ``batch_size`` texts, each handed by
+``map_batches`` to one :class:`EmbedActor` (one encoder loaded for the actor's life; one GPU
+each on a GPU cluster). Every finished batch is written to the cache as one shard *before* it is
+returned, so a dead worker loses only unfinished blocks (Ray retries them) and a failed run
+resumes when run again; the driver also keeps the returned vectors (workers that do not share
+the cache folder). The result is laid out as the local path's: the same :class:`PairEmbeddings`.
 """
 
 from __future__ import annotations
@@ -31,10 +22,9 @@ from typing import Any
 import numpy as np
 
 from puaudit.embed.cache import EmbeddingCache
-from puaudit.embed.encoder_cache import DEFAULT, _slug
+from puaudit.embed.encoder_cache import DEFAULT, slug
 from puaudit.embed.hf_encoder import HFEncoder
-from puaudit.embed.text import (_as_text, embedding_key, format_text, from_prompt_length,
-                                prompt_length)
+from puaudit.embed.text import distinct_pairs, embedding_key, from_prompt_length, prompt_length
 from puaudit.progress import stderr_progress
 from puaudit.errors import PUAuditError
 from puaudit.scale.ray_backend import cluster_cpus, cluster_gpus, connect
@@ -71,7 +61,7 @@ def store_folder(encoder, cache_dir: Any = DEFAULT) -> Path | None:
     else:
         cls = f"{type(encoder).__module__}.{type(encoder).__qualname__}"
         ident = hashlib.sha256(f"{cls}|{name}|{int(encoder.dim)}".encode()).hexdigest()
-    return root / "embeddings" / f"{_slug(name)}-{ident[:16]}"
+    return root / "embeddings" / f"{slug(name)}-{ident[:16]}"
 
 
 def worker_encoder(encoder, *, gpu: bool, threads: int | None):
@@ -332,16 +322,11 @@ def embed_table_ray(table, encoder=None, *, cache_dir: Any = DEFAULT,
     if encoder is None or isinstance(encoder, str):
         encoder = get_encoder(encoder)
     n = len(table)
-    first: dict[str, int] = {}
-    prompts = np.concatenate([table.prompt, table.prompt])
-    responses = np.concatenate([table.response_a, table.response_b])
-    inverse = np.fromiter(
-        (first.setdefault(format_text(_as_text(p), _as_text(r)), len(first))
-         for p, r in zip(prompts, responses)), dtype=np.int64, count=len(prompts))
-    del prompts, responses
+    texts, inverse = distinct_pairs(np.concatenate([table.prompt, table.prompt]),
+                                    np.concatenate([table.response_a, table.response_b]))
     if show_progress and progress is None:
         progress = stderr_progress("embedding on Ray", unit="distinct texts")
-    vectors = embed_texts_ray(list(first), encoder, cache_dir=cache_dir, num_workers=num_workers,
+    vectors = embed_texts_ray(texts, encoder, cache_dir=cache_dir, num_workers=num_workers,
                               cpus_per_worker=cpus_per_worker, batch_size=batch_size,
                               max_restarts=max_restarts, progress=progress)
     return PairEmbeddings(vectors=vectors, idx_a=inverse[:n], idx_b=inverse[n:],

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from puaudit.report.figures.annotators import (FLAGGED_COLOR, JUDGE_COLOR, PERSON_COLOR,
+                                               interval_text)
 from puaudit.report.figures.text import plotly_text, plotly_texts
 from puaudit.annotators import LABELS, MODEL_NAMES, ModelReport
 
@@ -24,13 +26,6 @@ STAT_LABELS = {
     "tie_given_strict": "Tie habit: ties when the truth is strict",
     "cohen_kappa": "Cohen's kappa against the others' consensus",
 }
-JUDGE_COLOR = "#d62728"
-PERSON_COLOR = "#1f77b4"
-FLAGGED_COLOR = "#ff7f0e"
-
-
-def _ci(lo, hi) -> list[str]:
-    return ["" if (pd.isna(a) or pd.isna(b)) else f"[{a:.2f}, {b:.2f}]" for a, b in zip(lo, hi)]
 
 
 def model_table(report: ModelReport) -> pd.DataFrame:
@@ -58,7 +53,7 @@ def model_table(report: ModelReport) -> pd.DataFrame:
         if col not in df.columns:
             continue
         out[label] = df[col].astype(float).round(3).to_numpy()
-        out[f"{label} {conf}% CI"] = _ci(df[f"{col}_lo"], df[f"{col}_hi"])
+        out[f"{label} {conf}% CI"] = interval_text(df[f"{col}_lo"], df[f"{col}_hi"])
     if "weight" in df.columns:
         out["Weight"] = df["weight"].astype(float).round(3).to_numpy()
     out["Model flags"] = ["; ".join(f) for f in df["model_flags"]]

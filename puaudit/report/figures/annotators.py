@@ -15,7 +15,8 @@ from puaudit.annotators.consensus import consensus_labels
 from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
 
 __all__ = ["annotator_table", "agreement_figure", "bias_scatter", "disagreements_table",
-           "no_annotator_note", "METRIC_LABELS"]
+           "no_annotator_note", "interval_text", "METRIC_LABELS", "JUDGE_COLOR", "PERSON_COLOR",
+           "FLAGGED_COLOR"]
 
 METRIC_LABELS = {
     "agree_judge": "Agreement with the judge",
@@ -45,7 +46,8 @@ def _frame(report: AnnotatorReport | pd.DataFrame) -> pd.DataFrame:
     return report.annotators if isinstance(report, AnnotatorReport) else report
 
 
-def _ci(lo, hi) -> list[str]:
+def interval_text(lo, hi) -> list[str]:
+    """Each interval as ``[lo, hi]`` text with two decimals, ``""`` where a bound is missing."""
     return ["" if (pd.isna(a) or pd.isna(b)) else f"[{a:.2f}, {b:.2f}]" for a, b in zip(lo, hi)]
 
 
@@ -69,7 +71,7 @@ def annotator_table(report: AnnotatorReport | pd.DataFrame) -> pd.DataFrame:
                               ("tie_share", "Ties", None),
                               ("longer_share", "Longer", "n_unequal_length")):
         out[label] = df[col].astype(float).round(3).to_numpy()
-        out[f"{label} 95% CI"] = _ci(df[f"{col}_lo"], df[f"{col}_hi"])
+        out[f"{label} 95% CI"] = interval_text(df[f"{col}_lo"], df[f"{col}_hi"])
         if n_col:
             out[f"{label} n"] = df[n_col].to_numpy()
     out["Flags"] = ["; ".join(f) if isinstance(f, (list, tuple)) else str(f) for f in df["flags"]]

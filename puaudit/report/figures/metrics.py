@@ -3,7 +3,6 @@ no Streamlit)."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 

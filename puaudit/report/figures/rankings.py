@@ -150,20 +150,9 @@ def interval_figure(rankings: ModelRankings, *, statistic: str = "bt",
 
 
 def shown_note(rankings: ModelRankings, top: int) -> str:
-    """Which models a top-``top`` view holds, in words.
-
-    Parameters
-    ----------
-    rankings : ModelRankings
-    top : int
-        The number of models the view keeps (the first of the leaderboard).
-
-    Returns
-    -------
-    str
-        ``"the top N of M models by the <source> ranking"`` when the view leaves models out,
-        ``"all M models"`` otherwise, so a figure is never cut without saying so.
-    """
+    """Which models a view of the leaderboard's first ``top`` holds, in words: ``"the top N of
+    M models by the <source> ranking"`` when it leaves models out, else ``"all M models"``, so a
+    figure is never cut without saying so."""
     total = len(rankings.frame)
     shown = min(max(int(top), 1), total)
     if shown >= total:
