@@ -224,6 +224,27 @@ def test_a_judge_column_with_ties_and_blanks(panel):
     assert {"judge tie", "no judge verdict"} <= set(reasons)
 
 
+def test_every_row_the_cascade_leaves_out_is_counted_and_named(tmp_path, capsys, panel):
+    from puaudit.cli.commands import main
+
+    df, emb, _, _ = panel
+    df = df.copy()
+    df.loc[[4, 9], "response_b"] = df.loc[[4, 9], "response_a"]  # the same text: identical
+    df.loc[[12], "human_winner"] = "tie"
+    res = run_cascade(load_comparisons(df, judge_column="cheap"), emb, ["cheap", "judge_winner"],
+                      target=0.85, risk=0.1)
+    s = res.summary()
+    assert s["n_excluded"] == 3 and s["n_rows"] - s["n_routed"] == 3
+    assert s["excluded_reasons"] == {"human tie": 1, "identical responses": 2}
+    assert s["excluded_rows"] == {"identical responses": [5, 10]}  # 1-based, as the export
+    path, npz = _write_panel(tmp_path, df, emb)
+    rc = main(["cascade", str(path), "--judges", "cheap", "judge_winner", "--target-agreement",
+               "0.85", "-o", str(tmp_path / "c.csv"), "--embeddings", str(npz)])
+    assert rc == 0
+    assert ("excluded 3 of 900 rows (human tie 1; identical responses 2: rows 5, 10)" in
+            capsys.readouterr().out)
+
+
 def test_stage_k_never_reads_a_later_judges_columns(panel):
     df, emb, table, res = panel
     # a later judge's verdicts, its own extra columns and a column named like it change...

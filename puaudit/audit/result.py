@@ -20,10 +20,29 @@ from puaudit.data.schema import ComparisonTable
 from puaudit.errors import PUAuditError
 from puaudit.percents import shown_change
 
-__all__ = ["AuditResult", "InputInfo", "EXPORT_COLUMNS"]
+__all__ = ["AuditResult", "InputInfo", "EXPORT_COLUMNS", "exclusions"]
 
 EXPORT_COLUMNS = ("puaudit_split", "puaudit_score", "puaudit_p_judge_right", "puaudit_group",
                   "puaudit_adjusted", "puaudit_reason")
+
+
+#: reasons whose rows a summary counts without listing them (often many, all in the export's
+#: puaudit_reason column)
+UNLISTED_REASONS = ("judge tie", "human tie", "no judge verdict")
+
+
+def exclusions(split: np.ndarray, reason: np.ndarray) -> dict:
+    """``excluded_reasons``: {reason: count} of the excluded rows; ``excluded_rows``:
+    {reason: [1-based rows]} for the reasons other than ties and a missing verdict (rows
+    dropped as "identical responses" are named). An audit's and a cascade's summary both
+    carry it."""
+    split, reason = np.asarray(split), np.asarray(reason, dtype=object)
+    ex = np.flatnonzero(split == SPLIT_EXCLUDED)
+    reasons = sorted({str(r) for r in reason[ex]})
+    counts = {r: int(np.sum(reason[ex] == r)) for r in reasons}
+    rows = {r: (ex[reason[ex] == r] + 1).tolist() for r in reasons
+            if r not in UNLISTED_REASONS}
+    return {"excluded_reasons": counts, "excluded_rows": rows}
 
 
 @dataclass(frozen=True)
@@ -243,21 +262,8 @@ class AuditResult:
         return (f"Reversals {word} on validation ({d:+.1f} points of agreement with "
                 f"people on {n_val} rows; {n_rev} verdicts reversed in all).")
 
-    #: reasons whose rows the summary counts without listing them (often many, all in the
-    #: export's puaudit_reason column)
-    _UNLISTED_REASONS = ("judge tie", "human tie", "no judge verdict")
-
     def _exclusions(self) -> dict:
-        """``excluded_reasons``: {reason: count} of the excluded rows; ``excluded_rows``:
-        {reason: [1-based rows]} for the reasons other than ties and a missing verdict (rows
-        dropped as "identical responses" are named)."""
-        split, reason = np.asarray(self.split), np.asarray(self.reason, dtype=object)
-        ex = np.flatnonzero(split == SPLIT_EXCLUDED)
-        reasons = sorted({str(r) for r in reason[ex]})
-        counts = {r: int(np.sum(reason[ex] == r)) for r in reasons}
-        rows = {r: (ex[reason[ex] == r] + 1).tolist() for r in reasons
-                if r not in self._UNLISTED_REASONS}
-        return {"excluded_reasons": counts, "excluded_rows": rows}
+        return exclusions(self.split, self.reason)
 
     def summary(self) -> dict:
         """JSON-ready numbers (the CLI's ``--json`` line)."""

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from puaudit.cli.options import add_audit_arguments, add_table_arguments, config_from_args
-from puaudit.cli.output import fmt, print_flushed, report_stream
+from puaudit.cli.output import exclusion_note, fmt, print_flushed, report_stream
 from puaudit.cli.table_input import embeddings, load_labelled, preload_scorers, streams
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
@@ -126,24 +126,6 @@ def _spread_over_seeds(args, table, emb, cfg, summary) -> dict | None:
     return {k: spread[k] for k in ("mean", "min", "max", "n")}
 
 
-def _exclusion_note(summary: dict) -> str:
-    """`` (judge tie 843, identical responses 2: rows 7, 19)``: each reason of exclusion, its
-    count, and the rows of the listed reasons (at most 10 shown; all in the JSON and the
-    export's puaudit_reason)."""
-    counts = summary.get("excluded_reasons") or {}
-    if not counts:
-        return ""
-    parts = []
-    for r, n in counts.items():
-        rows = (summary.get("excluded_rows") or {}).get(r)
-        shown = ""
-        if rows:
-            more = f", ... ({len(rows) - 10} more)" if len(rows) > 10 else ""
-            shown = f": row{'s' if len(rows) > 1 else ''} " + ", ".join(map(str, rows[:10])) + more
-        parts.append(f"{r} {n}{shown}")
-    return " (" + "; ".join(parts) + ")"
-
-
 def _print_audit(args, cfg, res, summary, shape) -> None:
     """The audit's report: counts, m, the scorer used, evidence, consistency and certification.
 
@@ -153,7 +135,7 @@ def _print_audit(args, cfg, res, summary, shape) -> None:
     print = functools.partial(print_flushed, file=report_stream(args))  # noqa: A001
     print(f"rows {summary['n_rows']}: P {summary['n_p']} (P' {summary['n_p_prime']}), validation "
           f"{summary['n_validation']}, unlabelled {summary['n_unlabelled']}, excluded {summary['n_excluded']}"
-          + _exclusion_note(summary))
+          + exclusion_note(summary))
     if summary.get("evidence_only"):
         from puaudit.audit.scorers.evidence import EVIDENCE_ONLY
 

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from puaudit.cli.output import exclusion_note
 from puaudit.errors import PUAuditError
 
 __all__ = ["add_parser", "run"]
@@ -106,6 +107,9 @@ def _print(summary: dict, file=None) -> None:
               f"{len(summary['union']['folds'])} certification folds take it")
     lo, hi = summary["realised_ci"]
     print(f"  people: {summary['n_people']} of {summary['n_audited']} audited rows")
+    if summary.get("n_excluded"):
+        print(f"  excluded {summary['n_excluded']} of {summary['n_rows']} rows"
+              + exclusion_note(summary))
     print(f"overall coverage {f(summary['coverage'])}; trusted validation rows agree "
           f"{f(summary['realised'])} [{f(lo)}, {f(hi)}], n={summary['n_validation_trusted']}")
 

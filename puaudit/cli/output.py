@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import sys
 
-__all__ = ["report_stream", "print_flushed", "fmt"]
+__all__ = ["report_stream", "print_flushed", "fmt", "exclusion_note"]
 
 
 def report_stream(args):
@@ -29,3 +29,21 @@ def print_flushed(*parts, file=None) -> None:
 def fmt(x, nd=3):
     """``x`` with ``nd`` decimals; ``n/a`` for None, NaN and infinities."""
     return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{nd}f}"
+
+
+def exclusion_note(summary: dict) -> str:
+    """`` (judge tie 843, identical responses 2: rows 7, 19)``: each reason of exclusion, its
+    count, and the rows of the listed reasons (at most 10 shown; all in the JSON and the
+    export's puaudit_reason)."""
+    counts = summary.get("excluded_reasons") or {}
+    if not counts:
+        return ""
+    parts = []
+    for r, n in counts.items():
+        rows = (summary.get("excluded_rows") or {}).get(r)
+        shown = ""
+        if rows:
+            more = f", ... ({len(rows) - 10} more)" if len(rows) > 10 else ""
+            shown = f": row{'s' if len(rows) > 1 else ''} " + ", ".join(map(str, rows[:10])) + more
+        parts.append(f"{r} {n}{shown}")
+    return " (" + "; ".join(parts) + ")"

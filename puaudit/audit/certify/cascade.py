@@ -35,6 +35,7 @@ from puaudit.audit.certify.judge import AUDIT, certify_folds
 from puaudit.audit.certify.sequence import (SHARE_STEP, START_SHARE, item_outcomes,
                                             two_sided_interval, walk_shares)
 from puaudit.audit.config import AuditConfig, check_risk, check_target
+from puaudit.audit.result import exclusions
 from puaudit.audit.splits import (MIN_ANNOTATED, SPLIT_EXCLUDED, SPLIT_P, SPLIT_U, SPLIT_VAL,
                                   split_rows)
 from puaudit.data.schema import JUDGE_RULES, ComparisonTable, apply_judge_rule, normalize_verdicts
@@ -200,7 +201,8 @@ class CascadeResult:
                 "n_audited": int(a.sum()), "n_people": int((self.stage[a] == PEOPLE).sum()),
                 "n_p": int((self.split == SPLIT_P).sum()),
                 "n_validation": int((self.split == SPLIT_VAL).sum()),
-                "params": self.params}
+                "n_excluded": int((self.split == SPLIT_EXCLUDED).sum()),
+                **exclusions(self.split, self.reason), "params": self.params}
 
     def as_per_stage(self) -> "CascadeResult":
         """The same run answered stage by stage: each stage trusts what its own certification
