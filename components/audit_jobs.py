@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from components import audit_runs, state
 from components.jobs import Job
-from puaudit.audit.config import AuditConfig
+from puaudit.audit.config import SCORER_CHOICES, AuditConfig
 from puaudit.data.schema import ComparisonTable
 from puaudit.embed.pairs import PairEmbeddings
 
@@ -19,15 +19,15 @@ def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: 
              _emb, _progress=None, _stages=None):
     from puaudit.audit.evaluate import evaluate
 
-    n = len(state.SCORER_CHOICES)
+    n = len(SCORER_CHOICES)
 
     def step(done: int, total: int) -> None:  # evaluate reports after each scorer x seed
         if _progress is not None and done < total:
-            _progress(done, total, f"Comparing scorers: {state.SCORER_CHOICES[done % n]}, "
+            _progress(done, total, f"Comparing scorers: {SCORER_CHOICES[done % n]}, "
                                    f"split {done // n + 1} of {seeds}")
 
     step(0, seeds * n)
-    res = evaluate(_table, _emb, seeds=seeds, scorers=state.SCORER_CHOICES,
+    res = evaluate(_table, _emb, seeds=seeds, scorers=SCORER_CHOICES,
                    rules=state.RULE_CHOICES, config=config, progress=step, stages=_stages)
     return res["leaderboard"]
 

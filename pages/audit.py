@@ -6,6 +6,7 @@ import streamlit as st
 
 from components import audit_jobs, audit_runs, audit_views, encoder_state, first_look, state
 from components.jobs import job_status
+from puaudit.audit.config import SCORER_CHOICES
 from puaudit.audit.m_curve import M_RANGE
 from components.m_curve import M_STEP, curve_ready, show_m_curve
 from components.safe_text import md
@@ -47,7 +48,7 @@ with st.expander("Advanced"):
     with b:
         st.selectbox("Encoder", encoder_state.encoder_options(), **state.bind("encoder"),
                      help="Frozen text encoders this server offers (set by its operator).")
-        st.selectbox("Scorer", state.SCORER_CHOICES, **state.bind("scorer"),
+        st.selectbox("Scorer", SCORER_CHOICES, **state.bind("scorer"),
                      help="auto: the scorer with the lowest cross-fitted log loss on P "
                           "(prior-ot, probe, knn, centroid, their stack, or evidence: a model of "
                           "the judge's own habits — favourite models, lengths, position, "

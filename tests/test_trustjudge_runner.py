@@ -362,7 +362,7 @@ def test_killed_or_interrupted_run_resumes_without_repeating(tmp_path, capsys, h
 def test_the_progress_line_names_the_signal(tmp_path, capsys, how):
     """With the progress bar on, the pool says how it was stopped; only after a Ctrl-C does it
     offer a second Ctrl-C."""
-    from puaudit.cli.commands import Terminated
+    from puaudit.cli.signals import Terminated
     from puaudit.trustjudge.request_pool import run_requests
 
     class Client:  # a request that gets the signal while it waits

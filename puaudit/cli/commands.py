@@ -9,7 +9,8 @@ report, tables and progress on stderr (:func:`puaudit.cli.output.report_stream`)
 reads it.
 
 SIGTERM (``kill PID``, a service manager stopping the job) ends a command the way Ctrl-C does
-(:func:`sigterm_as_interrupt` raises :class:`Terminated`, a :class:`KeyboardInterrupt`): files
+(:func:`puaudit.cli.signals.sigterm_as_interrupt` raises ``Terminated``, a
+:class:`KeyboardInterrupt`): files
 being written are removed (no ``.out.csv.XXXX.tmp`` left behind), the judge's requests in
 flight finish and are cached, and the exit status is 143 (128 + SIGTERM).
 """
@@ -17,10 +18,7 @@ flight finish and are cached, and the exit status is 143 (128 + SIGTERM).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
-import threading
 
 import puaudit.cli.annotators as annotators
 import puaudit.cli.audit as audit
@@ -33,10 +31,10 @@ import puaudit.cli.report as report
 import puaudit.cli.review as review
 import puaudit.cli.sweep as sweep
 import puaudit.cli.trustjudge as trustjudge
+from puaudit.cli.signals import interrupt_status, sigterm_as_interrupt
 from puaudit.errors import PUAuditError
 
-__all__ = ["main", "build_parser", "COMMANDS", "Terminated", "sigterm_as_interrupt",
-           "interrupt_status", "EXIT_TERMINATED", "EXIT_INTERRUPTED"]
+__all__ = ["main", "build_parser", "COMMANDS"]
 
 #: every command, by its name: the module that adds its parser and runs it
 COMMANDS = {"audit": audit, "evaluate": evaluate, "sweep": sweep, "demo": demo,
@@ -81,45 +79,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unexpected {type(exc).__name__}: {exc}. This is a bug in puaudit; rerun "
               "with --debug for the traceback and report it.", file=sys.stderr)
         return 1
-
-
-#: exit statuses the shell gives a process ended by the signal: 128 + its number
-EXIT_TERMINATED = 128 + signal.SIGTERM
-EXIT_INTERRUPTED = 128 + signal.SIGINT
-
-
-class Terminated(KeyboardInterrupt):
-    """The process received SIGTERM."""
-
-    #: how messages name it (code below the command line reads it without importing this)
-    word = "terminated"
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated()
-
-
-def interrupt_status(exc: KeyboardInterrupt) -> tuple[int, str]:
-    """The exit status and the word for an interruption: ``(143, "terminated")`` for SIGTERM
-    (:class:`Terminated`), ``(130, "interrupted")`` for Ctrl-C (SIGINT)."""
-    if isinstance(exc, Terminated):
-        return EXIT_TERMINATED, Terminated.word
-    return EXIT_INTERRUPTED, "interrupted"
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (outside the
-    main thread, where Python cannot install handlers, nothing changes). The previous handler
-    is restored on leaving."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -309,7 +309,7 @@ def _plan(frame: pd.DataFrame, args: argparse.Namespace, client, *, scores: bool
 def _collect(plan, args: argparse.Namespace, client, paths: dict):
     """Send the requests not cached yet; ``(stats, responses, notes)``, or the exit status when
     interrupted: 130 for Ctrl-C, 143 for SIGTERM (what was received stays cached)."""
-    from puaudit.cli.commands import interrupt_status
+    from puaudit.cli.signals import interrupt_status
     from puaudit.trustjudge.request_pool import run_requests
     from puaudit.trustjudge.response_cache import CachedResponses, ResponseCache
 
@@ -321,7 +321,7 @@ def _collect(plan, args: argparse.Namespace, client, paths: dict):
             stats = run_requests(plan.requests, client=client, cache=cache,
                                  concurrency=args.concurrency, meta=plan.meta,
                                  progress=not args.no_progress)
-        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as Terminated (cli.commands)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as Terminated (cli.signals)
             status, word = interrupt_status(exc)
             print(f"{word}: {sum(k in cache for k in plan.requests)} of {len(plan.requests)} "
                   f"responses are cached in {paths['cache']}; rerun the same command to continue.",

@@ -155,7 +155,7 @@ def run_requests(requests: Mapping[str, list[dict]], *, client: JudgeClient, cac
         for fut in pending:
             fut.cancel()
         if isinstance(exc, KeyboardInterrupt) and progress:
-            # SIGTERM arrives as puaudit.cli.commands.Terminated, which carries its word;
+            # SIGTERM arrives as puaudit.cli.signals.Terminated, which carries its word;
             # only a Ctrl-C can be followed by a second one
             word = getattr(exc, "word", "interrupted")
             shown.bar.write(f"{word}: finishing the requests in flight (they are cached too)"
