@@ -17,14 +17,15 @@ import dataclasses
 import logging
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from puaudit.errors import PUAuditError
 
 __all__ = ["SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM",
            "DEFAULT_HINT", "DecodedBudget", "ReadLimits", "not_regular", "open_regular",
            "ROW_LIMIT", "size_text", "too_big", "check_header", "check_columns", "check_rows",
-           "UploadLimits", "DEFAULT_UPLOAD_LIMITS", "upload_limits"]
+           "UploadLimits", "DEFAULT_UPLOAD_LIMITS", "upload_limits", "unreadable"]
 
 _log = logging.getLogger(__name__)
 
@@ -110,6 +111,18 @@ def open_regular(path, name: str):
         os.close(fd)
         raise err
     return os.fdopen(fd, "rb")
+
+
+@contextmanager
+def unreadable(name: str, what: str, fix: str) -> Iterator[None]:
+    """One message for a damaged file, whichever of its many exception types pyarrow raises."""
+    try:
+        yield
+    except PUAuditError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for damaged files
+        raise PUAuditError(f"{name}: not a readable {what} ({type(exc).__name__}: "
+                           f"{str(exc)[:160]}). {fix}") from None
 
 
 def size_text(n: int) -> str:
