@@ -15,6 +15,7 @@ import argparse
 
 from puaudit.annotators.agreement import annotator_report
 from puaudit.annotators import MODEL_NAMES, MODELS, annotator_model_report
+from puaudit.cli.output import add_json_argument, fmt as _f, report_stream
 from puaudit.cli.table_input import add_input_arguments, read_frame
 from puaudit.data.writers import check_output_path, write_table
 from puaudit.data.jsonsafe import dumps
@@ -54,8 +55,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--consensus-output", metavar="items.csv",
                    help="write the model's item consensus (label, its probability, P(A), P(B), "
                         "P(tie), majority vote, judge) of the first model")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object alone on stdout (the summary goes to stderr)")
+    add_json_argument(p, report="summary")
     p.add_argument("-o", "--output", metavar="report.csv", help="write the annotator table")
     return p
 
@@ -206,10 +206,6 @@ def _audit_link(table, df):
     return link.rename(columns={c: c if c.startswith("audit") else f"audit_{c}" for c in keep})
 
 
-def _f(x) -> str:
-    return "n/a" if x is None or x != x else f"{x:.3f}"
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success (bad input raises :class:`PUAuditError`)."""
     if args.output:  # before any work: never overwrite the input, fail early on a bad path
@@ -244,8 +240,6 @@ def run(args: argparse.Namespace) -> int:
         if not models:
             raise PUAuditError("--consensus-output needs a latent-truth model (--model).")
         write_table(models[0].consensus, args.consensus_output)
-    from puaudit.cli.output import report_stream
-
     out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
     print(_summary(report), file=out)
     for mrep in models:

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from puaudit.cli.output import exclusion_note
+from puaudit.cli.output import exclusion_note, fmt
 from puaudit.errors import PUAuditError
 
 __all__ = ["add_parser", "run"]
@@ -74,10 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _print(summary: dict, file=None) -> None:
     print = functools.partial(builtins.print, file=file)  # noqa: A001
-
-    def f(x, nd=3):
-        return "n/a" if x is None or x != x or x in (float("inf"), float("-inf")) else f"{x:.{nd}f}"
-
+    f = fmt
     g = summary["guarantee"]
     how = ("the trusted rows certified together" if g["certification"] == "joint"
            else "each stage certified on its own")
@@ -121,9 +118,8 @@ def run(args: argparse.Namespace) -> int:
     from puaudit.cli.options import config_from_args
     from puaudit.cli.output import report_stream
     from puaudit.cli.table_input import embeddings, load_table
-    from puaudit.data.writers import write_table
     from puaudit.data.jsonsafe import dumps
-    from puaudit.data.writers import check_output_path
+    from puaudit.data.writers import check_output_path, write_table
 
     target, risk = check_target(args.target_agreement), check_risk(args.risk)
     if args.judge_rule:

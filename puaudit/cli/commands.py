@@ -2,17 +2,10 @@
 judge | review | report | cascade``.
 
 Each command is one module of :mod:`puaudit.cli` with ``add_parser(subparsers)`` and
-``run(args) -> int``; :data:`COMMANDS` names them, in the order ``puaudit --help`` lists them.
-Bad input prints one clear message on stderr and exits with status 2 (never a traceback).
-With ``--json`` every command prints one JSON object alone on stdout and its human-readable
-report, tables and progress on stderr (:func:`puaudit.cli.output.report_stream`), so ``| jq``
-reads it.
-
-SIGTERM (``kill PID``, a service manager stopping the job) ends a command the way Ctrl-C does
-(:func:`puaudit.cli.signals.sigterm_as_interrupt` raises ``Terminated``, a
-:class:`KeyboardInterrupt`): files
-being written are removed (no ``.out.csv.XXXX.tmp`` left behind), the judge's requests in
-flight finish and are cached, and the exit status is 143 (128 + SIGTERM).
+``run(args) -> int``; :data:`COMMANDS` names them, in ``puaudit --help``'s order. Bad input
+prints one message on stderr and exits with status 2. SIGTERM ends a command the way Ctrl-C
+does (:func:`puaudit.cli.signals.sigterm_as_interrupt`): files being written are removed, the
+judge's requests in flight finish and are cached, and the exit status is 143 (128 + SIGTERM).
 """
 
 from __future__ import annotations

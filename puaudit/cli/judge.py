@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from puaudit.cli.output import add_json_argument, report_stream
 from puaudit.cli.table_input import add_max_rows_argument, read_frame
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
@@ -104,8 +105,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                             "tie (baseline); summed probabilities (bidirectional); order 1 (first)")
     out_g.add_argument("--allow-partial", action="store_true",
                        help="write the tables even when some requests failed for good")
-    out_g.add_argument("--json", action="store_true",
-                       help="print one JSON object alone on stdout (the report goes to stderr)")
+    add_json_argument(out_g)
 
 
 def default_paths(output: str, *, scores_only: bool = False, scores_out: str | None = None,
@@ -345,7 +345,6 @@ def _collect(plan, args: argparse.Namespace, client, paths: dict):
 
 def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
     """Write the pairs, scores and problems tables; what was written where."""
-    from puaudit.cli.output import report_stream
     from puaudit.data.writers import write_table
 
     out = report_stream(args)  # stderr under --json: stdout holds the JSON line alone
@@ -381,8 +380,6 @@ def _write_tables(tables, plan, paths: dict, args: argparse.Namespace) -> dict:
 def _print_next(written: dict, plan, paths: dict, args: argparse.Namespace, *,
                 cascade: bool = False) -> None:
     """The command that reads what was written."""
-    from puaudit.cli.output import report_stream
-
     out = report_stream(args)
     if "pairs" in written and plan.kind == "answers":
         print("next: " + f"puaudit trustjudge {paths['pairs']}"

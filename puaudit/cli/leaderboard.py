@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from puaudit.cli.options import add_column_arguments
+from puaudit.cli.output import add_json_argument, report_stream
 from puaudit.cli.table_input import add_input_arguments, read_frame
 from puaudit.errors import PUAuditError
 from puaudit.rankings.leaderboard_limits import BOOTSTRAP_WORK, TOP_MODELS
@@ -46,18 +48,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="cap on bootstrap draws x models per Bradley-Terry interval (default "
                         f"{BOOTSTRAP_WORK:,}); fewer draws, or no strength intervals, beyond it")
     p.add_argument("--seed", type=int, default=0)
-    g = p.add_argument_group("columns (auto-detected when omitted)")
-    for role, flag in (("model_a", "--model-a-col"), ("model_b", "--model-b-col"),
-                       ("judge", "--judge-col"), ("human", "--human-col"),
-                       ("question_id", "--id-col")):
-        g.add_argument(flag, dest=f"col_{role}", metavar="COL", default=None,
-                       help=f"column holding the {role.replace('_', ' ')}")
-    p.add_argument("--judge-rule", choices=["longer", "shorter", "position-a"], default=None,
-                   help="replace the judge's verdicts by a deterministic rule (a weak judge)")
+    add_column_arguments(p, ("model_a", "model_b", "judge", "human", "question_id"))
     p.add_argument("-o", "--output", metavar="OUT.csv", default=None,
                    help="write the per-model table (.csv, .parquet or .jsonl)")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object alone on stdout (the report goes to stderr)")
+    add_json_argument(p)
     return p
 
 
@@ -138,7 +132,6 @@ def _summary(res, top: int | None = None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sub-command; 0 on success (bad input raises :class:`PUAuditError`)."""
-    from puaudit.cli.output import report_stream
     from puaudit.data.jsonsafe import dumps
     from puaudit.data.writers import check_output_path, write_table
     from puaudit.data.schema import apply_judge_rule, load_comparisons

@@ -13,24 +13,18 @@ import argparse
 import dataclasses
 
 from puaudit.audit.config import AuditConfig
+from puaudit.cli.output import add_json_argument
 from puaudit.cli.table_input import add_max_rows_argument, add_split_argument
 
-__all__ = ["add_table_arguments", "add_audit_arguments", "add_config_arguments",
-           "config_from_args"]
+__all__ = ["add_table_arguments", "add_column_arguments", "add_audit_arguments",
+           "add_config_arguments", "config_from_args"]
 
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
     """The input's options: its columns, a judge rule, ``--human``, ``--answers``, the input
     limits and ``--split``."""
-    g = p.add_argument_group("columns (auto-detected when omitted)")
-    for role, flag in (("prompt", "--prompt-col"), ("response_a", "--response-a-col"),
-                       ("response_b", "--response-b-col"), ("judge", "--judge-col"),
-                       ("human", "--human-col"), ("question_type", "--type-col"),
-                       ("question_id", "--id-col"), ("annotator", "--annotator-col")):
-        g.add_argument(flag, dest=f"col_{role}", metavar="COL", default=None,
-                       help=f"column holding the {role.replace('_', ' ')}")
-    p.add_argument("--judge-rule", choices=["longer", "shorter", "position-a"], default=None,
-                   help="replace the judge's verdicts by a deterministic rule (a reproducible weak judge)")
+    add_column_arguments(p, ("prompt", "response_a", "response_b", "judge", "human",
+                             "question_type", "question_id", "annotator"))
     p.add_argument("--human", default=None, metavar="FILE",
                    help="human votes to join to a judgment file (MT-Bench human judgments); "
                         "see docs/data_formats.md")
@@ -39,6 +33,21 @@ def add_table_arguments(p: argparse.ArgumentParser) -> None:
                         "judgment file (MT-Bench, FastChat, arena-hard-auto) names")
     add_max_rows_argument(p)
     add_split_argument(p)
+
+
+#: the flag of each column role, where it is not ``--ROLE-col``
+_COLUMN_FLAGS = {"question_type": "--type-col", "question_id": "--id-col"}
+
+
+def add_column_arguments(p: argparse.ArgumentParser, roles: tuple[str, ...]) -> None:
+    """One ``--ROLE-col COL`` option per role (``args.col_ROLE``), and ``--judge-rule``."""
+    g = p.add_argument_group("columns (auto-detected when omitted)")
+    for role in roles:
+        flag = _COLUMN_FLAGS.get(role, f"--{role.replace('_', '-')}-col")
+        g.add_argument(flag, dest=f"col_{role}", metavar="COL", default=None,
+                       help=f"column holding the {role.replace('_', ' ')}")
+    p.add_argument("--judge-rule", choices=["longer", "shorter", "position-a"], default=None,
+                   help="replace the judge's verdicts by a deterministic rule (a reproducible weak judge)")
 
 
 def add_audit_arguments(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()) -> None:
@@ -58,8 +67,7 @@ def add_audit_arguments(p: argparse.ArgumentParser, *, exclude: tuple[str, ...] 
     p.add_argument("--cache-dir", default=None, help="embedding cache folder (default ~/.cache/puaudit)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object alone on stdout (the report goes to stderr)")
+    add_json_argument(p)
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = ()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import sys
 
-__all__ = ["report_stream", "print_flushed", "fmt", "exclusion_note"]
+__all__ = ["report_stream", "print_flushed", "fmt", "add_json_argument", "exclusion_note"]
 
 
 def report_stream(args):
@@ -19,6 +19,12 @@ def report_stream(args):
     Looked up at each call: ``puaudit judge`` swaps ``sys.stdout`` for a stream that redacts the
     API key while it runs."""
     return sys.stderr if getattr(args, "json", False) else sys.stdout
+
+
+def add_json_argument(p, *, report: str = "report") -> None:
+    """``--json``: one JSON object alone on stdout, the ``report`` on stderr."""
+    p.add_argument("--json", action="store_true",
+                   help=f"print one JSON object alone on stdout (the {report} goes to stderr)")
 
 
 def print_flushed(*parts, file=None) -> None:

@@ -2,18 +2,10 @@
 run's limits, with ``--split``, ``--human`` and ``--answers``, and the embeddings it audits with
 (a precomputed ``.npz`` or the chosen encoder's).
 
-A Parquet table of our own audited to a Parquet export is streamed instead (only the audit's
-columns are read, :func:`streams`); every other input, whatever tool wrote it, is read once by
-:func:`read_frame`, as the dashboard's upload is.
-
-The limits keep one run within a few GB. The audit holds about 1.1 KB per row beyond the input
-table (bench/scaling.py: 1.7 GB for 1,000,000 rows), and a file of tiny rows costs far more in
-memory than on disk: the default row limit (``DEFAULT_MAX_ROWS``) keeps a run of any file under
-about 3 GB. A few rows can also hold gigabytes (a 34 KB Parquet file of 64 rows may decode to
-10 GB, a 5 MB gzip to 5 GB): ``DEFAULT_MAX_DECODED_MB`` caps what the input decodes to
-(:class:`puaudit.data.limits.DecodedBudget`; 2 GB, about 2 KB a row at the row limit).
-``--max-rows N`` / ``$PUAUDIT_MAX_ROWS`` and ``--max-decoded-mb N`` / ``$PUAUDIT_MAX_DECODED_MB``
-raise them (``0``: no limit); see docs/hostile_inputs.md.
+A Parquet table of our own audited to a Parquet export is streamed instead (:func:`streams`);
+every other input is read once by :func:`read_frame`, as the dashboard's upload is. The limits
+(``--max-rows`` / ``$PUAUDIT_MAX_ROWS``, ``--max-decoded-mb`` / ``$PUAUDIT_MAX_DECODED_MB``;
+``0``: no limit) keep one run within a few GB; see docs/hostile_inputs.md.
 """
 
 from __future__ import annotations
@@ -61,9 +53,7 @@ def _limit(flag_value, flag: str, env: str, default: int, unit: str = "rows") ->
 
 
 def add_max_rows_argument(p: argparse.ArgumentParser) -> None:
-    """Add the input limits: ``--max-rows N`` (default ``$PUAUDIT_MAX_ROWS`` or
-    :data:`DEFAULT_MAX_ROWS`) and ``--max-decoded-mb N`` (default ``$PUAUDIT_MAX_DECODED_MB``
-    or :data:`DEFAULT_MAX_DECODED_MB`)."""
+    """Add the input limits ``--max-rows N`` and ``--max-decoded-mb N``."""
     p.add_argument("--max-rows", default=None, metavar="N",
                    help=f"read at most N data rows (default {DEFAULT_MAX_ROWS:,} or ${ENV}, "
                         f"which keeps a run under about 3 GB; 0 = no limit: the audit needs "
@@ -138,11 +128,8 @@ def read_frame(args, path=None) -> pd.DataFrame:
 
 
 def streams(args) -> bool:
-    """Parquet in and Parquet out: read only the audit's columns, stream the export.
-
-    Only for a comparison table of our own: a tool's file (Argilla records on the Hub are
-    Parquet) or one joined with ``--human`` / ``--answers`` becomes other rows, so it goes
-    through the format readers and the export is written from the converted table."""
+    """Parquet in and Parquet out of a comparison table of our own (not a tool's file, nor one
+    joined with ``--human`` / ``--answers``): read only the audit's columns, stream the export."""
     from puaudit.data.parquet import is_parquet_path
 
     if not (is_parquet_path(args.input) and Path(args.input).is_file()

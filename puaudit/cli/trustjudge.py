@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from puaudit.cli.output import add_json_argument
 from puaudit.data.jsonsafe import dumps
 from puaudit.errors import PUAuditError
 from puaudit.percents import percent
@@ -44,8 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "score token of the scores table)")
     p.add_argument("--tol", type=float, default=0.0, help="score tolerance of the Conflict Ratio")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte-Carlo NTR estimate")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object alone on stdout (the summary goes to stderr)")
+    add_json_argument(p, report="summary")
     p.add_argument("--violations-out", metavar="FILE", help="write the violating triples here")
 
 

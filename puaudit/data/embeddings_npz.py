@@ -77,9 +77,7 @@ def read_embeddings_npz(path: str | os.PathLike, *, n_rows: int, max_dim: int = 
       ``np.savez(path, vectors=..., idx_a=..., idx_b=...)`` with ``vectors`` ``(n_texts, dim)``
       and ``idx_a`` / ``idx_b`` ``(n_rows,)`` integer indices into it.
 
-    The archive's member headers are read first (shape and dtype, a few bytes), so a small file
-    that would expand to gigabytes, a wrong shape, a pickled object array or a plain ``.npy``
-    file renamed ``.npz`` is refused with a message before any array is loaded.
+    The member headers (shape and dtype) are checked before any array is loaded.
 
     Parameters
     ----------

@@ -1,17 +1,10 @@
-"""A dataset folder read as one table, the kind of folder told from what it holds, and a zipped
-folder unpacked to be read so; docs/data_formats.md ("Dataset folders") says what each kind
-holds, which split is read and what is refused.
+"""A dataset folder read as one table (the kind told from what it holds), and a zipped folder
+unpacked to be read so; docs/data_formats.md ("Dataset folders") says what each kind holds.
 
-:func:`read_folder` tries each entry of :data:`FOLDER_KINDS` in order (a Hugging Face
-``DatasetDict`` or ``Dataset`` written by ``save_to_disk``, read with pyarrow alone; Parquet
-shards); the first whose ``matches`` recognises the folder reads it. The table is what
-:func:`puaudit.data.io.read_table` returns for a file, with ``attrs["read_note"]`` (what was
-read), ``attrs["splits"]`` (the folder's split names) and ``attrs["split"]`` (the one read).
-
-Every file is measured first from its metadata (an Arrow stream's message headers, a Parquet
-footer) and a folder over a limit is refused before any data is decoded; the limits count the
-whole folder. A zip archive's stated names and sizes are checked before anything is written,
-and the bytes unpacked are counted too (:class:`UnpackedZip`).
+Every file is measured from its metadata first (an Arrow stream's message headers, a Parquet
+footer), so a folder over a limit is refused before any data is decoded; the limits count the
+whole folder. A zip's stated names and sizes are checked before anything is written, and the
+bytes unpacked are counted too (:class:`UnpackedZip`).
 """
 
 from __future__ import annotations
@@ -23,8 +16,7 @@ import re
 import stat
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -32,28 +24,22 @@ import pandas as pd
 
 from puaudit.data.limits import (DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES,
                                  DecodedBudget, check_columns, check_header, check_rows,
-                                 not_regular, size_text)
+                                 not_regular, size_text, unreadable)
 from puaudit.data.parquet import (arrow_frame_fixups, parquet_decoded_sizes, parquet_table,
                                   spend_batch)
 from puaudit.errors import PUAuditError
 
 __all__ = ["FolderRead", "SplitNotChosen", "choose_split", "inside", "check_same_columns",
-           "frame_of_tables", "unreadable", "READ_NOTE", "SPLITS", "SPLIT", "ANOTHER_SPLIT",
+           "frame_of_tables", "READ_NOTE", "SPLITS", "SPLIT", "ANOTHER_SPLIT",
            "is_dataset_dict", "is_dataset", "read_dataset_dict", "read_dataset", "has_parquet",
            "parquet_groups", "split_names", "read_parquet_shards", "FolderKind",
            "FOLDER_KINDS", "read_folder", "read_zip_folder", "UnpackedZip", "MAX_MEMBERS"]
 
-#: Key of ``DataFrame.attrs`` saying what a folder read chose (which split, how many files).
-READ_NOTE = "read_note"
-#: Key of ``DataFrame.attrs`` listing the split names the folder holds, each one a value that
-#: ``split=`` accepts (empty when the folder has no named split: a Dataset saved without one,
-#: a flat folder of shards), so that a caller can offer the others without reading the folder
-#: again.
-SPLITS = "splits"
-#: Key of ``DataFrame.attrs`` naming the split that was read (None when the folder has none).
-SPLIT = "split"
-#: How the read note points to the other splits; the dashboard, which offers them in a picker,
-#: replaces this part of the note.
+#: Keys of ``DataFrame.attrs``: what a folder read chose (which split, how many files); the
+#: split names the folder holds, each a value ``split=`` accepts (empty when it has none); the
+#: split read (None when it has none).
+READ_NOTE, SPLITS, SPLIT = "read_note", "splits", "split"
+#: How the read note points to the other splits (the dashboard's picker replaces it).
 ANOTHER_SPLIT = "another: --split NAME"
 
 #: Split read when a dataset has several and none is named, in this order.
@@ -61,13 +47,8 @@ DEFAULT_SPLITS = ("train", "test")
 
 
 class SplitNotChosen(PUAuditError):
-    """A folder holds several splits and no default one (none is ``train`` or ``test``, or
-    several configs have one), and no split was asked for.
-
-    The message asks for ``--split NAME``, as the command line must; ``splits`` lists the
-    folder's split names in its own order, each a value ``split=`` accepts, so that a caller
-    that can offer the others (the dashboard's Split picker) may read ``splits[0]`` instead.
-    """
+    """A folder holds several splits, none of them the default, and no split was asked for;
+    ``splits`` lists them (each a value ``split=`` accepts) for a caller that offers a choice."""
 
     def __init__(self, message: str, *, splits: Sequence[str]):
         super().__init__(message)
@@ -162,45 +143,30 @@ def inside(root: Path, relative: str, *, name: str, what: str) -> Path:
     return path
 
 
-@contextmanager
-def unreadable(name: str, what: str, fix: str) -> Iterator[None]:
-    """One message for a damaged file, whichever of its many exception types pyarrow raises."""
-    try:
-        yield
-    except PUAuditError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for damaged files
-        raise PUAuditError(f"{name}: not a readable {what} ({type(exc).__name__}: "
-                           f"{str(exc)[:160]}). {fix}") from None
-
-
 def check_same_columns(first, schema, *, first_name: str, name: str) -> None:
     """Refuse shard ``name`` when its columns differ from the first shard's (by name and type;
     the order may differ), naming the column."""
     theirs = {f.name: f.type for f in schema}
-    for f in first:
-        if f.name not in theirs:
-            raise PUAuditError(f"{name}: has no column '{f.name}', which {first_name} has. The "
-                               "shards of one split must share their columns: re-export the "
-                               "split, or move this file out of the folder.", column=f.name)
-        if theirs[f.name] != f.type:
-            raise PUAuditError(f"{name}: column '{f.name}' holds {theirs[f.name]}, but {f.type} "
-                               f"in {first_name}. The shards of one split must share their "
-                               "column types: re-export the split, or move this file out of the "
-                               "folder.", column=f.name)
-    extra = [n for n in theirs if first.get_field_index(n) < 0]
-    if extra:
-        raise PUAuditError(f"{name}: has a column '{extra[0]}' that {first_name} lacks. The "
-                           "shards of one split must share their columns: re-export the split, "
-                           "or move this file out of the folder.", column=extra[0])
+    ours = {f.name: f.type for f in first}
+    for col, kind in [*ours.items(), *((n, None) for n in theirs if n not in ours)]:
+        if kind is None:
+            problem, what = f"has a column '{col}' that {first_name} lacks", "columns"
+        elif col not in theirs:
+            problem, what = f"has no column '{col}', which {first_name} has", "columns"
+        elif theirs[col] != kind:
+            problem = f"column '{col}' holds {theirs[col]}, but {kind} in {first_name}"
+            what = "column types"
+        else:
+            continue
+        raise PUAuditError(f"{name}: {problem}. The shards of one split must share their {what}: "
+                           "re-export the split, or move this file out of the folder.", column=col)
 
 
 def frame_of_tables(tables: list, *, name: str, note: str, splits: Sequence[str] = (),
                     split: str | None = None) -> pd.DataFrame:
-    """One frame of the shards' Arrow ``tables`` in order (their columns in the first's order),
-    as :func:`puaudit.data.io.read_table` returns a table, with ``attrs[READ_NOTE] = note``,
-    ``attrs[SPLITS] = list(splits)`` (the folder's split names) and ``attrs[SPLIT] = split``
-    (the one read)."""
+    """One frame of the shards' Arrow ``tables`` (columns in the first's order), as
+    :func:`puaudit.data.io.read_table` returns a table, with the attrs ``note``, ``splits`` and
+    ``split``."""
     import pyarrow as pa
 
     first = tables[0].schema
@@ -213,9 +179,7 @@ def frame_of_tables(tables: list, *, name: str, note: str, splits: Sequence[str]
     if len(df) == 0:
         raise PUAuditError(f"{name}: its data files hold no rows. Save a dataset with at least "
                            "one comparison.")
-    df.attrs[READ_NOTE] = note
-    df.attrs[SPLITS] = list(splits)
-    df.attrs[SPLIT] = split
+    df.attrs.update({READ_NOTE: note, SPLITS: list(splits), SPLIT: split})
     return df
 
 
@@ -239,16 +203,13 @@ def is_dataset(root: Path) -> bool:
 def _json(path: Path, *, name: str):
     try:
         size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise PUAuditError(f"{name}: {path.name} is {size_text(size)}, far more than such a "
-                               "metadata file holds; save the dataset again.")
-        return json.loads(path.read_text(encoding="utf-8"))
+        if size <= MAX_JSON_BYTES:
+            return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        if isinstance(exc, PUAuditError):
-            raise
         raise PUAuditError(f"{name}: {path.name} cannot be read ({type(exc).__name__}: "
-                           f"{str(exc)[:120]}). Save the dataset again with save_to_disk."
-                           ) from None
+                           f"{str(exc)[:120]}). {_RESAVE}") from None
+    raise PUAuditError(f"{name}: {path.name} is {size_text(size)}, far more than such a "
+                       "metadata file holds; save the dataset again.")
 
 
 def read_dataset_dict(root: Path, opts: FolderRead) -> pd.DataFrame:
@@ -257,12 +218,12 @@ def read_dataset_dict(root: Path, opts: FolderRead) -> pd.DataFrame:
     splits = meta.get("splits") if isinstance(meta, dict) else None
     if not isinstance(splits, list) or not splits or not all(isinstance(s, str) for s in splits):
         raise PUAuditError(f"{opts.name}: {DICT} has no list of split names under 'splits'. "
-                           "Save the dataset again with save_to_disk.")
+                           + _RESAVE)
     split, note = choose_split(splits, opts.split, name=opts.name)
     folder = inside(root, split, name=opts.name, what=f"{DICT} split '{split}'")
     if not is_dataset(folder):
         raise PUAuditError(f"{opts.name}: split '{split}' has no folder with a {STATE} "
-                           f"({folder}). Save the dataset again with save_to_disk.")
+                           f"({folder}). {_RESAVE}")
     sub = FolderRead(**{**vars(opts), "name": f"{opts.name}/{split}", "split": None})
     df = read_dataset(folder, sub)
     df.attrs[READ_NOTE] = note + "; " + df.attrs[READ_NOTE].split("; ", 1)[-1]
@@ -281,7 +242,7 @@ def _data_files(root: Path, opts: FolderRead) -> tuple[list[Path], str | None]:
                            "out --split (split= in read_table).")
     if not isinstance(entries, list) or not entries:
         raise PUAuditError(f"{opts.name}: {STATE} lists no data files under '_data_files'. "
-                           "Save the dataset again with save_to_disk.")
+                           + _RESAVE)
     files = []
     for entry in entries:
         fname = entry.get("filename") if isinstance(entry, dict) else None
@@ -296,9 +257,9 @@ def _data_files(root: Path, opts: FolderRead) -> tuple[list[Path], str | None]:
 
 
 def read_dataset(root: Path, opts: FolderRead) -> pd.DataFrame:
-    """A ``Dataset`` folder: its data files (Arrow IPC streams) in ``state.json``'s order, as
-    one table, each measured from its messages' metadata first (:func:`_scan`); a ClassLabel
-    column is read as its names, as ``datasets`` shows them (a verdict stored as 0/1/2)."""
+    """A ``Dataset`` folder: its Arrow data files in ``state.json``'s order as one table, each
+    measured from its messages' metadata first (:func:`_scan`); a ClassLabel column is read as
+    its names, as ``datasets`` shows them."""
     files, own = _data_files(root, opts)
     scans = [_scan(path, name=f"{opts.name}/{path.name}") for path in files]
     first = scans[0]["schema"]
@@ -337,8 +298,8 @@ def _class_labels(path: Path, name: str) -> dict[str, list[str]]:
 
 
 def _label_names(values: pd.Series, names: list[str]) -> pd.Series:
-    """ClassLabel integers as their names: -1 (no label) and missing values become ""; an index
-    no name has stays as its number, so that nothing is lost."""
+    """ClassLabel integers as their names: -1 and missing values become ""; an index no name
+    has stays its number."""
     def one(v):
         if v is None or v is pd.NA or v == -1:
             return ""
@@ -348,10 +309,8 @@ def _label_names(values: pd.Series, names: list[str]) -> pd.Series:
 
 def _read_stream(path: Path, offset: int, budget, *, name: str):
     """The Arrow table of one data file (read into memory: no mapping outlives the folder),
-    batch by batch, each batch's expanded size counted against ``budget`` before the next is
-    read: a dictionary column (one 1 MB string, 100,000 indices) or a ``string_view`` one
-    (100,000 views of one 1 MB buffer) takes a few MB as stored and 100 GB once expanded, which
-    the messages' buffer sizes (:func:`_scan`) do not show."""
+    each batch's expanded size counted against ``budget`` before the next is read: dictionary
+    and view columns expand far past the buffer sizes :func:`_scan` sees."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
@@ -550,10 +509,9 @@ def _footer(path: Path, name: str):
 
 
 def read_parquet_shards(root: Path, opts: FolderRead) -> pd.DataFrame:
-    """One split's shards (``opts.split``) as one table, in name order; a split whose names
-    say ``-of-00003`` must have all three. Every shard's footer is read first: columns and
-    types must agree, and the rows and decoded bytes of all shards together are checked
-    against the limits before any page is read, which is then read within the same budget."""
+    """One split's shards (``opts.split``) as one table, in name order (``-of-00003``: all
+    three). Every footer is read first: columns and types must agree, and all shards' rows and
+    decoded bytes are checked against the limits before any page is read."""
     groups = parquet_groups(root)
     label, note = _pick(groups, opts.split, opts.name)
     files = groups[label]
@@ -586,19 +544,8 @@ def read_parquet_shards(root: Path, opts: FolderRead) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class FolderKind:
-    """One kind of dataset folder.
-
-    Parameters
-    ----------
-    name : str
-        What it is, for messages ("a Hugging Face save_to_disk folder").
-    holds : str
-        The files that make it one, for the message on a folder of no known kind.
-    matches : callable(Path) -> bool
-        Whether a folder is of this kind; cheap (file names, not contents).
-    read : callable(Path, FolderRead) -> DataFrame
-        Reads it within the read's limits (:class:`FolderRead`).
-    """
+    """One kind of dataset folder: its ``name`` and the files it ``holds`` (for messages),
+    ``matches(path)`` (cheap: file names only) and ``read(path, FolderRead)``."""
 
     name: str
     holds: str
@@ -606,9 +553,7 @@ class FolderKind:
     read: Callable[[Path, FolderRead], pd.DataFrame]
 
 
-#: The folder kinds, tried in order. Another tool's folder (e.g. an Argilla ``to_disk``
-#: export) is one more entry, placed before the Parquet shards, which match any folder
-#: holding a .parquet file.
+#: The folder kinds, tried in order (the Parquet shards match any folder holding a .parquet).
 FOLDER_KINDS: list[FolderKind] = [
     FolderKind("a Hugging Face DatasetDict (save_to_disk)",
                "dataset_dict.json and one folder per split", is_dataset_dict, read_dataset_dict),
@@ -639,15 +584,7 @@ def read_folder(path: str | os.PathLike, *, split: str | None = None, name: str 
     Returns
     -------
     pandas.DataFrame
-        With ``attrs["read_note"]``: what was read; ``attrs["splits"]``: the split names the
-        folder holds, each a value ``split`` accepts (empty for a folder without named
-        splits); ``attrs["split"]``: the one read (None when it has none).
-
-    Raises
-    ------
-    PUAuditError
-        A folder of no known kind, a split it lacks, shards that disagree, damaged metadata,
-        or a limit passed (before any data is decoded when the metadata say so).
+        With ``attrs`` ``read_note`` (what was read), ``splits`` and ``split`` (the one read).
     """
     root = Path(path)
     opts = FolderRead(name=name or str(path), split=split, **limits)
@@ -725,6 +662,7 @@ def _folder_root(root: Path) -> Path:
 
 
 def _opened(data: bytes, name: str) -> zipfile.ZipFile:
+    """The archive, refused when damaged or an Excel workbook."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -748,29 +686,12 @@ def _unpack_checked(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], root: Pat
 
 class UnpackedZip:
     """A zipped dataset folder, checked and unpacked once into a temporary folder that any of
-    its splits can then be read from.
+    its splits can be read from; ``max_bytes`` limits the unpacking and every read.
 
-    The folder is removed by :meth:`close` (or on leaving a ``with`` block), else when the
-    object is garbage-collected: a cache may drop it while a reader still holds it, and the
-    folder must outlive that read.
-
-    Parameters
-    ----------
-    data, name, max_bytes
-        As for :func:`read_zip_folder`: ``max_bytes`` limits the unpacking and every read.
-
-    Attributes
-    ----------
-    root : pathlib.Path
-        The dataset folder (the archive's one top folder when it holds only that).
-    label : str
-        How messages name the folder: ``name``, or ``name:top-folder``.
-
-    Raises
-    ------
-    PUAuditError
-        An Excel workbook, an archive over the limit or with unsafe names, or one that cannot
-        be unpacked.
+    The folder is removed by :meth:`close` (or leaving a ``with`` block), else when the object
+    is garbage-collected (a cache may drop it while a reader still holds it). ``root`` is the
+    dataset folder (the archive's one top folder when it holds only that); ``label`` names it
+    in messages (``name``, or ``name:top-folder``).
     """
 
     def __init__(self, data: bytes, name: str, *, max_bytes: int | None = None):
@@ -821,16 +742,9 @@ def read_zip_folder(data: bytes, name: str, *, split: str | None = None,
         Largest unpacked size, and the folder's decoded-size limit.
     unpack : callable(data, name, max_bytes) -> UnpackedZip, optional
         Where the unpacked archive comes from (default: a new :class:`UnpackedZip`, removed
-        after this read); a caller that reads several splits of one archive passes a cache of
-        them, so that the archive is unpacked once.
+        after this read); a cache of them unpacks an archive once for several splits.
     **limits
         The other limits of :func:`read_folder`.
-
-    Raises
-    ------
-    PUAuditError
-        An Excel workbook, an archive over a limit or with unsafe names, or a folder of no
-        known kind.
     """
     if unpack is not None:
         return unpack(data, name, max_bytes).read(split=split, **limits)

@@ -1,14 +1,11 @@
-"""Reading tables: CSV, TSV, Parquet and JSONL, from paths, bytes or uploaded files, gzipped or
-not, and dataset folders (:mod:`puaudit.data.folders`); one entry, :func:`read_table`.
+"""Reading tables (CSV, TSV, Parquet, JSONL; gzipped or not; dataset folders) from paths,
+bytes or uploads: one entry, :func:`read_table`.
 
-CSV cells are read as text, exactly as written (no NaN guessing, no number parsing), so an export
-written back as CSV reproduces every input value. Parquet and JSONL keep their own types; integer
-columns with missing values stay integers (pandas ``Int64``, or exact Python ints beyond 64 bits).
-
-Memory is bounded by what the caller allows (:class:`~puaudit.data.limits.DecodedBudget`, rows
-and columns checked while parsing; docs/hostile_inputs.md). Text is decoded and parsed as a
-stream and cells are packed into Arrow string columns every few thousand rows, so a file of
-short rows costs a few times its size, not tens of times.
+CSV cells are read as text, exactly as written, so an export written back as CSV reproduces
+every value; Parquet and JSONL keep their types (integers with gaps stay integers). Memory is
+bounded by the caller's limits (:class:`~puaudit.data.limits.DecodedBudget`; rows and columns
+checked while parsing; docs/hostile_inputs.md): text is parsed as a stream and packed into
+Arrow string columns every few thousand rows.
 """
 
 from __future__ import annotations
@@ -44,14 +41,10 @@ Source = Union[str, os.PathLike, bytes, IO[bytes]]
 
 
 def _gunzipped_size(data: bytes, budget: "DecodedBudget") -> int:
-    """Bytes gzip ``data`` expands to (every member), counted without keeping them; stops and
-    refuses as soon as the count passes ``budget``, so a bomb costs about 1 MiB of memory (not
-    the limit) and a few seconds of CPU per GB.
-
-    Input goes in 64 KiB at a time, so that a file of many tiny members costs no more than one
-    of a single member (zlib copies the unread input at the end of each). Damaged content stops
-    the count; the decompression that follows reports it.
-    """
+    """Bytes gzip ``data`` expands to (every member), counted without keeping them and refused
+    as soon as the count passes ``budget`` (a bomb costs about 1 MiB of memory). Input goes in
+    64 KiB at a time (zlib copies the unread input at the end of each member); damaged content
+    stops the count, and the decompression that follows reports it."""
     view, pos, total = memoryview(data), 0, 0
     dec, pending = zlib.decompressobj(31), b""
     what = (f"expands to more than {budget.limit_text} when decompressed (the limit here; the "
@@ -95,11 +88,8 @@ def _gunzip(data: bytes, name: str, *, budget: "DecodedBudget") -> bytes:
 
 def _read_bytes(source: Source, *, max_bytes: int | None = MAX_UNCOMPRESSED_BYTES,
                 hint: str = DEFAULT_HINT) -> tuple[bytes, str]:
-    """Return the raw bytes of ``source`` and a display name for messages.
-
-    A plain (uncompressed) file larger than ``max_bytes`` is refused from its size alone, before
-    it is read.
-    """
+    """The raw bytes of ``source`` and its name for messages; a plain file over ``max_bytes``
+    is refused from its size, before it is read."""
     if isinstance(source, (bytes, bytearray)):
         return bytes(source), "<bytes>"
     if isinstance(source, (str, os.PathLike)):
@@ -122,33 +112,22 @@ def _read_bytes(source: Source, *, max_bytes: int | None = MAX_UNCOMPRESSED_BYTE
                                "is readable.") from None
     # file-like (e.g. a Streamlit UploadedFile)
     name = getattr(source, "name", "<upload>")
-    if hasattr(source, "getvalue"):
-        data = source.getvalue()
-    else:
-        data = source.read()
+    data = source.getvalue() if hasattr(source, "getvalue") else source.read()
     if isinstance(data, str):
         data = data.encode("utf-8")
     return bytes(data), str(name)
 
 
 def detect_format(name: str, data: bytes) -> str:
-    """Guess the table format from the content first, then from the file name.
-
-    Returns one of ``"csv"``, ``"tsv"``, ``"parquet"``, ``"jsonl"``.
-    """
+    """The table format (``"csv"``, ``"tsv"``, ``"parquet"``, ``"jsonl"``), from the content
+    first, then from the file name."""
     if data[:4] == b"PAR1":
         return "parquet"
-    suffix = Path(name).suffix.lower()
-    fmt = SUPPORTED_SUFFIXES.get(suffix)
+    fmt = SUPPORTED_SUFFIXES.get(Path(name).suffix.lower())
     head = data[:2048].lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n")
-    if fmt is None or fmt in ("csv", "jsonl"):
-        if head[:1] in (b"{", b"["):
-            return "jsonl"
-        if fmt == "jsonl":
-            return "jsonl"
-    if fmt is None:
-        return "csv"
-    return fmt
+    if fmt in (None, "csv") and head[:1] in (b"{", b"["):
+        return "jsonl"
+    return fmt or "csv"
 
 
 def read_table(source: Source, *, fmt: str | None = None, name: str | None = None,
@@ -204,15 +183,12 @@ def read_table(source: Source, *, fmt: str | None = None, name: str | None = Non
     Notes
     -----
     With ``max_rows``, ``attrs["row_limit"]`` holds ``{"max_rows", "hint"}``, so that a reader
-    that expands records into rows (a Label Studio task into one row per vote) counts its rows
-    against the limit the file was read with.
+    that expands records into rows (one per vote) counts them against the same limit.
     """
     df = _read_table(source, fmt=fmt, name=name, max_bytes=max_bytes, max_rows=max_rows,
                      max_columns=max_columns, limit_hint=limit_hint, size_hint=size_hint,
                      split=split, unpack_zip=unpack_zip)
-    # a tool's export expands one record into many rows (one per vote): the same limit counts
-    # those rows (puaudit.data.formats.tool_votes.check_expanded_rows); none given, none kept
-    # (not even one a Parquet file's pandas metadata brought back)
+    # none given, none kept (not even one a Parquet file's pandas metadata brought back)
     df.attrs.pop(ROW_LIMIT, None)
     if max_rows is not None:
         df.attrs[ROW_LIMIT] = {"max_rows": max_rows, "hint": limit_hint}
@@ -269,9 +245,8 @@ def _parse(data: bytes, name: str, fmt: str | None, *, budget: DecodedBudget,
 
 
 def _json_values_column(values: list) -> pd.Series | np.ndarray | pd.api.extensions.ExtensionArray:
-    """A column from parsed JSON values, as pandas would infer it, except that integers stay
-    integers: with missing values they become ``Int64`` (not float64, which rounds beyond 2**53),
-    and beyond the 64-bit range they stay exact Python ints (object)."""
+    """A column of parsed JSON values as pandas would infer it, except that integers stay
+    integers: ``Int64`` with missing values, exact Python ints beyond 64 bits."""
     nonnull = [v for v in values if v is not None]
     if nonnull and all(is_int(v) for v in nonnull):
         if all(INT64_MIN <= v <= INT64_MAX for v in nonnull):
@@ -282,16 +257,14 @@ def _json_values_column(values: list) -> pd.Series | np.ndarray | pd.api.extensi
     return pd.Series(values)
 
 
-#: Most that :func:`_json_nbytes` counts per byte of JSON text: every value takes at least one
-#: character and counts 8 (a string of n characters takes n + 2 and counts n + 8), so a text of
-#: b bytes counts at most 8 b.
+#: Most that :func:`_json_nbytes` counts per byte of JSON text (a value of one character
+#: counts 8).
 _JSON_COST_PER_BYTE = 8
 
 
 def _json_nbytes(value) -> int:
-    """Decoded size of a parsed JSON value as :class:`DecodedBudget` counts it: a string its
-    length plus 8, any other value 8, a list or object 8 plus its items (keys counted as
-    strings); walked with an explicit stack, so any nesting depth is measured."""
+    """Decoded size of a parsed JSON value: a string its length plus 8, any other value 8, a
+    list or object 8 plus its items (keys as strings); walked with a stack (any depth)."""
     if isinstance(value, str):
         return len(value) + 8
     if not isinstance(value, (list, dict)):
@@ -498,9 +471,7 @@ def _text_encoding(data: bytes, name: str) -> tuple[str, int]:
 
 
 def decode_text(data: bytes, *, name: str = "<bytes>") -> str:
-    """Decode file bytes to text: UTF-8 (with or without BOM), UTF-16 (BOM or NUL pattern),
-    otherwise Windows-1252 / Latin-1. Binary content raises :class:`PUAuditError`.
-    """
+    """Decode file bytes to text, in the encoding :func:`_text_encoding` finds."""
     enc, start = _text_encoding(data, name)
     return codecs.decode(memoryview(data)[start:], enc)
 
@@ -535,21 +506,17 @@ _SNIFF_LINES = 50
 
 
 def _lines(stream: IO[str]) -> Iterable[str]:
-    """Lines of a text stream one at a time, each with its ending (a stream opened with
-    ``newline=""`` splits on ``\\r``, ``\\n`` and ``\\r\\n`` as :class:`io.StringIO` does)."""
+    """Lines of a text stream one at a time, each with its ending."""
     return iter(stream.readline, "")
 
 
 def _sniff_separator(text: str) -> str:
     """The separator (comma, tab or semicolon) that splits the first lines consistently.
 
-    Each candidate parses up to :data:`_SNIFF_LINES` records of ``text`` (a sample; the last,
-    possibly cut, record is ignored). A candidate is consistent when the header has more than one
-    cell and every record has as many cells as the header (trailing empty cells allowed, as the
-    reader allows them). Among consistent candidates the one giving the most columns wins, the
-    comma on ties; when none is consistent (a single line, ragged rows) the most frequent
-    separator in the header line outside quotes wins, as a comma CSV whose *header* merely
-    mentions semicolons must still be read with commas when its rows say so.
+    A candidate is consistent when the header has more than one cell and each of the first
+    :data:`_SNIFF_LINES` records as many (trailing empty cells allowed); the one giving the most
+    columns wins, the comma on ties. When none is, the most frequent separator in the header
+    line outside quotes wins.
     """
     whole = len(text) < _SNIFF_CHARS
     best, best_width = None, 1
@@ -608,13 +575,9 @@ def _string_column(chunks: list) -> pd.Series:
 
 def _read_csv(data: bytes, name: str, *, sep: str | None, max_rows: int | None = None,
               max_columns: int = MAX_COLUMNS, hint: str = DEFAULT_HINT) -> pd.DataFrame:
-    """Parse CSV bytes with the csv module: every cell is the string written, nothing inferred.
-
-    pandas' parser is not used because it silently turns the first column into the index when
-    the data rows have one cell more than the header, and fills short rows with NaN. The text is
-    decoded and parsed as a stream, and every :data:`_CHUNK_ROWS` rows are packed into Arrow
-    string arrays, so memory stays a small multiple of the file size.
-    """
+    """Parse CSV bytes with the csv module: every cell is the string written, nothing inferred
+    (pandas' parser makes the first column the index when rows have one cell more than the
+    header). Every :data:`_CHUNK_ROWS` rows are packed into Arrow string arrays."""
     reader = _csv_reader(data, name, sep=sep, max_columns=max_columns, hint=hint)
     rows: list[list[str]] = []
     packed: list[list] = []
@@ -651,9 +614,8 @@ def _read_csv(data: bytes, name: str, *, sep: str | None, max_rows: int | None =
     check_rows(n_rows, name, max_rows, hint)
     if rows:
         pack()
-    df = pd.DataFrame({h: _string_column(store) for h, store in zip(header, packed)},
-                      columns=header)
-    return df
+    return pd.DataFrame({h: _string_column(store) for h, store in zip(header, packed)},
+                        columns=header)
 
 
 def _csv_reader(data: bytes, name: str, *, sep: str | None, max_columns: int, hint: str):
@@ -664,9 +626,8 @@ def _csv_reader(data: bytes, name: str, *, sep: str | None, max_columns: int, hi
     stream = _text_stream(data, name, newline="")
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
         csv.field_size_limit(_CSV_FIELD_LIMIT)
-    # strict: an unbalanced quote raises instead of swallowing the rest of the file into one cell
-    # A header line with no quotes has exactly (separators + 1) columns: a line of millions of
-    # names is refused from that count, before the csv module builds a string for each.
+    # a header line without quotes has (separators + 1) columns: refused from that count before
+    # the csv module builds a string for each name; strict: an unbalanced quote raises
     first = stream.readline()
     if '"' not in first:
         check_columns(first.count(sep) + 1, name, max_columns, hint)

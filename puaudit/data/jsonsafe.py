@@ -100,19 +100,9 @@ def dumps(obj: Any, *, indent: int | None = None, infinity: str = "null",
     """JSON text of ``obj`` after :func:`to_jsonable` (one line unless ``indent``); anything
     else that JSON cannot hold is written as its ``str``.
 
-    Parameters
-    ----------
-    obj : object
-        What to write.
-    indent : int, optional
-        Pretty-print with this indent (nesting deeper than Python's encoder allows is written
-        on one line).
-    infinity : {"null", "keep"}, default "null"
-        ±infinity as ``null``, or kept as ``±1e400`` (read back as infinity).
-    separators : (str, str), optional
-        Item and key separators, as for :func:`json.dumps`.
-    sort_keys : bool, default False
-        Write dict keys sorted.
+    ``indent``, ``separators`` and ``sort_keys`` as for :func:`json.dumps` (nesting deeper
+    than Python's encoder allows is written on one line); ``infinity`` as for
+    :func:`to_jsonable` (``"keep"``: written ``±1e400``).
     """
     return encode(to_jsonable(obj, infinity=infinity), indent=indent, separators=separators,
                   sort_keys=sort_keys)

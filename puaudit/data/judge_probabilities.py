@@ -1,45 +1,17 @@
 r"""Each judge's own verdict probabilities: which columns belong to which judge, and the one rule
 that merges the two answer orders.
 
-The convention
---------------
-A judge's verdicts live in one column ``J`` (``judge_winner``, ``judge_winner_mistral``, ...).
-Its probabilities live beside it, named after it:
+A judge's verdicts live in one column ``J``; its probabilities beside it, named after it:
+``J_p_A``, ``J_p_B``, ``J_p_tie`` (one order), ``J_p1_A`` ... ``J_p2_tie`` (both orders; order 2
+showed the answers swapped, so its ``A`` is the table's B); the unprefixed ``p_A`` ... belong to
+the **default judge** only (:func:`default_judge_column`), so that one judge's probabilities are
+never read for another. docs/data_formats.md ("Each judge's probabilities") gives the spellings.
 
-=============================================== ==============================================
-columns                                         meaning
-=============================================== ==============================================
-``J_p_A``, ``J_p_B``, ``J_p_tie``               one order: the answers as the table shows them
-``J_p1_A`` ... ``J_p1_tie``, ``J_p2_A`` ...     both orders (``puaudit judge --both-orders``
-                                                writes ``p1_*`` / ``p2_*``; merged into a table
-                                                they become ``J_p1_A`` ...): order 2 showed the
-                                                answers swapped, so its ``A`` is the table's B
-``p_A``, ``p_B``, ``p_tie`` (``p1_*``, ``p2_*``) unprefixed: the **default judge's** only, the
-                                                column the table's judge is detected from when
-                                                none is named (``judge_winner`` first; see
-                                                :data:`puaudit.data.schema.COLUMN_ALIASES`)
-=============================================== ==============================================
-
-Spellings after the prefix follow the probability columns read before (``prob_a``,
-``p_A_1``, ``probability_tie_2``, ...; case-insensitive). ``p_tie`` is optional. A judge's
-prefixed columns win over the unprefixed ones.
-
-Never one judge's probabilities for another: ``--judge-col judge_winner_mistral`` on a table
-whose ``p_A`` / ``p_B`` describe ``judge_winner`` reads no probability for Mistral (and says
-so), and a cascade's stage sees no probability column of a later judge
-(:func:`owner_of_probability_columns`).
-
-The two-order rule
-------------------
-Each order gives a distribution over (A, B, tie) of the table's answers (order 2 mapped back).
-The judge's distribution is their mean over the orders present on the row:
+Each order gives a distribution over the table's (A, B, tie); the judge's is their mean over
+the orders present on the row (TrustJudge's bidirectional aggregation of one pair):
 
 .. math:: \bar p = \tfrac{1}{|O|} \sum_{o \in O} p^{(o)}, \qquad
-          \text{confidence}_i = \bar p_i(v_i),
-
-the mean probability of the verdict :math:`v_i` it gave. This is the bidirectional
-aggregation of TrustJudge applied to one pair, and what the evidence signal ``p_chosen`` and the
-confidence certificate (:mod:`puaudit.audit.certify.judge`) read.
+          \text{confidence}_i = \bar p_i(v_i).
 """
 
 from __future__ import annotations
@@ -177,17 +149,8 @@ def read_probabilities(frame: pd.DataFrame, cols: dict) -> tuple[dict, list[str]
 
 
 class JudgeProbabilities:
-    """One judge's probabilities on a table.
-
-    Attributes
-    ----------
-    by_order : dict
-        Order -> (n, 3) distribution over the table's (A, B, tie).
-    columns : list of str
-        The columns read.
-    messages : list of str
-        Columns left out, or unprefixed columns not read for this judge.
-    """
+    """One judge's probabilities on a table: ``by_order`` (order -> (n, 3) distribution over
+    the table's A, B, tie), the ``columns`` read and ``messages`` on those left out."""
 
     def __init__(self, by_order: dict, columns: list, messages: list):
         self.by_order, self.columns, self.messages = by_order, columns, messages

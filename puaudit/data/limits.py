@@ -1,14 +1,8 @@
 """What one table read accepts: the file suffixes, the size limits, the checks on a header's
 columns and the rows, :class:`ReadLimits` (what a caller allows one read),
 :class:`DecodedBudget` (the decoded bytes a read may spend) and :func:`upload_limits`, the
-operator's limits on one dashboard upload, read from the environment (never from visitors).
-
-``PUAUDIT_MAX_UPLOAD_MB``, ``PUAUDIT_MAX_UPLOAD_ROWS``, ``PUAUDIT_MAX_UPLOAD_COLUMNS``
-    Limits on one dashboard upload, checked while it is decompressed and parsed. The browser's
-    ``server.maxUploadSize`` only caps the *compressed* size; these cap what the server
-    actually has to hold and audit. ``PUAUDIT_MAX_UPLOAD_MB`` is the upload's
-    :class:`DecodedBudget`. Larger files go through the command line, which has higher limits
-    of its own (:mod:`puaudit.cli.table_input`).
+operator's limits on one dashboard upload (``PUAUDIT_MAX_UPLOAD_MB``, ``_ROWS``, ``_COLUMNS``:
+what the server holds once decompressed, which ``server.maxUploadSize`` does not cap).
 """
 
 from __future__ import annotations
@@ -17,28 +11,21 @@ import dataclasses
 import logging
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from puaudit.errors import PUAuditError
 
 __all__ = ["SUPPORTED_SUFFIXES", "MAX_UNCOMPRESSED_BYTES", "MAX_COLUMNS", "MAX_EMBEDDING_DIM",
            "DEFAULT_HINT", "DecodedBudget", "ReadLimits", "not_regular", "open_regular",
            "ROW_LIMIT", "size_text", "too_big", "check_header", "check_columns", "check_rows",
-           "UploadLimits", "DEFAULT_UPLOAD_LIMITS", "upload_limits"]
+           "UploadLimits", "DEFAULT_UPLOAD_LIMITS", "upload_limits", "unreadable"]
 
 _log = logging.getLogger(__name__)
 
 
-SUPPORTED_SUFFIXES = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".txt": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-}
+SUPPORTED_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".parquet": "parquet",
+                      ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 
 
 #: A file may expand to at most this many bytes (a small "zip bomb" must not exhaust memory).
@@ -57,22 +44,9 @@ ROW_LIMIT = "row_limit"
 
 @dataclasses.dataclass(frozen=True)
 class ReadLimits:
-    """What one read may hold, and what the message says when it holds more.
-
-    Parameters
-    ----------
-    max_bytes : int or None
-        Largest decoded size (:class:`DecodedBudget`; default 4 GB); None: no limit.
-    max_rows : int or None
-        Largest number of rows, counted while parsing and again as a tool's records expand into
-        one row per vote; None: no limit.
-    max_columns : int
-        Largest number of columns, checked on the header.
-    limit_hint : str
-        What the reader can do when a limit is passed (the end of the message).
-    size_hint : str, optional
-        The same for ``max_bytes`` (default ``limit_hint``).
-    """
+    """What one read may hold (``max_bytes`` decoded, ``max_rows`` also counted as a tool's
+    records expand into one row per vote, ``max_columns``; None: no limit), and what the
+    message says when it holds more (``limit_hint``; ``size_hint`` for ``max_bytes``)."""
 
     max_bytes: int | None = MAX_UNCOMPRESSED_BYTES
     max_rows: int | None = None
@@ -112,6 +86,18 @@ def open_regular(path, name: str):
     return os.fdopen(fd, "rb")
 
 
+@contextmanager
+def unreadable(name: str, what: str, fix: str) -> Iterator[None]:
+    """One message for a damaged file, whichever of its many exception types pyarrow raises."""
+    try:
+        yield
+    except PUAuditError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for damaged files
+        raise PUAuditError(f"{name}: not a readable {what} ({type(exc).__name__}: "
+                           f"{str(exc)[:160]}). {fix}") from None
+
+
 def size_text(n: int) -> str:
     """``n`` bytes as messages say it: ``"12 MB"``, or ``"512 bytes"`` below 1 MB."""
     return f"{n / 2**20:,.0f} MB" if n >= 2**20 else f"{n:,} bytes"
@@ -148,21 +134,11 @@ def check_rows(n: int, name: str, max_rows: int | None, hint: str) -> None:
 
 
 class DecodedBudget:
-    """The bytes one read may decode, shared by every reader so that one limit gives one message.
+    """The bytes one read may decode (``limit``; None: no limit), shared by every reader so
+    that one limit gives one message naming the file (``name``) and how to raise it (``hint``).
 
-    What counts is what the data take once decompressed and decoded (docs/hostile_inputs.md,
-    "Decoded size"). Readers call :meth:`check` on a size known before reading (file metadata)
-    and :meth:`spend` on what they decoded, so a file is refused before its data are read when
-    its metadata already say it is too big, and at the first batch past the limit otherwise.
-
-    Parameters
-    ----------
-    limit : int or None
-        Bytes allowed; None for no limit.
-    name : str
-        The file, as messages name it.
-    hint : str
-        How to raise the limit (the end of the message).
+    Readers call :meth:`check` on a size known before reading (file metadata) and :meth:`spend`
+    on what they decoded (docs/hostile_inputs.md, "Decoded size").
     """
 
     def __init__(self, limit: int | None, name: str, hint: str):
@@ -203,11 +179,7 @@ class UploadLimits:
         return self.max_mb * 1024 * 1024
 
 
-# Defaults chosen so that one upload cannot take the server past ~3 GB (measured with
-# bench/hostile_memory.py --case upload, see docs/safety.md): the audit costs ~43 KB per row with
-# the default 384-dimension encoder and scorer (embeddings, difference vectors, the automatic
-# scorer choice), so 20,000 rows peak near 0.9 GB; reading the file, the table and the texts to
-# embed cost a few times the decompressed size on top.
+# one upload cannot take the server past ~3 GB (bench/hostile_memory.py, docs/safety.md)
 DEFAULT_UPLOAD_LIMITS = UploadLimits(max_mb=200, max_rows=20_000, max_columns=30_000)
 
 
@@ -226,14 +198,9 @@ def _positive_int(var: str, default: int) -> int:
 
 
 def upload_limits() -> UploadLimits:
-    """The operator's limits on one dashboard upload.
-
-    ``PUAUDIT_MAX_UPLOAD_MB`` (decompressed and decoded size, default 200),
-    ``PUAUDIT_MAX_UPLOAD_ROWS``
-    (default 20,000) and ``PUAUDIT_MAX_UPLOAD_COLUMNS`` (default 30,000), read from the
-    environment on each call; a value that is not a positive integer is ignored (with a logged
-    warning) in favour of the default.
-    """
+    """The operator's limits on one dashboard upload: ``PUAUDIT_MAX_UPLOAD_MB`` (decoded size,
+    default 200), ``PUAUDIT_MAX_UPLOAD_ROWS`` (20,000) and ``PUAUDIT_MAX_UPLOAD_COLUMNS``
+    (30,000), read on each call; a value that is no positive integer is ignored (logged)."""
     d = DEFAULT_UPLOAD_LIMITS
     return UploadLimits(max_mb=_positive_int("PUAUDIT_MAX_UPLOAD_MB", d.max_mb),
                         max_rows=_positive_int("PUAUDIT_MAX_UPLOAD_ROWS", d.max_rows),

@@ -1,14 +1,8 @@
-"""The one way a comparison table comes in: a path, or uploaded bytes with their file name.
-
-Every command (``puaudit audit``, ``models``, ``annotators``, ``judge``, ...) and the dashboard's
-Data page call :func:`load_input`, so a file gives the same table, and the same audit, wherever
-it is read: a comparison table of our own (CSV, TSV, Parquet, JSONL, gzip, a dataset folder or a
-zip of one, :func:`puaudit.data.io.read_table`) comes back as read; a file an evaluation tool
-wrote (Label Studio, Argilla, AlpacaEval, arena-hard-auto, FastChat, the MT-Bench release, told
-from its fields by :func:`puaudit.data.formats.detect`) comes back converted. The caller's
-limits (:class:`~puaudit.data.limits.ReadLimits`: the command line's ``--max-rows`` /
-``--max-decoded-mb``, the dashboard's ``PUAUDIT_MAX_UPLOAD_*``) bound every file read, and the
-rows a tool's records expand to.
+"""The one way a comparison table comes in (every command and the dashboard's Data page): a
+path, or uploaded bytes with their file name. A comparison table of our own
+(:func:`puaudit.data.io.read_table`) comes back as read; a file an evaluation tool wrote (told
+from its fields by :func:`puaudit.data.formats.detect`) comes back converted; the caller's
+:class:`~puaudit.data.limits.ReadLimits` bound every file read and the rows records expand to.
 """
 
 from __future__ import annotations
@@ -64,12 +58,6 @@ def load_input(source: str | os.PathLike | bytes, *, name: str | None = None,
         field of the file; ``attrs`` name a dataset folder's split (``"split"``, ``"splits"``)
         and what was read (``"read_note"``).
 
-    Raises
-    ------
-    PUAuditError
-        Unreadable content, a limit passed, a file that is almost a tool's format (the message
-        names the field and the line), ``human`` / ``answers`` with a table that names no
-        questions and models.
     """
     from puaudit.data.formats import argilla, detect
     from puaudit.data.io import read_table

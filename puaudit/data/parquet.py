@@ -3,11 +3,9 @@ from the footer before any page is read, then batch by batch with text read as d
 the pandas frame of an Arrow table; and Parquet in, Parquet out for large tables.
 
 A Parquet file that is the audit's input *and* the export's source is never held whole:
-:func:`read_comparisons_parquet` reads only the audit's columns, in row batches, into a
-:class:`ComparisonTable` without a frame, and :func:`write_export_parquet` streams the source
-again one batch at a time, appends the ``puaudit_*`` columns and writes each batch (every
-input row and column with its stored type) to a file renamed into place at the end. Peak memory
-is then the audit's per-row arrays plus one batch, whatever the width of the file.
+:func:`read_comparisons_parquet` reads only the audit's columns, in batches, and
+:func:`write_export_parquet` streams the source again, appending the ``puaudit_*`` columns
+batch by batch; peak memory is the audit's per-row arrays plus one batch.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import pandas as pd
 
 from puaudit.data.limits import (DEFAULT_HINT, MAX_COLUMNS, MAX_UNCOMPRESSED_BYTES,
                                  DecodedBudget, check_columns, check_header, check_rows,
-                                 size_text)
+                                 size_text, unreadable)
 from puaudit.data.schema import ComparisonTable, detect_columns, load_comparisons
 from puaudit.data.writers import write_bytes_atomic
 from puaudit.errors import PUAuditError
@@ -41,12 +39,9 @@ _PARQUET_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 8, "FLOAT": 4, 
 def parquet_decoded_sizes(meta, columns: Iterable[str] | None = None) -> list[dict[str, int]]:
     """Decoded size of each top-level column in each row group, from the footer alone.
 
-    A column chunk decodes to at least ``num_values * w`` bytes, ``w`` the Arrow width of its
-    physical type (8 for INT64 and DOUBLE, 16 for decimals, the declared length for fixed-size
-    binary), however few bytes its run-length or dictionary-encoded pages take; its
-    ``total_uncompressed_size`` (data and dictionary pages) bounds what plain pages decode to.
-    The estimate of a chunk is the larger of the two; only dictionary-encoded text can decode
-    to more (see :func:`decoded_nbytes`, which measures it while it is still a dictionary).
+    A chunk's estimate is the larger of ``num_values * w`` (``w`` the Arrow width of its
+    physical type, 16 for decimals) and its ``total_uncompressed_size``; only dictionary-encoded
+    text decodes to more (:func:`decoded_nbytes` measures it while still a dictionary).
 
     Parameters
     ----------
@@ -250,7 +245,7 @@ def read_parquet(data: bytes, name: str, *, budget: DecodedBudget,
     """
     import pyarrow.parquet as pq
 
-    try:
+    with unreadable(name, "Parquet file", "Re-export it, or upload CSV / JSONL."):
         first = pq.ParquetFile(io.BytesIO(data))
         meta = first.metadata
         check_columns(meta.num_columns, name, max_columns, hint)
@@ -260,11 +255,6 @@ def read_parquet(data: bytes, name: str, *, budget: DecodedBudget,
         group_bytes = parquet_check_budget(meta, budget, file_bytes=len(data))
         table = parquet_table(io.BytesIO(data), meta, schema, budget, group_bytes)
         df = table.to_pandas()
-    except PUAuditError:
-        raise
-    except Exception as exc:  # pyarrow raises many types for corrupt files
-        raise PUAuditError(f"{name}: not a readable Parquet file ({type(exc).__name__}: {exc}). "
-                           "Re-export it, or upload CSV / JSONL.") from None
     return arrow_frame_fixups(df, table, name)
 
 
@@ -277,10 +267,9 @@ def parquet_table(source, meta, schema, budget: DecodedBudget, group_bytes: Sequ
 
     pf = pq.ParquetFile(source, read_dictionary=parquet_text_leaves(meta))
     batches = list(parquet_batches(pf, budget, group_bytes, use_pandas_metadata=True))
-    table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+    table = (pa.Table.from_batches(batches, schema=batches[0].schema) if batches
+             else pf.schema_arrow.empty_table())
     del batches
-    if table is None:
-        table = pf.schema_arrow.empty_table()
     # back to the stored types (dictionaries were only for measuring)
     return table.cast(schema)
 
@@ -338,6 +327,7 @@ BATCH_ROWS = 65_536
 BATCH_BYTES = 32 * 2**20
 #: Key in :attr:`ComparisonTable.extra` naming the Parquet file a frameless table was read from.
 STREAMED_FROM = "streamed_from"
+_REDO = "Re-export it, or use CSV / JSONL."
 
 
 def is_parquet_path(path) -> bool:
@@ -351,14 +341,11 @@ def _open(path, name: str):
         return pq.ParquetFile(path, memory_map=True)
     except FileNotFoundError:
         raise PUAuditError(f"Cannot read {path}: no such file.") from None
-    except OSError as exc:
-        if os.path.isdir(path):
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for corrupt files
+        if isinstance(exc, OSError) and os.path.isdir(path):
             raise PUAuditError(f"{path} is a folder; give a Parquet file.") from None
-        raise PUAuditError(f"{name}: not a readable Parquet file ({exc}). Re-export it, or use "
-                           "CSV / JSONL.") from None
-    except Exception as exc:  # pyarrow raises many types for corrupt files
         raise PUAuditError(f"{name}: not a readable Parquet file ({type(exc).__name__}: {exc}). "
-                           "Re-export it, or use CSV / JSONL.") from None
+                           f"{_REDO}") from None
 
 
 def _batch_rows(pf, rows: int, columns: list[str] | None = None) -> int:
@@ -442,8 +429,7 @@ def _checked_names(meta, pf, name: str, *, max_rows: int | None, max_columns: in
 
 def _measured_columns(meta, names: list[str], wanted: list[str], budget: DecodedBudget) -> list:
     """The columns to read: the audit's and (when limited) text the footer cannot size; the
-    decoded size of the others is charged to ``budget`` from the footer."""
-    # The footer's estimate of the others is exact enough (fixed widths, plain pages).
+    others' decoded size (fixed widths, plain pages) is charged to ``budget`` from the footer."""
     texts = {leaf.split(".")[0] for leaf in parquet_text_leaves(meta)}
     measured = wanted + ([c for c in names if c in texts and c not in wanted]
                          if budget.limit is not None else [])
@@ -463,7 +449,7 @@ def _read_columns(path, pf, name: str, wanted: list, measured: list, budget: Dec
     meta = pf.metadata
     group_bytes = [sum(g.values()) for g in parquet_decoded_sizes(meta, measured)]
     batches, done = [], 0
-    try:
+    with unreadable(name, "Parquet file", _REDO):
         reader = pq.ParquetFile(path, memory_map=True,
                                 read_dictionary=parquet_text_leaves(meta, measured))
         for batch in parquet_batches(reader, budget, group_bytes, columns=measured,
@@ -477,11 +463,6 @@ def _read_columns(path, pf, name: str, wanted: list, measured: list, budget: Dec
         # back to the stored types (dictionaries were only for measuring)
         arrow = arrow.cast(pa.schema([pf.schema_arrow.field(c) for c in wanted]))
         return arrow_frame_fixups(arrow.to_pandas(), arrow, name)
-    except PUAuditError:
-        raise
-    except Exception as exc:
-        raise PUAuditError(f"{name}: not a readable Parquet file ({type(exc).__name__}: {exc}). "
-                           "Re-export it, or use CSV / JSONL.") from None
 
 
 class _Pieces:

@@ -1,10 +1,5 @@
-"""Column roles, label vocabularies and the normalised comparison table.
-
-A table of pairwise comparisons is read as-is (see :mod:`puaudit.data.io`); this module finds which
-column plays which role (prompt, responses, judge and human verdicts, question type, ...), turns
-verdict labels into ``"A"``, ``"B"``, ``"tie"`` or missing, and builds a
-:class:`ComparisonTable` that the audit works on while the original frame stays untouched.
-"""
+"""Column roles, verdict labels (``"A"``, ``"B"``, ``"tie"`` or missing) and
+:class:`ComparisonTable`, the normalised view the audit works on (the frame stays untouched)."""
 
 from __future__ import annotations
 
@@ -20,19 +15,9 @@ import pandas as pd
 from puaudit.errors import PUAuditError
 from puaudit.data.vocabulary import match_columns, parse_verdict
 
-__all__ = [
-    "ROLES",
-    "annotator_text",
-    "COLUMN_ALIASES",
-    "ComparisonTable",
-    "text_cells",
-    "detect_columns",
-    "guess_columns",
-    "normalize_verdicts",
-    "load_comparisons",
-    "apply_judge_rule",
-    "JUDGE_RULES",
-]
+__all__ = ["ROLES", "annotator_text", "COLUMN_ALIASES", "ComparisonTable", "text_cells",
+           "detect_columns", "guess_columns", "normalize_verdicts", "load_comparisons",
+           "apply_judge_rule", "JUDGE_RULES"]
 
 ROLES = ("prompt", "response_a", "response_b", "judge", "human", "question_type", "question_id",
          "turn", "model_a", "model_b", "annotator")
@@ -64,12 +49,9 @@ ACCEPTED_LABELS_TEXT = ("A / B / tie, model_a / model_b / tie, tie (inconsistent
 
 
 def guess_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Role -> column from explicit choices first, then the first alias present; never raises.
-
-    A role set explicitly to ``None`` or ``""`` stays unmapped; a column serves one role at most.
-    Used by :func:`detect_columns` (which then checks the required roles) and by the dashboard,
-    which shows the mapping even when a required column is missing.
-    """
+    """Role -> column from explicit choices first, then the first alias present; never raises
+    (the dashboard shows it even when a required column is missing). A role set to ``None`` or
+    ``""`` stays unmapped; a column serves one role at most."""
     return match_columns(df.columns, {r: COLUMN_ALIASES[r] for r in ROLES}, columns)
 
 
@@ -86,7 +68,7 @@ def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -
     Returns
     -------
     dict
-        Role -> column for every role found. Required roles missing raise :class:`PUAuditError`.
+        Role -> column for every role found (a required role missing raises).
     """
     columns = dict(columns or {})
     unknown_roles = set(columns) - set(ROLES)
@@ -114,17 +96,9 @@ def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -
 def normalize_verdicts(values: Sequence, *, column: str = "verdict",
                        model_a: Sequence | None = None, model_b: Sequence | None = None,
                        allow_missing: bool = True) -> np.ndarray:
-    """Normalise verdict labels to ``"A"``, ``"B"``, ``"tie"`` or ``None``.
-
-    Recognised (case-insensitive): A/B/tie, model_a/model_b, ``tie (inconsistent)``,
-    ``tie (bothbad)``, 1/2, and the model names of the same row.
-
-    Raises
-    ------
-    PUAuditError
-        On the first unknown label, naming the column, the 1-based data row and the value; or on a
-        missing label when ``allow_missing`` is False.
-    """
+    """Normalise verdict labels (:data:`ACCEPTED_LABELS_TEXT`, any case) to ``"A"``, ``"B"``,
+    ``"tie"`` or ``None``; the first unknown label (or, unless ``allow_missing``, missing one)
+    raises, naming the column, the 1-based row and the value."""
     vals = list(values)
     ma = list(model_a) if model_a is not None else [None] * len(vals)
     mb = list(model_b) if model_b is not None else [None] * len(vals)
@@ -147,12 +121,9 @@ def normalize_verdicts(values: Sequence, *, column: str = "verdict",
 
 
 def text_cells(values: Sequence, *, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
-    """Texts of a column plus the prompt / response extracted from chat-format cells.
-
-    Returns (texts, user_text): for a cell holding a chat transcript (a JSON list of
-    ``{"role", "content"}`` messages, as in Chatbot Arena's ``conversation_a``), ``texts`` is the
-    last assistant message and ``user_text`` the user messages joined; else ``user_text`` is "".
-    """
+    """(texts, user_text) of a column: for a chat transcript (a JSON list of ``{"role",
+    "content"}`` messages, as Chatbot Arena's ``conversation_a``) the last assistant message
+    and the user messages joined; else the text and ""."""
     out = np.empty(len(values), dtype=object)
     user = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
@@ -187,20 +158,16 @@ class ComparisonTable:
 
     Attributes
     ----------
-    frame : DataFrame
-        The table exactly as read (every row and column, in order).
     columns : dict
         Role -> column name used.
     prompt, response_a, response_b : ndarray of str
-    judge : ndarray of {"A", "B", "tie", None}
-    human : ndarray of {"A", "B", "tie", None}
+    judge, human : ndarray of {"A", "B", "tie", None}
     question_type : ndarray of str (``"all"`` when there is no such column)
     item_id : ndarray of str
-        Rows with the same prompt (and turn / question id when present) and the same unordered
-        pair of responses share an item id: several votes on one item never straddle P and
-        validation.
+        Shared by rows with the same prompt (turn, question id) and unordered pair: several
+        votes on one item never straddle P and validation.
     annotator : ndarray of str or None
-        Annotator ids as text (:func:`annotator_text`): ``1`` and ``"1"`` are one annotator.
+        Annotator ids as text (:func:`annotator_text`).
     """
 
     frame: pd.DataFrame
@@ -284,8 +251,7 @@ def load_comparisons(df: pd.DataFrame, *, columns: Mapping[str, str] | None = No
     # Chat-format responses carry the prompt themselves.
     prompt = np.array([p if p else u for p, u in zip(prompt, user_a)], dtype=object)
 
-    model_a = get("model_a")
-    model_b = get("model_b")
+    model_a, model_b = get("model_a"), get("model_b")
     judge = normalize_verdicts(get("judge"), column=mapping["judge"], model_a=model_a,
                                model_b=model_b, allow_missing=True)
     if "human" in mapping:
@@ -299,8 +265,7 @@ def load_comparisons(df: pd.DataFrame, *, columns: Mapping[str, str] | None = No
                           for v in get("question_type")], dtype=object)
     else:
         qtype = np.array(["all"] * len(df), dtype=object)
-    qid = get("question_id")
-    turn = get("turn")
+    qid, turn = get("question_id"), get("turn")
     item = np.empty(len(df), dtype=object)
     for i in range(len(df)):
         # The model pair names the item when known (MT-Bench: question id + turn + model pair);
@@ -311,19 +276,17 @@ def load_comparisons(df: pd.DataFrame, *, columns: Mapping[str, str] | None = No
             pair = sorted((str(resp_a[i]), str(resp_b[i])))
         item[i] = _hash_key(str(qid[i]) if qid is not None else "", str(turn[i]) if turn is not None else "",
                             str(prompt[i]), *pair)
-    annot = None
-    if "annotator" in mapping:
-        annot = np.array([annotator_text(v) for v in get("annotator")], dtype=object)
+    annot = (np.array([annotator_text(v) for v in get("annotator")], dtype=object)
+             if "annotator" in mapping else None)
     return ComparisonTable(frame=df, columns=mapping, prompt=prompt, response_a=resp_a,
                            response_b=resp_b, judge=judge, human=human, question_type=qtype,
                            item_id=item, annotator=annot, judge_column=mapping["judge"])
 
 
 def annotator_text(value) -> str:
-    """An annotator id as the text every part of PUAudit compares: ids are names, so the number
-    ``1``, the float ``1.0`` (a numeric column with gaps) and the text ``"1"`` are one
-    annotator, as they are once the table is written to CSV; surrounding spaces are dropped and
-    a missing id is ``""``."""
+    """An annotator id as the text every part of PUAudit compares: ``1``, ``1.0`` (a numeric
+    column with gaps) and ``"1"`` are one annotator, as once written to CSV; spaces are dropped
+    and a missing id is ``""``."""
     if value is None or value is pd.NA:
         return ""
     if isinstance(value, (float, np.floating)):

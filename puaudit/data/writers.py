@@ -35,20 +35,10 @@ def _umask() -> int:
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes | Iterable[bytes]) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename it.
-
-    The rename (:func:`os.replace`) is atomic: readers see the old file or the complete new one,
-    never a half-written file, even if the process is killed mid-write. The new file gets the
-    permissions of the file it replaces (or the usual ones for a new file). Missing parent
-    folders are created.
-
-    Parameters
-    ----------
-    path : path
-        Destination.
-    data : bytes or iterable of bytes
-        The content (an iterable is written piece by piece).
-    """
+    """Write ``data`` (bytes, or an iterable of them written piece by piece) to ``path``
+    through a temporary file in the same folder, then rename it (atomic: readers see the old
+    file or the complete new one). The new file keeps the permissions of the one it replaces;
+    missing parent folders are created."""
     path = Path(path)
     if path.is_symlink():  # write the file the link points to, as a plain write would
         path = Path(os.path.realpath(path))
@@ -92,13 +82,9 @@ def _same_file(a: Path, b: Path) -> bool:
 def check_output_path(path: str | os.PathLike, *, inputs: Sequence[str | os.PathLike | None] = (),
                       outputs: Sequence[str | os.PathLike | None] = (), what: str = "output",
                       table: bool = True) -> Path:
-    """Check, before any work, that ``path`` can be written without destroying anything.
-
-    Refused with a :class:`PUAuditError` (CLI: exit 2): a path that names an input or another
-    output of the same command (also through a symlink or a hardlink), an existing folder, a
-    path under an existing file, a path in a folder that does not exist (nothing is created),
-    a folder that cannot be written to, a read-only file, and, for tables (``table=True``), a
-    name whose extension names no table format.
+    """Check, before any work, that ``path`` can be written without destroying anything: not
+    an input or another output (also through a link), a folder, a path under a file or in a
+    missing folder, unwritable, or (``table=True``) a name that says no table format.
 
     Parameters
     ----------
@@ -149,11 +135,8 @@ def check_output_path(path: str | os.PathLike, *, inputs: Sequence[str | os.Path
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike, *, fmt: str | None = None) -> Path:
-    """Write ``df`` as CSV, TSV, Parquet or JSONL, chosen by ``fmt`` or the file extension.
-
-    The file is written atomically (:func:`write_bytes_atomic`): a crash leaves the old file or
-    the new one, never a partial file.
-    """
+    """Write ``df`` as CSV, TSV, Parquet or JSONL (``fmt`` or the extension), atomically
+    (:func:`write_bytes_atomic`)."""
     path = Path(path)
     fmt = fmt or SUPPORTED_SUFFIXES.get(path.suffix.lower())
     if fmt is None:
@@ -165,14 +148,10 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, *, fmt: str | None = 
 
 
 def table_to_bytes(df: pd.DataFrame, fmt: str) -> bytes:
-    """Serialise a table to bytes (used by the CLI and by dashboard downloads).
-
-    Lossless for what each format can hold: :func:`read_table` of the result gives back every
-    row, every column name and every value (CSV: as text; JSONL: floats to the last digit,
-    infinities as ``1e400`` which JSON readers read back as infinity; Parquet: with their
-    types). Cells are written as they are, formulas included; see
-    :func:`puaudit.data.safety.spreadsheet_safe` for a copy meant for spreadsheets.
-    """
+    """Serialise a table to bytes, losslessly for what each format holds (CSV: as text;
+    JSONL: floats to the last digit, infinities as ``1e400``; Parquet: with their types).
+    Formulas are written as they are (:func:`puaudit.data.safety.spreadsheet_safe` makes a copy
+    meant for spreadsheets)."""
     if fmt in ("csv", "tsv"):
         sep = "\t" if fmt == "tsv" else ","
         # The csv writer quotes "\n" but not a lone "\r" when the line ends in "\n"; an unquoted
@@ -285,12 +264,8 @@ def _json_column(col: pd.Series) -> list:
 
 
 def _to_jsonl(df: pd.DataFrame) -> bytes:
-    """One JSON object per row; Python's float repr keeps every digit (pandas' to_json keeps 10).
-
-    JSON has no infinity: ``inf`` is written as ``1e400`` (and ``-inf`` as ``-1e400``), a valid
-    JSON number that every IEEE reader, ours included, reads back as infinity. Nesting of any
-    depth is written (the reader accepts up to Python's JSON limit).
-    """
+    """One JSON object per row, floats to the last digit (pandas' to_json keeps 10), ±inf as
+    ±1e400 (:mod:`puaudit.data.jsonsafe`), nesting of any depth."""
     names = [str(c) for c in df.columns]
     if len(set(names)) != len(names):
         raise PUAuditError("Cannot write JSONL: column names repeat; rename them first.")
