@@ -68,7 +68,7 @@ MARKS: list[tuple[str, float, float]] = []
 STARTED: list[float] = []
 
 
-def timed(page, action, deltas: Deltas, *, until=None, label: str = "") -> tuple[float, int]:
+def time_run(page, action, deltas: Deltas, *, until=None, label: str = "") -> tuple[float, int]:
     """Seconds from ``action()`` until the run it starts has ended (and ``until(page)``, when
     given, holds), and the websocket bytes received meanwhile."""
     b0 = deltas.start()
@@ -92,7 +92,7 @@ def step(page, label: str, key: str, deltas: Deltas) -> tuple[float, int, float]
     thumb = slider(page, label)
     before = float(thumb.input_value())
     thumb.focus()
-    seconds, size = timed(page, lambda: page.keyboard.press(key), deltas,
+    seconds, size = time_run(page, lambda: page.keyboard.press(key), deltas,
                           label=f"{label.strip(' —')} {key}")
     now = float(thumb.input_value())
     if abs(now - before) < 1e-9:
@@ -194,12 +194,12 @@ def main() -> None:
         page.goto(url)
         page.wait_for_selector('[data-testid="stMetric"]')
         idle(page)
-        upload, upload_b = timed(page, lambda: page.set_input_files(
+        upload, upload_b = time_run(page, lambda: page.set_input_files(
             '[data-testid="stFileUploaderDropzoneInput"]', str(MTBENCH)), deltas,
             until=lambda p: p.locator('[data-testid="stMetricValue"]',
                                       has_text="3,355").count() > 0, label="upload")
         idle(page)
-        first, first_b = timed(page, lambda: page.locator(
+        first, first_b = time_run(page, lambda: page.locator(
             '[data-testid="stSidebarNav"] a', has_text="Audit").first.click(), deltas,
             until=lambda p: p.locator('[data-testid="stMetric"]',
                                       has_text="Cons_adj").count() > 0, label="first audit")
@@ -208,13 +208,13 @@ def main() -> None:
         page.wait_for_timeout(args.pause * 1000)
         nav = lambda title: lambda: page.locator(  # noqa: E731
             '[data-testid="stSidebarNav"] a', has_text=title).first.click()
-        to_scores, _ = timed(page, nav("Scores"), deltas, label="to Scores")
-        to_audit, _ = timed(page, nav("Audit"), deltas,
+        to_scores, _ = time_run(page, nav("Scores"), deltas, label="to Scores")
+        to_audit, _ = time_run(page, nav("Audit"), deltas,
                             until=lambda q: q.locator('[data-testid="stMetric"]',
                                                       has_text="Cons_adj").count() > 0,
                             label="to Audit")
         page.wait_for_timeout(args.pause * 1000)
-        to_export, _ = timed(page, nav("Export"), deltas, label="to Export")
+        to_export, _ = time_run(page, nav("Export"), deltas, label="to Export")
         t0 = time.perf_counter()
         with page.expect_download() as dl:
             page.locator('[data-testid="stDownloadButton"]', has_text="CSV").first.click()

@@ -43,14 +43,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._support import MTBENCH, ROOT, child_env, parser
+from bench._support import MTBENCH, ROOT, child_env, cpu_seconds, parser
 
 QUICK_ROWS = 600
-
-
-def _child_cpu() -> float:
-    u = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return u.ru_utime + u.ru_stime
 
 
 def run_once(kind: str, data: Path, tmp: Path, tag: str, env: dict) -> dict:
@@ -63,11 +58,11 @@ def run_once(kind: str, data: Path, tmp: Path, tag: str, env: dict) -> dict:
     cmd += ["--no-texts"] if kind == "first" else ["--encoder-mode", kind]
     env = dict(env, PUAUDIT_CACHE_DIR=str(cache))
     load = os.getloadavg()[0]
-    cpu0 = _child_cpu()
+    cpu0 = cpu_seconds(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
-    cpu = _child_cpu() - cpu0
+    cpu = cpu_seconds(resource.RUSAGE_CHILDREN) - cpu0
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     m = re.search(r"embedded \d+ rows with (\S+) in ([0-9.]+)s", proc.stderr)

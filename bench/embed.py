@@ -47,7 +47,7 @@ import time
 import numpy as np
 import torch
 
-from bench._support import MTBENCH, parser
+from bench._support import MTBENCH, parser, timed
 from puaudit.embed.device import cpu_has_native_bf16
 from puaudit.embed.encoder_cache import DEFAULT
 from puaudit.embed.hf_encoder import HFEncoder
@@ -90,12 +90,6 @@ def hardware_class(device: str) -> str:
     except OSError:
         flags = []
     return "CPU with AVX2 only (no native bfloat16)" if "avx2" in flags else "CPU without native bfloat16"
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -37,13 +37,10 @@ Prints one line per case and, last, one JSON object with every measurement.
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
-import sys
 import textwrap
 
-from bench._support import ROOT, child_env
+from bench._support import parser, run_child
 
 _PRELUDE = """
 import json, sys, time
@@ -55,13 +52,13 @@ def reset():
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
     BASE, T0 = _status("VmRSS:"), time.perf_counter()
-OUT = {{}}
+OUT = {}
 """
 
 _EPILOGUE = """
 OUT.update(peak_mb=_status("VmHWM:"), base_mb=BASE, grew_mb=_status("VmHWM:") - BASE,
            seconds=time.perf_counter() - T0)
-print(json.dumps(OUT))
+print("RESULT " + json.dumps(OUT))
 """
 
 _DECODED = """
@@ -212,18 +209,12 @@ CASES = {
 
 def run_case(name: str, *, timeout: int = 1800) -> dict:
     """Run one case in a fresh interpreter and return its measurements."""
-    code = (textwrap.dedent(_PRELUDE).format()
-            + textwrap.dedent(CASES[name]) + textwrap.dedent(_EPILOGUE))
-    env = child_env()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"case {name} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    code = textwrap.dedent(_PRELUDE) + textwrap.dedent(CASES[name]) + textwrap.dedent(_EPILOGUE)
+    return run_child(["-c", code], timeout=timeout, label=f"case {name}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--case", action="append", choices=sorted(CASES),
                     help="case to run (repeatable; default: all but upload and argilla)")
     args = ap.parse_args(argv)

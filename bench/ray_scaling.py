@@ -25,17 +25,14 @@ The last line is ``ratio=<t(1 worker) / t(2 workers)>`` for the embedding stage.
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bench._support import ROOT, child_env
+from bench._support import child_env, parser, peak_mb, result, run_child, timed
 
 #: seconds per text of all-MiniLM-L6-v2 on the 2-core development machine (947 texts in 46 s)
 MEASURED_PER_TEXT_S = 46 / 947
@@ -94,8 +91,6 @@ def speedup(n_texts: int, per_text: float, batch: int) -> tuple[float, float]:
 
 def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: bool) -> None:
     """The 1M run's driver process: Parquet in, Ray embedding + scoring, Parquet out."""
-    import resource
-
     _ray_init(2)
     from puaudit import PUAudit
 
@@ -103,8 +98,7 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
 
     def done(name):
         nonlocal t0
-        stages[name] = {"s": round(time.perf_counter() - t0, 1), "peak_rss_mb": round(
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+        stages[name] = {"s": round(time.perf_counter() - t0, 1), "peak_rss_mb": round(peak_mb())}
         t0 = time.perf_counter()
 
     try:
@@ -134,7 +128,7 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
 
         write_table(est.result_.to_frame(table), out)
     done("write export")
-    peak_ray = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    peak_ray = round(peak_mb())
     s = est.result_.summary()
     audit_stages = est.result_.diagnostics.get("stages", [])
     same = None
@@ -147,11 +141,11 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
             "s": round(time.perf_counter() - t1, 1), "peak_rss_mb": None}
         same = bool(np.array_equal(local.group, est.result_.group)
                     and np.array_equal(local.split, est.result_.split))
-    print("RESULT " + json.dumps({
+    result({
         "streaming_parquet": streaming, "stages": stages, "n_rows": s["n_rows"],
         "n_texts": int(len(emb.vectors)), "scorer_used": s["scorer_used"],
         "cons_orig": s["cons_orig"], "cons_adj": s["cons_adj"], "peak_rss_mb": peak_ray,
-        "audit_stages": audit_stages, "same_groups_as_local": same}))
+        "audit_stages": audit_stages, "same_groups_as_local": same})
 
 
 def end_to_end(n_rows: int, per_text: float, *, compare_local: bool = True) -> dict:
@@ -167,16 +161,9 @@ def end_to_end(n_rows: int, per_text: float, *, compare_local: bool = True) -> d
         csv.unlink()
         mb = parquet.stat().st_size / 2**20
         print(f"{n_rows:,} rows -> {parquet.name} ({mb:.0f} MB)", flush=True)
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.ray_scaling", "--child", str(parquet), str(npz),
-             str(tmp / "out.parquet"), str(per_text), "1" if compare_local else "0"],
-            cwd=ROOT, capture_output=True, text=True, env=child_env())
-        wall = time.perf_counter() - t0
-        lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-        if proc.returncode != 0 or not lines:
-            raise SystemExit(f"the {n_rows:,}-row run failed:\n{proc.stderr[-3000:]}")
-        res = json.loads(lines[-1][len("RESULT "):])
+        res, wall = timed(lambda: run_child(
+            ["-m", "bench.ray_scaling", "--child", str(parquet), str(npz), str(tmp / "out.parquet"),
+             str(per_text), "1" if compare_local else "0"], label=f"the {n_rows:,}-row run"))
         out_rows = __import__("pyarrow.parquet").parquet.ParquetFile(
             tmp / "out.parquet").metadata.num_rows
         res.update(wall_s=round(wall, 1), out_rows=out_rows, parquet_mb=round(mb))
@@ -184,7 +171,7 @@ def end_to_end(n_rows: int, per_text: float, *, compare_local: bool = True) -> d
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="120 texts, no 1M-row run")
     ap.add_argument("--texts", type=int, default=600)
     ap.add_argument("--per-text", type=float, default=MEASURED_PER_TEXT_S)

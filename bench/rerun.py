@@ -38,17 +38,11 @@ import statistics
 import time
 from pathlib import Path
 
-from bench._support import LLMFAO, MTBENCH, ROOT, parser, peak_mb
+from bench._support import LLMFAO, MTBENCH, ROOT, parser, peak_mb, timed
 
 TABLES = {"mtbench": MTBENCH, "llmfao": LLMFAO}
 #: the opt-in large table: rows of generate_demo embedded with the hashing encoder at this size
 GENERATED_DIM = 384
-
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
 
 
 def warm_up() -> None:
@@ -79,7 +73,7 @@ def real_table(path: Path):
 
     table = load_comparisons(pd.read_csv(path), name=path.name)
     embed_table(table, None)  # fills the embedding cache when it is empty (not timed)
-    fetch, emb = _timed(lambda: embed_table(table, None))
+    emb, fetch = timed(lambda: embed_table(table, None))
     return table, emb, fetch
 
 
@@ -94,7 +88,7 @@ def generated_table(n_rows: int):
 
     table = load_comparisons(generate_demo(n_rows=n_rows, random_state=0),
                              name=f"generated-{n_rows}")
-    seconds, emb = _timed(lambda: embed_table(table, HashingEncoder(dim=GENERATED_DIM)))
+    emb, seconds = timed(lambda: embed_table(table, HashingEncoder(dim=GENERATED_DIM)))
     return table, emb, seconds
 
 
@@ -105,19 +99,19 @@ def bench_table(name: str, table, emb, fetch: float, *, n_m: int, n_p: int,
 
     cache = StageCache(table, emb)
     cfg = AuditConfig(scorer=scorer)
-    first, result = _timed(lambda: cache.audit(cfg))
+    result, first = timed(lambda: cache.audit(cfg))
     m0 = round(float(result.m), 2)
     m_steps = []
     for k in range(1, n_m + 1):  # one slider step at a time, each to a new value
-        m_steps.append(_timed(lambda: cache.audit(cfg.replace(m=round(m0 + 0.01 * k, 2))))[0])
-    certify = _timed(lambda: cache.audit(cfg.replace(target_agreement=0.9)))[0]
-    p_cold = [_timed(lambda: cache.audit(cfg.replace(p_ratio=round(0.3 + 0.05 * k, 2))))[0]
+        m_steps.append(timed(lambda: cache.audit(cfg.replace(m=round(m0 + 0.01 * k, 2))))[1])
+    certify = timed(lambda: cache.audit(cfg.replace(target_agreement=0.9)))[1]
+    p_cold = [timed(lambda: cache.audit(cfg.replace(p_ratio=round(0.3 + 0.05 * k, 2))))[1]
               for k in range(1, n_p + 1)]
     p_warm = []
     for k in range(1, n_p + 1):
         step = cfg.replace(p_ratio=round(0.3 - 0.05 * k, 2))
         cache.audit(step)  # the page's idle-time precompute of the neighbouring value
-        p_warm.append(_timed(lambda: cache.audit(step))[0])
+        p_warm.append(timed(lambda: cache.audit(step))[1])
     row = {"table": name, "rows": len(table), "first": first, "fetch": fetch, "m_steps": m_steps,
            "m_step": statistics.median(m_steps), "p_cold": statistics.median(p_cold),
            "p_warm": statistics.median(p_warm), "certify": certify,
