@@ -5,27 +5,16 @@ table in the same run, on MT-Bench with cached embeddings.
     python -m bench.browser_sliders            # 3 steps a slider, page switch, upload, export
     python -m bench.browser_sliders --profile  # + one cProfile dump per script run, summarised
 
-One ``streamlit run app.py`` (the dashboard's real encoder, its embeddings read from the
-embedding cache: they are computed first, not timed, when missing; no UMAP warm-up, so the
-server's start does not share the two cores with a 40-second compilation) and one headless
-Chromium (Playwright, as the browser tests: :mod:`bench._browser`). Timed, from the action
-until the page's script run has ended and no element of the previous run is left stale (the
-running indicator is gone), each to the 10 ms:
-
-* the upload of MT-Bench on the Data page (until its row count is drawn and the run ended);
-* the first audit: opening the Audit page on the new table;
-* three ``m`` steps of one slider step (0.01) up, each to a new value, then one back (a value
-  already shown: "repeated");
-* three ``p_ratio`` steps (0.05) up, then one back;
-* a page switch (Audit to Scores, and back), the Export page, and its CSV download.
-
-Between two steps the benchmark waits ``--pause`` seconds (default 5), a visitor reading the
-answer, during which the page's idle-time precompute of the neighbouring values runs. Bytes the
-browser received over the websocket during each step (the deltas) are counted too.
+One ``streamlit run app.py`` (the real encoder, no UMAP warm-up) and one headless Chromium
+(:mod:`bench._browser`). Timed from the action until the page's run has ended and nothing of the
+previous run is left stale: the upload, the first audit (opening the Audit page), ``--steps``
+``m`` steps (0.01) up and one back, the same for ``p_ratio`` (0.05), a page switch, the Export
+page and its CSV download, with the websocket bytes of each. Between two steps it waits
+``--pause`` seconds (a visitor reading, while the page precomputes the neighbouring values).
 
 Prints one line per figure, the load average before and after, and last
 ``ratio=<median m step / first audit>``. Targets: ``m`` step <= 0.15, ``p_ratio`` step <= 0.30
-of the first audit (medians of the three new steps).
+of the first audit (medians of the new steps).
 """
 
 from __future__ import annotations

@@ -1,32 +1,15 @@
-"""Certification against the research baseline: a threshold on the judge's own confidence.
+"""Certification against the research baseline, a threshold on the judge's own confidence
+(:func:`threshold_baseline`; docs/method.md, "Measured against the judge's threshold").
 
-The baseline (Trust or Escalate, Jung et al. 2024, its valid variant): on the audit's P items,
-walk thresholds on the judge's probability of its verdict from 1.00 down in steps of 0.01
-(fixed before any outcome is seen), test each set "confidence >= threshold" with the one-sided
-exact Clopper-Pearson bound at level 1 - risk (items counted once, sets under the fewest items
-that could pass skipped), stop at the first failure; the rows it trusts are the audited rows
-(validation and unlabelled) at or above the last threshold passed. PUAudit: the default audit
-with ``--target-agreement`` (``certificate="auto"``: the audit's P(judge right) and the judge's
-confidence, each at risk / 2, per certification fold the one trusting more). Both on the same
-split of every seed; coverage is the share of audited rows trusted, "valid" the seeds whose
-trusted validation rows (items once) agree with people at least the target (a seed that trusts
-nothing is valid vacuously).
-
-Data:
-
-* ``MT-Bench, GPT-4 (two orders)``: GPT-4's confidence from its two answer orders
-  (``judge_winner_raw``: a verdict kept in both orders has probability 1, ``tie
-  (inconsistent)`` 0.5 / 0.5): every strict verdict has the same confidence.
-* ``MT-Bench, GPT-4 (generated, AUROC 0.75)`` and ``llmfao, GPT-4 (generated, AUROC 0.75)``:
-  GPT-4's real verdicts with probabilities generated at a real judge's separation
-  (:mod:`puaudit.data.simulate_judges`; no public pairwise set has a judge's probabilities).
-* ``MT-Bench, a judge at 0.78 (generated, AUROC 0.75)``: a weaker judge, its verdicts the
-  people's item majority 78% of the time, with generated probabilities.
-
-``--cascade``: three judges on MT-Bench, each with its own probabilities (``judge_weak`` and
-``judge_mid``, generated at accuracy 0.70 / 0.78 against the people's item majority, and GPT-4,
-all AUROC 0.75), cascaded cheapest first at 0.85 against GPT-4 alone (a one-judge cascade on
-the same split), and "longer answer" -> GPT-4 with GPT-4's two-order confidence.
+PUAudit is the default audit with ``--target-agreement`` (``certificate="auto"``); both run on
+the same split of every seed; coverage is the share of audited rows trusted, "valid" the seeds
+whose trusted validation rows (items once) agree with people at least the target (trusting
+nothing is valid vacuously). Data (``--sets``): MT-Bench with GPT-4's confidence from its two
+answer orders (``judge_winner_raw``); MT-Bench and llmfao with GPT-4's real verdicts and
+probabilities generated at AUROC 0.75 (:mod:`puaudit.data.simulate_judges`: no public pairwise
+set has a judge's probabilities); MT-Bench with a generated judge right 78% of the time.
+``--cascade``: two generated judges (0.70, 0.78) and GPT-4, cheapest first, and "longer answer"
+-> GPT-4 (two orders), each at 0.85 against its last judge alone on the same split.
 
     python -m bench.certify_vs_threshold [--seeds 10] [--targets 0.8 0.85 0.9] [--cascade]
                                          [--sets ...] [--encoder hashing]
@@ -84,7 +67,14 @@ def auroc_of(conf, correct) -> float:
 
 
 def threshold_baseline(conf, split, correct, items, *, target: float, risk: float) -> dict:
-    """The baseline's trusted audited rows (module docstring)."""
+    """The baseline's trusted audited rows: Trust or Escalate's valid variant (Jung et al. 2024).
+
+    On P's items, thresholds on the judge's probability of its verdict walk from 1.00 down in
+    steps of 0.01 (fixed before any outcome is seen); each set "confidence >= threshold" is
+    tested with the one-sided exact Clopper-Pearson bound at level 1 - risk (items once; sets
+    under the fewest items that could pass skipped), stopping at the first failure. Trusted:
+    the audited rows (validation and unlabelled) at or above the last threshold passed.
+    """
     from puaudit.audit.certify.sequence import item_outcomes, lower_bound, rows_needed
 
     conf = np.asarray(conf, dtype=np.float64)

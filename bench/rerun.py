@@ -1,6 +1,5 @@
-"""Slider benchmark (docs/performance.md): what the dashboard computes for one slider step,
-against the first audit of the same table, on MT-Bench and llmfao with cached embeddings, and
-(opt-in) on a generated large table.
+"""Slider benchmark (docs/performance.md, "Slider steps"): what the dashboard computes for one
+slider step, against the first audit of the same table, with cached embeddings.
 
     python -m bench.rerun               # MT-Bench and llmfao, default settings (auto scorer)
     python -m bench.rerun --quick       # MT-Bench only, fewer steps
@@ -8,27 +7,13 @@ against the first audit of the same table, on MT-Bench and llmfao with cached em
     python -m bench.rerun --tables mtbench llmfao generated   # + 100,000 generated rows
     python -m bench.rerun --tables generated --rows 100000    # the large table alone
 
-``generated`` (opt-in: about 10 minutes on 2 cores) is :func:`puaudit.data.demo.generate_demo`
-with ``--rows`` rows (default 100,000), embedded with the hashing encoder at 384 dimensions
-(:class:`puaudit.embed.hashing.HashingEncoder`, deterministic, no model: the precomputed
-embeddings of a large upload, at MiniLM's dimension). Its embedding is not timed, and it takes
-3 ``m`` steps and 1 ``p_ratio`` step of each kind. The peak resident memory of the process is
-printed after each table (run ``--tables generated`` alone for the large table's own peak).
-
-Each table gets a fresh :class:`puaudit.audit.stages.StageCache` (the dashboard's: one per table
-and encoder) and the embeddings from the embedding cache (embedded first when missing, not
-timed); one small audit runs first so the imports are paid before any timing. Timed, in one
-process:
-
-* the first audit (every stage);
-* ``m`` steps of one slider step (0.01) from the estimate, to values not computed before;
-* ``p_ratio`` steps (0.05) without precompute, and with it: the neighbouring values audited
-  first, as the page does when idle, then the step;
-* Certify (``target_agreement`` 0.9) after the first audit.
-
-Prints the figures per table and, last, ``ratio=<median m step / first audit>`` (the largest
-over the tables). Targets: m step <= 0.10, p_ratio step <= 0.5 without precompute, Certify <= 0.2
-of the first audit.
+``generated`` (opt-in) is :func:`puaudit.data.demo.generate_demo` with ``--rows`` rows,
+embedded (not timed) with the hashing encoder at :data:`GENERATED_DIM` dimensions. Each table
+gets a fresh :class:`puaudit.audit.stages.StageCache`; timed, after one small warm-up audit: the
+first audit, ``m`` steps of 0.01, ``p_ratio`` steps of 0.05 without and with the page's
+precompute of the neighbouring value, and Certify at 0.9. Prints the figures and the process's
+peak memory per table and, last, ``ratio=<median m step / first audit>`` (the largest over the
+tables). Targets: m step <= 0.10, p_ratio step <= 0.5 without precompute, Certify <= 0.2.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""Scaling of ``puaudit audit`` with the default settings: wall time and peak memory at 100k, 1M
-and 3M rows (``--quick``: 10k and 100k; ``--sizes N ...``).
+"""Scaling of ``puaudit audit`` with the default settings (docs/performance.md, "A million rows
+on one machine"): wall time and peak memory at 100k, 1M and 3M rows (``--quick``: 10k and
+100k; ``--sizes N ...``).
 
-Generated comparisons over a pool of distinct answers with precomputed embeddings of the
-distinct texts (planted: the better answer is shifted along a hidden direction), so the numbers
-measure the audit itself (reading, splits, the automatic scorer choice with cross-fitting,
-relabelling, export), not the encoder. Each size runs ``puaudit audit`` in a fresh process; peak
-memory is the child's own high-water mark (VmHWM; ``ru_maxrss`` would carry over the parent's
-peak across exec). ``--format parquet`` writes the input as Parquet and the export as Parquet,
-the streamed path (only the audit's columns are read; the export is written batch by batch).
-
-The last line is ``ratio=<(t_largest / t_previous) / (n_largest / n_previous)>``: 1.0 means the
-audit grows linearly between the two largest sizes, above 1 faster than linear.
+Generated comparisons with precomputed embeddings of the distinct texts (:func:`make_inputs`),
+so the numbers measure the audit itself, not the encoder; each size runs ``puaudit audit`` in a
+fresh process (peak memory: its VmHWM). ``--format parquet``: Parquet in and out, the streamed
+path. The last line is ``ratio=<(t_largest / t_previous) / (n_largest / n_previous)>``: 1.0
+means the audit grows linearly between the two largest sizes, above 1 faster than linear.
 """
 
 from __future__ import annotations
