@@ -28,6 +28,7 @@ from pathlib import Path
 from bench._browser import (ROOT, chromium, go, have_chromium, idle, real_encoder_env, run_ended,
                             run_started, slider, streamlit_server)
 from bench._support import MTBENCH, parser
+from bench.rerun import real_table
 
 ARTIFACTS = ROOT / "bench" / "results"  # the server log and a screenshot (not committed)
 
@@ -47,9 +48,6 @@ class Deltas:
     def _frame(self, payload) -> None:
         self.total += len(payload)
 
-    def start(self) -> int:
-        return self.total
-
 
 #: (what, wall-clock start, end) of each timed action: the profile's runs are matched to them
 MARKS: list[tuple[str, float, float]] = []
@@ -60,7 +58,7 @@ STARTED: list[float] = []
 def time_run(page, action, deltas: Deltas, *, until=None, label: str = "") -> tuple[float, int]:
     """Seconds from ``action()`` until the run it starts has ended (and ``until(page)``, when
     given, holds), and the websocket bytes received meanwhile."""
-    b0 = deltas.start()
+    b0 = deltas.total
     wall0 = time.time()
     t0 = time.perf_counter()
     action()
@@ -100,17 +98,6 @@ def slider_steps(page, label: str, deltas: Deltas, *, n: int, pause_s: float) ->
     back, back_bytes, v = step(page, label, "ArrowLeft", deltas)
     return {"new": new, "bytes": sizes, "values": values, "repeated": back,
             "repeated_bytes": back_bytes, "median": statistics.median(new)}
-
-
-def ensure_embedded(path: Path) -> None:
-    """Fill the embedding cache for ``path`` (not timed: the benchmark measures cached
-    embeddings, what a second visit or an upload with embeddings gets)."""
-    import pandas as pd
-
-    from puaudit.data.schema import load_comparisons
-    from puaudit.embed.pairs import embed_table
-
-    embed_table(load_comparisons(pd.read_csv(path), name=path.name), None)
 
 
 #: what the profile table reports for each script run (cumulative seconds of each)
@@ -166,7 +153,7 @@ def main() -> None:
     args = ap.parse_args()
     if not have_chromium():
         raise SystemExit("needs Chromium (/usr/bin/chromium) and Playwright")
-    ensure_embedded(MTBENCH)
+    real_table(MTBENCH)  # fills the embedding cache (not timed)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     launcher: tuple = ("-m", "streamlit")
     prof_dir = None

@@ -28,12 +28,11 @@ import os
 import random
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
 
-from bench._support import MTBENCH, parser, timed
+from bench._support import MTBENCH, load_set, parser, timed
 from puaudit.embed.device import cpu_has_native_bf16
 from puaudit.embed.encoder_cache import DEFAULT
 from puaudit.embed.hf_encoder import HFEncoder
@@ -86,28 +85,24 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> None:
     """Default audits on fast and on full vectors of the whole MT-Bench file, seed by seed."""
     from puaudit.audit.estimator import PUAudit
-    from puaudit.embed.pairs import embed_table
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import apply_judge_rule, load_comparisons
+    from puaudit.data.schema import apply_judge_rule
+    from puaudit.embed.pairs import PairEmbeddings, embed_table
 
-    table = load_comparisons(read_table(str(MTBENCH)), name=MTBENCH.name)
-    emb, cos = {}, None
+    table = load_set(MTBENCH)
+    emb = {}
     for mode in ("full", "fast"):
-        enc = HFEncoder(None, mode=mode, max_length=max_length, batch_size=batch_size, cache_dir=cache_dir)
-        t = time.perf_counter()
-        emb[mode] = embed_table(table, enc)
-        print(f"  embedded the whole file in mode {mode} ({enc.dtype_}): "
-              f"{time.perf_counter() - t:.1f} s (cache {cache_dir})", flush=True)
-    e_full = np.concatenate([emb["full"].e_a, emb["full"].e_b])
-    e_fast = np.concatenate([emb["fast"].e_a, emb["fast"].e_b])
+        enc = HFEncoder(None, mode=mode, max_length=max_length, batch_size=batch_size,
+                        cache_dir=cache_dir)
+        emb[mode], secs = timed(lambda: embed_table(table, enc))
+        print(f"  embedded the whole file in mode {mode} ({enc.dtype_}): {secs:.1f} s "
+              f"(cache {cache_dir})", flush=True)
+    e_full, e_fast = (np.concatenate([emb[m].e_a, emb[m].e_b]) for m in ("full", "fast"))
     cos = cosine(e_fast, e_full)
-    print(f"  all {len(cos)} row texts: cosine fast to full min {cos.min():.6f}, mean {cos.mean():.6f}, "
-          f"below 0.995: {int((cos < 0.995).sum())}")
+    print(f"  all {len(cos)} row texts: cosine fast to full min {cos.min():.6f}, mean "
+          f"{cos.mean():.6f}, below 0.995: {int((cos < 0.995).sum())}")
     # Control: the float32 vectors moved by random noise as large as fast mode's change, row by
     # row. If the audit's reversals move as much under it, they are that sensitive to any change
     # of this size, not to bfloat16 in particular.
-    from puaudit.embed.pairs import PairEmbeddings
-
     rng = np.random.default_rng(0)
 
     def jitter(e: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -117,32 +112,28 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
 
     n = len(emb["full"].e_a)
     size = np.linalg.norm(e_fast - e_full, axis=1)
-    emb["noise"] = PairEmbeddings(jitter(emb["full"].e_a, size[:n]), jitter(emb["full"].e_b, size[n:]),
-                                  encoder="float32 + noise")
+    emb["noise"] = PairEmbeddings(jitter(emb["full"].e_a, size[:n]),
+                                  jitter(emb["full"].e_b, size[n:]), encoder="float32 + noise")
     modes = ("full", "fast", "noise")
-    for judge, tab in (("GPT-4 (the file's judge)", table), ("longer answer wins", apply_judge_rule(table, "longer"))):
-        n_rev = dict.fromkeys(modes, 0)
-        same, moved, cons, chose = dict.fromkeys(modes, 0), dict.fromkeys(modes, 0), {m: [] for m in modes}, {}
-        regrouped = dict.fromkeys(modes, 0)
+    for judge, tab in (("GPT-4 (the file's judge)", table),
+                       ("longer answer wins", apply_judge_rule(table, "longer"))):
+        fits = {mode: [] for mode in modes}  # per seed: groups, reversed rows, Cons_adj, scorer
         for seed in range(seeds):
-            rev, group = {}, {}
             for mode in modes:
                 est = PUAudit(random_state=seed).fit(tab, emb[mode])
-                group[mode] = np.asarray(est.groups_, dtype=object)
-                rev[mode] = set(np.flatnonzero(est.groups_ == "negative"))
-                n_rev[mode] += len(rev[mode])
-                cons[mode].append(est.metrics_["cons_adj"])
-                chose.setdefault(mode, []).append(est.result_.params.get("scorer_used"))
-            for mode in modes:
-                same[mode] += rev["full"] == rev[mode]
-                moved[mode] += len(rev["full"] ^ rev[mode])
-                regrouped[mode] += int((group[mode] != group["full"]).sum())
+                fits[mode].append((np.asarray(est.groups_, dtype=object),
+                                   set(np.flatnonzero(est.groups_ == "negative")),
+                                   est.metrics_["cons_adj"], est.result_.params.get("scorer_used")))
         print(f"  judge {judge}, {seeds} seeds:", flush=True)
         for mode in modes:
-            print(f"    {mode:5s}: reversals {n_rev[mode]:5d}; reversed rows identical to full in "
-                  f"{same[mode]}/{seeds} seeds, rows reversed by only one of the two {moved[mode]:4d}, "
-                  f"rows in another group (e.g. uncertain) {regrouped[mode]:4d}; "
-                  f"Cons_adj {np.mean(cons[mode]):.4f}; scorer chosen by auto: {' '.join(map(str, chose[mode]))}",
+            group, rev, cons, chose = zip(*fits[mode])
+            full_group, full_rev = [f[0] for f in fits["full"]], [f[1] for f in fits["full"]]
+            print(f"    {mode:5s}: reversals {sum(map(len, rev)):5d}; reversed rows identical to "
+                  f"full in {sum(a == b for a, b in zip(full_rev, rev))}/{seeds} seeds, rows "
+                  f"reversed by only one of the two {sum(len(a ^ b) for a, b in zip(full_rev, rev)):4d}, "
+                  f"rows in another group (e.g. uncertain) "
+                  f"{sum(int((g != f).sum()) for g, f in zip(group, full_group)):4d}; "
+                  f"Cons_adj {np.mean(cons):.4f}; scorer chosen by auto: {' '.join(map(str, chose))}",
                   flush=True)
 
 

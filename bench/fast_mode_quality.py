@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._support import LLMFAO, MTBENCH, parser
+from bench._support import LLMFAO, MTBENCH, load_set, parser
 from puaudit.embed.encoder_cache import DEFAULT, default_cache_dir
 from puaudit.embed.hf_encoder import HFEncoder
 from puaudit.embed.model_folder import default_model_path
@@ -184,14 +184,12 @@ def main(argv: list[str] | None = None) -> None:
     for f in (MTBENCH, LLMFAO):
         if not f.exists():
             sys.exit(f"{f} not found (the data lives in ../shared/data).")
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import apply_judge_rule, load_comparisons
+    from puaudit.data.schema import apply_judge_rule
     from puaudit.embed.pairs import PairEmbeddings, embed_table
 
     cache = args.cache_dir or DEFAULT
     cand_cache = (default_cache_dir() if cache is DEFAULT else Path(cache)) / "fast_mode_quality"
-    tables = {"MT-Bench": load_comparisons(read_table(str(MTBENCH)), name=MTBENCH.name),
-              "llmfao": load_comparisons(read_table(str(LLMFAO)), name=LLMFAO.name)}
+    tables = {"MT-Bench": load_set(MTBENCH), "llmfao": load_set(LLMFAO)}
     cases = (("MT-Bench, GPT-4 judge", "MT-Bench", tables["MT-Bench"]),
              ("MT-Bench, 'longer' judge", "MT-Bench", apply_judge_rule(tables["MT-Bench"], "longer")),
              ("llmfao", "llmfao", tables["llmfao"]))
