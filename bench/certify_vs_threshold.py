@@ -192,10 +192,10 @@ def cascades(emb_for, *, seeds, risk, per_seed) -> list[float]:
     from puaudit.audit.config import AuditConfig
 
     ratios = []
-    mt = load(SETS[0])
     setups = [("MT-Bench, three judges (generated p)", cascade_table(),
                ["judge_weak", "judge_mid", "judge_winner"]),
-              ("MT-Bench, longer -> GPT-4 (two orders)", mt, ["rule:longer", "judge_winner"])]
+              ("MT-Bench, longer -> GPT-4 (two orders)", load(SETS[0]),
+               ["rule:longer", "judge_winner"])]
     for name, table, judges in setups:
         emb = emb_for(table)
         got = []

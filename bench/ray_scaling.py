@@ -93,18 +93,9 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
         stages[name] = {"s": round(time.perf_counter() - t0, 1), "peak_rss_mb": round(peak_mb())}
         t0 = time.perf_counter()
 
-    try:
-        from puaudit.data.parquet import read_comparisons_parquet, write_export_parquet
-        streaming = True
-    except ImportError:
-        streaming = False
-    if streaming:
-        table = read_comparisons_parquet(parquet, max_rows=None)
-    else:
-        from puaudit.data.io import read_table
-        from puaudit.data.schema import load_comparisons
+    from puaudit.data.parquet import read_comparisons_parquet, write_export_parquet
 
-        table = load_comparisons(read_table(parquet, max_rows=None))
+    table = read_comparisons_parquet(parquet, max_rows=None)
     done("read")
     from puaudit.scale.ray_embed import embed_table_ray
 
@@ -113,12 +104,7 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
     done("embed (Ray Data, 2 workers)")
     est = PUAudit(backend="ray").fit(table, emb)
     done("audit (scoring jobs as Ray tasks)")
-    if streaming:
-        write_export_parquet(est.result_, parquet, out)
-    else:
-        from puaudit.data.writers import write_table
-
-        write_table(est.result_.to_frame(table), out)
+    write_export_parquet(est.result_, parquet, out)
     done("write export")
     peak_ray = round(peak_mb())
     s = est.result_.summary()
@@ -134,7 +120,7 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
         same = bool(np.array_equal(local.group, est.result_.group)
                     and np.array_equal(local.split, est.result_.split))
     result({
-        "streaming_parquet": streaming, "stages": stages, "n_rows": s["n_rows"],
+        "streaming_parquet": True, "stages": stages, "n_rows": s["n_rows"],
         "n_texts": int(len(emb.vectors)), "scorer_used": s["scorer_used"],
         "cons_orig": s["cons_orig"], "cons_adj": s["cons_adj"], "peak_rss_mb": peak_ray,
         "audit_stages": audit_stages, "same_groups_as_local": same})
