@@ -13,17 +13,11 @@ from __future__ import annotations
 import cProfile
 import itertools
 import json
+import pstats
 import sys
 import threading
 import time
 from pathlib import Path
-
-
-def _functions(prof: cProfile.Profile) -> list[tuple[str, int, str]]:
-    """(file, line, function) of everything ``prof`` saw."""
-    import pstats
-
-    return list(pstats.Stats(prof).stats)
 
 
 def _install(out: Path) -> None:
@@ -47,7 +41,7 @@ def _install(out: Path) -> None:
             prof.dump_stats(str(out / f"run-{n}.prof"))
             # a whole-app run executes app.py; a fragment's runs its function alone
             whole = any(f.endswith("app.py") and fn == "<module>"
-                        for f, _, fn in _functions(prof))
+                        for f, _, fn in pstats.Stats(prof).stats)
             row = {"n": n, "t_end": time.time(), "seconds": seconds, "fragment": not whole}
             with lock, open(out / "runs.jsonl", "a") as f:
                 f.write(json.dumps(row) + "\n")

@@ -5,27 +5,16 @@ table in the same run, on MT-Bench with cached embeddings.
     python -m bench.browser_sliders            # 3 steps a slider, page switch, upload, export
     python -m bench.browser_sliders --profile  # + one cProfile dump per script run, summarised
 
-One ``streamlit run app.py`` (the dashboard's real encoder, its embeddings read from the
-embedding cache: they are computed first, not timed, when missing; no UMAP warm-up, so the
-server's start does not share the two cores with a 40-second compilation) and one headless
-Chromium (Playwright, as the browser tests: :mod:`bench._browser`). Timed, from the action
-until the page's script run has ended and no element of the previous run is left stale (the
-running indicator is gone), each to the 10 ms:
-
-* the upload of MT-Bench on the Data page (until its row count is drawn and the run ended);
-* the first audit: opening the Audit page on the new table;
-* three ``m`` steps of one slider step (0.01) up, each to a new value, then one back (a value
-  already shown: "repeated");
-* three ``p_ratio`` steps (0.05) up, then one back;
-* a page switch (Audit to Scores, and back), the Export page, and its CSV download.
-
-Between two steps the benchmark waits ``--pause`` seconds (default 5), a visitor reading the
-answer, during which the page's idle-time precompute of the neighbouring values runs. Bytes the
-browser received over the websocket during each step (the deltas) are counted too.
+One ``streamlit run app.py`` (the real encoder, no UMAP warm-up) and one headless Chromium
+(:mod:`bench._browser`). Timed from the action until the page's run has ended and nothing of the
+previous run is left stale: the upload, the first audit (opening the Audit page), ``--steps``
+``m`` steps (0.01) up and one back, the same for ``p_ratio`` (0.05), a page switch, the Export
+page and its CSV download, with the websocket bytes of each. Between two steps it waits
+``--pause`` seconds (a visitor reading, while the page precomputes the neighbouring values).
 
 Prints one line per figure, the load average before and after, and last
 ``ratio=<median m step / first audit>``. Targets: ``m`` step <= 0.15, ``p_ratio`` step <= 0.30
-of the first audit (medians of the three new steps).
+of the first audit (medians of the new steps).
 """
 
 from __future__ import annotations
@@ -39,6 +28,7 @@ from pathlib import Path
 from bench._browser import (ROOT, chromium, go, have_chromium, idle, real_encoder_env, run_ended,
                             run_started, slider, streamlit_server)
 from bench._support import MTBENCH, parser
+from bench.rerun import real_table
 
 ARTIFACTS = ROOT / "bench" / "results"  # the server log and a screenshot (not committed)
 
@@ -58,9 +48,6 @@ class Deltas:
     def _frame(self, payload) -> None:
         self.total += len(payload)
 
-    def start(self) -> int:
-        return self.total
-
 
 #: (what, wall-clock start, end) of each timed action: the profile's runs are matched to them
 MARKS: list[tuple[str, float, float]] = []
@@ -68,10 +55,10 @@ MARKS: list[tuple[str, float, float]] = []
 STARTED: list[float] = []
 
 
-def timed(page, action, deltas: Deltas, *, until=None, label: str = "") -> tuple[float, int]:
+def time_run(page, action, deltas: Deltas, *, until=None, label: str = "") -> tuple[float, int]:
     """Seconds from ``action()`` until the run it starts has ended (and ``until(page)``, when
     given, holds), and the websocket bytes received meanwhile."""
-    b0 = deltas.start()
+    b0 = deltas.total
     wall0 = time.time()
     t0 = time.perf_counter()
     action()
@@ -92,7 +79,7 @@ def step(page, label: str, key: str, deltas: Deltas) -> tuple[float, int, float]
     thumb = slider(page, label)
     before = float(thumb.input_value())
     thumb.focus()
-    seconds, size = timed(page, lambda: page.keyboard.press(key), deltas,
+    seconds, size = time_run(page, lambda: page.keyboard.press(key), deltas,
                           label=f"{label.strip(' —')} {key}")
     now = float(thumb.input_value())
     if abs(now - before) < 1e-9:
@@ -111,17 +98,6 @@ def slider_steps(page, label: str, deltas: Deltas, *, n: int, pause_s: float) ->
     back, back_bytes, v = step(page, label, "ArrowLeft", deltas)
     return {"new": new, "bytes": sizes, "values": values, "repeated": back,
             "repeated_bytes": back_bytes, "median": statistics.median(new)}
-
-
-def ensure_embedded(path: Path) -> None:
-    """Fill the embedding cache for ``path`` (not timed: the benchmark measures cached
-    embeddings, what a second visit or an upload with embeddings gets)."""
-    import pandas as pd
-
-    from puaudit.data.schema import load_comparisons
-    from puaudit.embed.pairs import embed_table
-
-    embed_table(load_comparisons(pd.read_csv(path), name=path.name), None)
 
 
 #: what the profile table reports for each script run (cumulative seconds of each)
@@ -177,7 +153,7 @@ def main() -> None:
     args = ap.parse_args()
     if not have_chromium():
         raise SystemExit("needs Chromium (/usr/bin/chromium) and Playwright")
-    ensure_embedded(MTBENCH)
+    real_table(MTBENCH)  # fills the embedding cache (not timed)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     launcher: tuple = ("-m", "streamlit")
     prof_dir = None
@@ -194,12 +170,12 @@ def main() -> None:
         page.goto(url)
         page.wait_for_selector('[data-testid="stMetric"]')
         idle(page)
-        upload, upload_b = timed(page, lambda: page.set_input_files(
+        upload, upload_b = time_run(page, lambda: page.set_input_files(
             '[data-testid="stFileUploaderDropzoneInput"]', str(MTBENCH)), deltas,
             until=lambda p: p.locator('[data-testid="stMetricValue"]',
                                       has_text="3,355").count() > 0, label="upload")
         idle(page)
-        first, first_b = timed(page, lambda: page.locator(
+        first, first_b = time_run(page, lambda: page.locator(
             '[data-testid="stSidebarNav"] a', has_text="Audit").first.click(), deltas,
             until=lambda p: p.locator('[data-testid="stMetric"]',
                                       has_text="Cons_adj").count() > 0, label="first audit")
@@ -208,13 +184,13 @@ def main() -> None:
         page.wait_for_timeout(args.pause * 1000)
         nav = lambda title: lambda: page.locator(  # noqa: E731
             '[data-testid="stSidebarNav"] a', has_text=title).first.click()
-        to_scores, _ = timed(page, nav("Scores"), deltas, label="to Scores")
-        to_audit, _ = timed(page, nav("Audit"), deltas,
+        to_scores, _ = time_run(page, nav("Scores"), deltas, label="to Scores")
+        to_audit, _ = time_run(page, nav("Audit"), deltas,
                             until=lambda q: q.locator('[data-testid="stMetric"]',
                                                       has_text="Cons_adj").count() > 0,
                             label="to Audit")
         page.wait_for_timeout(args.pause * 1000)
-        to_export, _ = timed(page, nav("Export"), deltas, label="to Export")
+        to_export, _ = time_run(page, nav("Export"), deltas, label="to Export")
         t0 = time.perf_counter()
         with page.expect_download() as dl:
             page.locator('[data-testid="stDownloadButton"]', has_text="CSV").first.click()

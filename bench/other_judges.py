@@ -12,12 +12,11 @@ Prints ``ratio=<mean coverage with / mean coverage without>`` for the first pair
 
 from __future__ import annotations
 
-from bench._support import DATA, parser
+from bench._support import LLMFAO, bench_encoder, load_set, meets, parser
+
 PAIRS = {  # (file, judge, other judge, human_source)
-    "llmfao GPT-4 + GPT-3.5": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", "judge_winner",
-                               "judge_winner_gpt35", "consensus"),
-    "llmfao GPT-3.5 + GPT-4": (DATA / "llmfao" / "llmfao_crowd_vs_gpt4.csv", "judge_winner_gpt35",
-                               "judge_winner", "consensus"),
+    "llmfao GPT-4 + GPT-3.5": (LLMFAO, "judge_winner", "judge_winner_gpt35", "consensus"),
+    "llmfao GPT-3.5 + GPT-4": (LLMFAO, "judge_winner_gpt35", "judge_winner", "consensus"),
 }
 
 
@@ -35,16 +34,12 @@ def main() -> None:
     from puaudit.audit.config import AuditConfig
     from puaudit.audit.stages import audit_table
     from puaudit.embed.pairs import embed_table
-    from puaudit.data.io import read_table
-    from puaudit.data.schema import load_comparisons
-    from puaudit.embed.encoders import get_encoder
 
-    encoder = get_encoder(None)
+    encoder = bench_encoder(None)
     ratio = None
     for name in args.pairs:
         path, judge, other, source = PAIRS[name]
-        frame = read_table(path)
-        table = load_comparisons(frame, judge_column=judge, name=path.name)
+        table = load_set(path, judge_column=judge)
         emb = embed_table(table, encoder)
         res = {(): [], (other,): []}
         for seed in range(args.seeds):
@@ -53,8 +48,7 @@ def main() -> None:
                                   target_agreement=args.target, risk=args.risk,
                                   scorer=args.scorer)
                 c = audit_table(table, emb, cfg).certification
-                r = c.realised()
-                res[others].append((r["n"] == 0 or r["agreement"] >= args.target, c.coverage()))
+                res[others].append((meets(c.realised(), args.target), c.coverage()))
             print(f"  {name} seed {seed}: coverage without {res[()][-1][1]:.3f} with "
                   f"{res[(other,)][-1][1]:.3f}", flush=True)
         without = np.array([c for _, c in res[()]])

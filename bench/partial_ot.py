@@ -10,13 +10,11 @@ belongs to that size alone.
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
 import numpy as np
 
-from bench._support import add_size_arguments, peak_mb, run_sizes
+from bench._support import add_size_arguments, parser, peak_mb, result, run_sizes
 
 D = 384
 M = 0.7
@@ -84,20 +82,14 @@ def run_one(n_p: int, n_u: int, *, compare: bool, backend: str) -> dict:
     return out
 
 
-def _child(args) -> None:
-    res = run_one(args.n_p, args.n_u, compare=args.compare, backend=args.backend)
-    print("RESULT " + json.dumps(res))
-
-
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="only the sizes compared with POT")
     ap.add_argument("--backend", default="auto", choices=["auto", "numpy", "torch"])
     add_size_arguments(ap)
     args = ap.parse_args(argv)
     if args.child:
-        _child(args)
-        return
+        return result(run_one(args.n_p, args.n_u, compare=args.compare, backend=args.backend))
 
     # POT's exact solver alone needs over a minute at (1k, 10k) on 2 shared cores: --quick
     # stops at (500, 5k).

@@ -12,13 +12,11 @@ time at the largest size compared>`` (the same machine, the same run).
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
 import numpy as np
 
-from bench._support import add_size_arguments, peak_mb, run_sizes
+from bench._support import add_size_arguments, parser, peak_mb, result, run_sizes
 from bench.partial_ot import make_structured
 
 M = 0.7
@@ -60,13 +58,12 @@ def run_one(n_p: int, n_u: int, *, compare: bool) -> dict:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="only the sizes compared with POT")
     add_size_arguments(ap)
     args = ap.parse_args(argv)
     if args.child:
-        print("RESULT " + json.dumps(run_one(args.n_p, args.n_u, compare=args.compare)))
-        return
+        return result(run_one(args.n_p, args.n_u, compare=args.compare))
     compared = [(200, 2_000), (500, 5_000)] + ([] if args.quick else [(2_000, 20_000)])
     print(f"prior-ot, m={M}, structured data (d=384)")
     print(f"{'(|P|, |U|)':>14} {'POT s':>8} {'ours s':>8} {'speedup':>8} {'max|diff|':>10} "

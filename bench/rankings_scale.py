@@ -15,34 +15,27 @@ last.
 
 from __future__ import annotations
 
-import argparse
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from bench._support import ROOT
+from bench._support import parser, run_child, timed
 
 CASES = {"10k-pairs": (10_000, 50_000, "pairs", 60.0), "10k-chain": (10_000, 50_000, "chain", 60.0),
          "500-pairs": (500, 5_000, "pairs", 20.0), "500-chain": (500, 5_000, "chain", 20.0)}
 PEAK_TARGET_MB = 2048.0
 
 _CHILD = """
-import resource, sys, time
+import time
+from bench._support import cpu_seconds, result, vm_peak_mb
 from puaudit.cli.commands import main
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-t, c = time.perf_counter(), cpu()
+t, c = time.perf_counter(), cpu_seconds()
 rc = main(['models', {path!r}, '--json'])
-wall, c = time.perf_counter() - t, cpu() - c
-hwm = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM'))
-print('MEASURED', wall, c, int(hwm) / 1024, rc, file=sys.stderr)
+result({{'wall': time.perf_counter() - t, 'cpu': cpu_seconds() - c, 'peak': vm_peak_mb(),
+         'rc': rc}})
 """
 
 
@@ -69,23 +62,17 @@ def comparisons(n_models: int, n_rows: int, layout: str, *, seed: int = 0) -> pd
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
-    args = parser.parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES))
+    args = ap.parse_args()
     worst = worst_wall = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cases:
             n_models, n_rows, layout, target_s = CASES[name]
             path = Path(tmp) / f"{name}.csv"
             comparisons(n_models, n_rows, layout).to_csv(path, index=False)
-            t = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-c", _CHILD.format(path=str(path))],
-                                  cwd=ROOT, capture_output=True, text=True)
-            total = time.perf_counter() - t
-            if "MEASURED" not in proc.stderr:
-                raise SystemExit(f"{name}: failed\n{proc.stderr[-2000:]}")
-            wall, cpu, peak, rc = proc.stderr.split("MEASURED")[-1].split()[:4]
-            wall, cpu, peak = float(wall), float(cpu), float(peak)
+            r, total = timed(lambda: run_child(["-c", _CHILD.format(path=str(path))], label=name))
+            wall, cpu, peak, rc = r["wall"], r["cpu"], r["peak"], r["rc"]
             ratio = max(cpu / target_s, peak / PEAK_TARGET_MB)
             worst = max(worst, ratio)
             worst_wall = max(worst_wall, wall / target_s)

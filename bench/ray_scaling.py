@@ -1,23 +1,15 @@
-"""The Ray backend (docs/ray.md): embedding with 1 vs 2 local Ray workers, and a 1M-row Parquet file
-audited end to end through Ray with the driver's peak memory.
+"""The Ray backend (docs/ray.md, "Measured and planned"): embedding with 1 vs 2 local Ray
+workers, and a 1M-row Parquet file audited end to end through Ray with the driver's peak memory.
 
-1. **Speed-up.** Distinct generated texts are embedded by :func:`embed_texts_ray` (Ray Data,
-   actor pool) with one worker, then with two, each run starting its actors afresh and with no
-   cache. The encoder is a stub of realistic cost: it *sleeps* ``--per-text`` seconds per text
-   (default 0.049 s, the measured cost of all-MiniLM-L6-v2 on this 2-core machine: 947 MT-Bench
-   texts in 46 s) and returns hashing vectors. Sleeping does not compete for the CPU, so this
-   measures what Ray's scheduling gives when each worker has its own compute (another machine,
-   a GPU) -- not what two CPU-bound encoders on the same two cores would give (about nothing).
-2. **1M rows end to end** (skipped by ``--quick``; ``--rows N``). ``bench/scaling.py``'s
-   generated comparisons (400 prompts, 50,000 distinct answers, planted embeddings) written as
-   Parquet; a fresh child process reads it, embeds the distinct texts through Ray with a stub
-   that returns each answer's planted vector after sleeping ``--per-text-1m`` seconds per text
-   (default 1 ms: the pipeline, not the model, is measured), audits with the default settings
-   (auto scorer, cross-fitting folds and per-type jobs as Ray tasks), and writes the Parquet
-   export. Reading and writing use the streaming Parquet path
-   (:mod:`puaudit.data.parquet`) when it is present, else ``read_table`` / ``to_frame``.
-   Reported: wall time per stage and the driver's peak RSS (``ru_maxrss`` of the child; Ray's
-   workers are other processes and are not included).
+1. **Speed-up.** Distinct generated texts are embedded by :func:`embed_texts_ray` with one
+   worker, then two (interleaved, best of two, actors started afresh, no cache), by a stub
+   that *sleeps* ``--per-text`` seconds per text (default: MiniLM's measured cost here) and
+   returns hashing vectors: what the scheduling gives when each worker has its own compute.
+2. **1M rows end to end** (skipped by ``--quick``; ``--rows N``): ``bench/scaling.py``'s
+   generated comparisons as Parquet; a fresh child reads them, embeds the distinct texts
+   through Ray (a stub returning each answer's planted vector after ``--per-text-1m`` s),
+   audits with the defaults (jobs as Ray tasks) and writes the Parquet export. Reported: wall
+   time and the driver's peak RSS per stage, and whether the local path gives the same groups.
 
 The last line is ``ratio=<t(1 worker) / t(2 workers)>`` for the embedding stage.
 """
@@ -25,17 +17,14 @@ The last line is ``ratio=<t(1 worker) / t(2 workers)>`` for the embedding stage.
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bench._support import ROOT, child_env
+from bench._support import child_env, parser, peak_mb, result, run_child, timed
 
 #: seconds per text of all-MiniLM-L6-v2 on the 2-core development machine (947 texts in 46 s)
 MEASURED_PER_TEXT_S = 46 / 947
@@ -94,8 +83,6 @@ def speedup(n_texts: int, per_text: float, batch: int) -> tuple[float, float]:
 
 def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: bool) -> None:
     """The 1M run's driver process: Parquet in, Ray embedding + scoring, Parquet out."""
-    import resource
-
     _ray_init(2)
     from puaudit import PUAudit
 
@@ -103,22 +90,12 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
 
     def done(name):
         nonlocal t0
-        stages[name] = {"s": round(time.perf_counter() - t0, 1), "peak_rss_mb": round(
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+        stages[name] = {"s": round(time.perf_counter() - t0, 1), "peak_rss_mb": round(peak_mb())}
         t0 = time.perf_counter()
 
-    try:
-        from puaudit.data.parquet import read_comparisons_parquet, write_export_parquet
-        streaming = True
-    except ImportError:
-        streaming = False
-    if streaming:
-        table = read_comparisons_parquet(parquet, max_rows=None)
-    else:
-        from puaudit.data.io import read_table
-        from puaudit.data.schema import load_comparisons
+    from puaudit.data.parquet import read_comparisons_parquet, write_export_parquet
 
-        table = load_comparisons(read_table(parquet, max_rows=None))
+    table = read_comparisons_parquet(parquet, max_rows=None)
     done("read")
     from puaudit.scale.ray_embed import embed_table_ray
 
@@ -127,14 +104,9 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
     done("embed (Ray Data, 2 workers)")
     est = PUAudit(backend="ray").fit(table, emb)
     done("audit (scoring jobs as Ray tasks)")
-    if streaming:
-        write_export_parquet(est.result_, parquet, out)
-    else:
-        from puaudit.data.writers import write_table
-
-        write_table(est.result_.to_frame(table), out)
+    write_export_parquet(est.result_, parquet, out)
     done("write export")
-    peak_ray = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    peak_ray = round(peak_mb())
     s = est.result_.summary()
     audit_stages = est.result_.diagnostics.get("stages", [])
     same = None
@@ -147,11 +119,11 @@ def _child(parquet: str, npz: str, out: str, per_text: float, compare_local: boo
             "s": round(time.perf_counter() - t1, 1), "peak_rss_mb": None}
         same = bool(np.array_equal(local.group, est.result_.group)
                     and np.array_equal(local.split, est.result_.split))
-    print("RESULT " + json.dumps({
-        "streaming_parquet": streaming, "stages": stages, "n_rows": s["n_rows"],
+    result({
+        "streaming_parquet": True, "stages": stages, "n_rows": s["n_rows"],
         "n_texts": int(len(emb.vectors)), "scorer_used": s["scorer_used"],
         "cons_orig": s["cons_orig"], "cons_adj": s["cons_adj"], "peak_rss_mb": peak_ray,
-        "audit_stages": audit_stages, "same_groups_as_local": same}))
+        "audit_stages": audit_stages, "same_groups_as_local": same})
 
 
 def end_to_end(n_rows: int, per_text: float, *, compare_local: bool = True) -> dict:
@@ -167,16 +139,9 @@ def end_to_end(n_rows: int, per_text: float, *, compare_local: bool = True) -> d
         csv.unlink()
         mb = parquet.stat().st_size / 2**20
         print(f"{n_rows:,} rows -> {parquet.name} ({mb:.0f} MB)", flush=True)
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.ray_scaling", "--child", str(parquet), str(npz),
-             str(tmp / "out.parquet"), str(per_text), "1" if compare_local else "0"],
-            cwd=ROOT, capture_output=True, text=True, env=child_env())
-        wall = time.perf_counter() - t0
-        lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-        if proc.returncode != 0 or not lines:
-            raise SystemExit(f"the {n_rows:,}-row run failed:\n{proc.stderr[-3000:]}")
-        res = json.loads(lines[-1][len("RESULT "):])
+        res, wall = timed(lambda: run_child(
+            ["-m", "bench.ray_scaling", "--child", str(parquet), str(npz), str(tmp / "out.parquet"),
+             str(per_text), "1" if compare_local else "0"], label=f"the {n_rows:,}-row run"))
         out_rows = __import__("pyarrow.parquet").parquet.ParquetFile(
             tmp / "out.parquet").metadata.num_rows
         res.update(wall_s=round(wall, 1), out_rows=out_rows, parquet_mb=round(mb))
@@ -184,7 +149,7 @@ def end_to_end(n_rows: int, per_text: float, *, compare_local: bool = True) -> d
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="120 texts, no 1M-row run")
     ap.add_argument("--texts", type=int, default=600)
     ap.add_argument("--per-text", type=float, default=MEASURED_PER_TEXT_S)

@@ -1,6 +1,5 @@
-"""Slider benchmark (docs/performance.md): what the dashboard computes for one slider step,
-against the first audit of the same table, on MT-Bench and llmfao with cached embeddings, and
-(opt-in) on a generated large table.
+"""Slider benchmark (docs/performance.md, "Slider steps"): what the dashboard computes for one
+slider step, against the first audit of the same table, with cached embeddings.
 
     python -m bench.rerun               # MT-Bench and llmfao, default settings (auto scorer)
     python -m bench.rerun --quick       # MT-Bench only, fewer steps
@@ -8,27 +7,13 @@ against the first audit of the same table, on MT-Bench and llmfao with cached em
     python -m bench.rerun --tables mtbench llmfao generated   # + 100,000 generated rows
     python -m bench.rerun --tables generated --rows 100000    # the large table alone
 
-``generated`` (opt-in: about 10 minutes on 2 cores) is :func:`puaudit.data.demo.generate_demo`
-with ``--rows`` rows (default 100,000), embedded with the hashing encoder at 384 dimensions
-(:class:`puaudit.embed.hashing.HashingEncoder`, deterministic, no model: the precomputed
-embeddings of a large upload, at MiniLM's dimension). Its embedding is not timed, and it takes
-3 ``m`` steps and 1 ``p_ratio`` step of each kind. The peak resident memory of the process is
-printed after each table (run ``--tables generated`` alone for the large table's own peak).
-
-Each table gets a fresh :class:`puaudit.audit.stages.StageCache` (the dashboard's: one per table
-and encoder) and the embeddings from the embedding cache (embedded first when missing, not
-timed); one small audit runs first so the imports are paid before any timing. Timed, in one
-process:
-
-* the first audit (every stage);
-* ``m`` steps of one slider step (0.01) from the estimate, to values not computed before;
-* ``p_ratio`` steps (0.05) without precompute, and with it: the neighbouring values audited
-  first, as the page does when idle, then the step;
-* Certify (``target_agreement`` 0.9) after the first audit.
-
-Prints the figures per table and, last, ``ratio=<median m step / first audit>`` (the largest
-over the tables). Targets: m step <= 0.10, p_ratio step <= 0.5 without precompute, Certify <= 0.2
-of the first audit.
+``generated`` (opt-in) is :func:`puaudit.data.demo.generate_demo` with ``--rows`` rows,
+embedded (not timed) with the hashing encoder at :data:`GENERATED_DIM` dimensions. Each table
+gets a fresh :class:`puaudit.audit.stages.StageCache`; timed, after one small warm-up audit: the
+first audit, ``m`` steps of 0.01, ``p_ratio`` steps of 0.05 without and with the page's
+precompute of the neighbouring value, and Certify at 0.9. Prints the figures and the process's
+peak memory per table and, last, ``ratio=<median m step / first audit>`` (the largest over the
+tables). Targets: m step <= 0.10, p_ratio step <= 0.5 without precompute, Certify <= 0.2.
 """
 
 from __future__ import annotations
@@ -38,17 +23,11 @@ import statistics
 import time
 from pathlib import Path
 
-from bench._support import LLMFAO, MTBENCH, ROOT, parser, peak_mb
+from bench._support import LLMFAO, MTBENCH, ROOT, parser, peak_mb, timed
 
 TABLES = {"mtbench": MTBENCH, "llmfao": LLMFAO}
 #: the opt-in large table: rows of generate_demo embedded with the hashing encoder at this size
 GENERATED_DIM = 384
-
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
 
 
 def warm_up() -> None:
@@ -79,7 +58,7 @@ def real_table(path: Path):
 
     table = load_comparisons(pd.read_csv(path), name=path.name)
     embed_table(table, None)  # fills the embedding cache when it is empty (not timed)
-    fetch, emb = _timed(lambda: embed_table(table, None))
+    emb, fetch = timed(lambda: embed_table(table, None))
     return table, emb, fetch
 
 
@@ -94,7 +73,7 @@ def generated_table(n_rows: int):
 
     table = load_comparisons(generate_demo(n_rows=n_rows, random_state=0),
                              name=f"generated-{n_rows}")
-    seconds, emb = _timed(lambda: embed_table(table, HashingEncoder(dim=GENERATED_DIM)))
+    emb, seconds = timed(lambda: embed_table(table, HashingEncoder(dim=GENERATED_DIM)))
     return table, emb, seconds
 
 
@@ -105,19 +84,19 @@ def bench_table(name: str, table, emb, fetch: float, *, n_m: int, n_p: int,
 
     cache = StageCache(table, emb)
     cfg = AuditConfig(scorer=scorer)
-    first, result = _timed(lambda: cache.audit(cfg))
+    result, first = timed(lambda: cache.audit(cfg))
     m0 = round(float(result.m), 2)
     m_steps = []
     for k in range(1, n_m + 1):  # one slider step at a time, each to a new value
-        m_steps.append(_timed(lambda: cache.audit(cfg.replace(m=round(m0 + 0.01 * k, 2))))[0])
-    certify = _timed(lambda: cache.audit(cfg.replace(target_agreement=0.9)))[0]
-    p_cold = [_timed(lambda: cache.audit(cfg.replace(p_ratio=round(0.3 + 0.05 * k, 2))))[0]
+        m_steps.append(timed(lambda: cache.audit(cfg.replace(m=round(m0 + 0.01 * k, 2))))[1])
+    certify = timed(lambda: cache.audit(cfg.replace(target_agreement=0.9)))[1]
+    p_cold = [timed(lambda: cache.audit(cfg.replace(p_ratio=round(0.3 + 0.05 * k, 2))))[1]
               for k in range(1, n_p + 1)]
     p_warm = []
     for k in range(1, n_p + 1):
         step = cfg.replace(p_ratio=round(0.3 - 0.05 * k, 2))
         cache.audit(step)  # the page's idle-time precompute of the neighbouring value
-        p_warm.append(_timed(lambda: cache.audit(step))[0])
+        p_warm.append(timed(lambda: cache.audit(step))[1])
     row = {"table": name, "rows": len(table), "first": first, "fetch": fetch, "m_steps": m_steps,
            "m_step": statistics.median(m_steps), "p_cold": statistics.median(p_cold),
            "p_warm": statistics.median(p_warm), "certify": certify,

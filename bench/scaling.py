@@ -1,30 +1,22 @@
-"""Scaling of ``puaudit audit`` with the default settings: wall time and peak memory at 100k, 1M
-and 3M rows (``--quick``: 10k and 100k; ``--sizes N ...``).
+"""Scaling of ``puaudit audit`` with the default settings (docs/performance.md, "A million rows
+on one machine"): wall time and peak memory at 100k, 1M and 3M rows (``--quick``: 10k and
+100k; ``--sizes N ...``).
 
-Generated comparisons over a pool of distinct answers with precomputed embeddings of the
-distinct texts (planted: the better answer is shifted along a hidden direction), so the numbers
-measure the audit itself (reading, splits, the automatic scorer choice with cross-fitting,
-relabelling, export), not the encoder. Each size runs ``puaudit audit`` in a fresh process; peak
-memory is the child's own high-water mark (VmHWM; ``ru_maxrss`` would carry over the parent's
-peak across exec). ``--format parquet`` writes the input as Parquet and the export as Parquet,
-the streamed path (only the audit's columns are read; the export is written batch by batch).
-
-The last line is ``ratio=<(t_largest / t_previous) / (n_largest / n_previous)>``: 1.0 means the
-audit grows linearly between the two largest sizes, above 1 faster than linear.
+Generated comparisons with precomputed embeddings of the distinct texts (:func:`make_inputs`),
+so the numbers measure the audit itself, not the encoder; each size runs ``puaudit audit`` in a
+fresh process (peak memory: its VmHWM). ``--format parquet``: Parquet in and out, the streamed
+path. The last line is ``ratio=<(t_largest / t_previous) / (n_largest / n_previous)>``: 1.0
+means the audit grows linearly between the two largest sizes, above 1 faster than linear.
 """
 
 from __future__ import annotations
 
-import argparse
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-from bench._support import ROOT, child_env
+from bench._support import parser, run_child, timed
 
 
 def make_inputs(n: int, folder: Path, *, d: int = 384, n_prompts: int = 400,
@@ -78,26 +70,19 @@ def make_inputs(n: int, folder: Path, *, d: int = 384, n_prompts: int = 400,
 
 
 def run_one(csv: Path, npz: Path, out: Path) -> tuple[float, float]:
-    code = (
-        "import sys;"
-        "sys.argv = ['puaudit', 'audit', %r, '-o', %r, '--embeddings', %r, '--max-rows', '0'];"
-        "from puaudit.cli.commands import main;"
-        "rc = main(sys.argv[1:]);"
-        "hwm = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM'));"
-        "print('PEAK_KB', hwm, file=sys.stderr);"
-        "sys.exit(rc)" % (str(csv), str(out), str(npz)))
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          env=child_env())
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"audit failed at {csv.name}:\n{proc.stderr[-2000:]}")
-    peak_kb = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("PEAK_KB")][0]
-    return wall, peak_kb / 1024
+    """``puaudit audit`` of ``csv`` in a fresh process: its wall seconds and peak memory (MB)."""
+    argv = ["audit", str(csv), "-o", str(out), "--embeddings", str(npz), "--max-rows", "0"]
+    code = ("from bench._support import result, vm_peak_mb\n"
+            "from puaudit.cli.commands import main\n"
+            f"rc = main({argv!r})\n"
+            "result({'peak_mb': vm_peak_mb()})\n"
+            "raise SystemExit(rc)")
+    r, wall = timed(lambda: run_child(["-c", code], label=f"audit at {csv.name}"))
+    return wall, r["peak_mb"]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--quick", action="store_true", help="1k and 10k rows only")
     ap.add_argument("--sizes", type=int, nargs="+", default=None)
     ap.add_argument("--format", choices=["csv", "parquet"], default="csv",
