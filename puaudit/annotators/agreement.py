@@ -372,15 +372,12 @@ def _fmt_ci(r: dict, c: str) -> str:
 
 def _flags(r: dict, med: dict, *, peer_margin: float, judge_margin: float,
            position_margin: float, length_margin: float) -> list[str]:
-    out = []
-    if not np.isnan(r["agree_peers_hi"]) and not np.isnan(med["agree_peers"]) \
-            and r["agree_peers_hi"] < med["agree_peers"] - peer_margin:
+    out = []  # a comparison with NaN (no interval, no median) is False: no flag
+    if r["agree_peers_hi"] < med["agree_peers"] - peer_margin:
         out.append(f"agree_peers {_fmt_ci(r, 'agree_peers')} is below the people's median "
                    f"{med['agree_peers']:.2f} minus {peer_margin:.2f} "
                    f"({r['n_peer_votes']} votes with peers)")
-    if not r["is_judge"] and not np.isnan(r["agree_judge_hi"]) \
-            and not np.isnan(med["agree_judge"]) \
-            and r["agree_judge_hi"] < med["agree_judge"] - judge_margin:
+    if not r["is_judge"] and r["agree_judge_hi"] < med["agree_judge"] - judge_margin:
         out.append(f"agree_judge {_fmt_ci(r, 'agree_judge')} is below the people's median "
                    f"{med['agree_judge']:.2f} minus {judge_margin:.2f} "
                    f"(n={r['n_agree_judge']})")
@@ -390,8 +387,7 @@ def _flags(r: dict, med: dict, *, peer_margin: float, judge_margin: float,
         out.append(f"pick_a_share {_fmt_ci(r, 'pick_a_share')} favours the {side}-shown response "
                    f"(interval clear of 0.50 by more than {position_margin:.2f}; "
                    f"n={r['n_strict']})")
-    if not np.isnan(r["longer_share_lo"]) and not np.isnan(med["longer_share"]) \
-            and r["longer_share_lo"] > med["longer_share"] + length_margin:
+    if r["longer_share_lo"] > med["longer_share"] + length_margin:
         out.append(f"longer_share {_fmt_ci(r, 'longer_share')} is above the people's median "
                    f"{med['longer_share']:.2f} plus {length_margin:.2f} "
                    f"(n={r['n_unequal_length']})")

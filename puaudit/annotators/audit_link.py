@@ -46,12 +46,11 @@ def annotator_score_disagreement(table: ComparisonTable, score: np.ndarray,
           & d["adjusted"].isin(["A", "B"])]
     recs = []
     for name, g in d.groupby("annotator", sort=True):
-        scored = g
         jj = g["judge"].isin(["A", "B"])
         dis = g[jj & (g["vote"] != g["judge"])]
         agr = g[jj & (g["vote"] == g["judge"])]
-        recs.append({"annotator": name, "n_scored": len(scored),
-                     "n_audit_disagree": int((scored["adjusted"] != scored["vote"]).sum()),
+        recs.append({"annotator": name, "n_scored": len(g),
+                     "n_audit_disagree": int((g["adjusted"] != g["vote"]).sum()),
                      "n_disagree_judge": len(dis), "n_agree_judge": len(agr),
                      "mean_score_disagree_judge": (float(dis["score"].mean()) if len(dis)
                                                    else np.nan),
@@ -59,10 +58,8 @@ def annotator_score_disagreement(table: ComparisonTable, score: np.ndarray,
     out = pd.DataFrame(recs, columns=["annotator", "n_scored", "n_audit_disagree",
                                       "n_disagree_judge", "n_agree_judge",
                                       "mean_score_disagree_judge", "mean_score_agree_judge"])
-    blk = share_columns("audit_disagree", out["n_audit_disagree"], out["n_scored"], ci_method,
-                       confidence)
-    for k, v in blk.items():
-        out[k] = v
+    out = out.assign(**share_columns("audit_disagree", out["n_audit_disagree"], out["n_scored"],
+                                     ci_method, confidence))
     return out[["annotator", "n_scored", "audit_disagree", "audit_disagree_lo", "audit_disagree_hi",
                 "n_audit_disagree", "n_disagree_judge", "mean_score_disagree_judge",
                 "n_agree_judge", "mean_score_agree_judge"]]

@@ -65,9 +65,7 @@ def to_letters(keys: np.ndarray, key_a: np.ndarray, key_b: np.ndarray) -> np.nda
 
 def _majority(keys) -> tuple[Any, int, int]:
     """Majority key of a list (``TIE_KEY`` when the top count is shared), its count, total."""
-    counts: dict = {}
-    for k in keys:
-        counts[k] = counts.get(k, 0) + 1
+    counts = Counter(keys)
     if not counts:
         return None, 0, 0
     top = max(counts.values())
@@ -78,11 +76,16 @@ def _majority(keys) -> tuple[Any, int, int]:
 
 def item_majority(items: np.ndarray, keys: np.ndarray) -> dict:
     """item -> (majority key, its count, number of votes) over the non-missing keys."""
+    return {it: _majority(ks) for it, ks in _by_item(items, keys).items()}
+
+
+def _by_item(items: np.ndarray, keys: np.ndarray) -> dict:
+    """item -> its non-missing keys, in row order."""
     by_item: dict = {}
     for it, k in zip(items, keys):
         if k is not None:
             by_item.setdefault(it, []).append(k)
-    return {it: _majority(ks) for it, ks in by_item.items()}
+    return by_item
 
 
 def consensus_labels(table: ComparisonTable, *, log: bool = False):
@@ -113,12 +116,8 @@ def consensus_labels(table: ComparisonTable, *, log: bool = False):
     labels = to_letters(item_keys, key_a, key_b)
     if not log:
         return labels
-    by_item: dict = {}
-    for it, k in zip(table.item_id, keys):
-        if k is not None:
-            by_item.setdefault(it, []).append(k)
     n_split = 0
-    for ks in by_item.values():
+    for ks in _by_item(table.item_id, keys).values():
         top = Counter(ks).most_common(2)
         n_split += len(top) == 2 and top[0][1] == top[1][1]
     return labels, {"n_items": int(len(set(table.item_id))), "n_items_voted": len(maj),

@@ -22,6 +22,7 @@ row showing the pair the other way round is translated (A ↔ B) before fitting.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,12 +59,9 @@ class TruthFit:
     in_model : ndarray of bool (n_votes,)
         Votes of the annotators in the model (the people, and the judge when included).
     fit_items : ndarray of bool (n_items,)
-        Items the model was fitted on, those with at least two votes in the model. An item with
-        a single vote says nothing about its voter's skill; fitted with the others it lets EM
-        confirm each voter's current confusion matrix (majority-vote initialisation makes a lone
-        vote look right), and on MT-Bench, where 853 of 1,814 items have one vote, that alone
-        drove a third of the people to a skill of 1.00. Their posterior comes from the fitted
-        parameters afterwards, and the annotator statistics use the fitted items only.
+        Items the model was fitted on, those with at least two votes in the model (why:
+        docs/annotator_models.md). The others' posterior comes from the fitted parameters
+        afterwards; the annotator statistics use the fitted items only.
     likelihood : ndarray (n_workers, 3 truth, 3 vote) or None
         :math:`P(v \mid t)` of each annotator in the reference orientation, up to a factor per
         vote (``ds``, ``mace``); 0 for a label the annotator never used on the fitted items.
@@ -90,9 +88,8 @@ class TruthFit:
     @property
     def truth(self) -> np.ndarray:
         """The truth the annotator statistics are counted against: the posterior, except for
-        CROWDLAB, whose weighted average of votes and model is no calibrated posterior (its mean
-        top probability is 0.52 on LLMFAO against Dawid-Skene's 0.91, which would pull every
-        skill towards 0.5): there, its consensus label."""
+        CROWDLAB, whose weighted average is no calibrated posterior: there, its consensus
+        label (docs/annotator_models.md)."""
         if self.model == "crowdlab":
             return np.eye(3)[self.consensus]
         return self.posterior
@@ -259,28 +256,22 @@ def _mace_parts(votes, post_codes, spamming, thetas, wnames, lnames):
 
 
 def _fit_crowdkit(votes, fit_mask, model, random_state):
-    import warnings
-
-    with warnings.catch_warnings():  # crowd-kit 1.4 uses pandas' deprecated inplace= arguments
-        warnings.simplefilter("ignore", FutureWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            from pandas.errors import Pandas4Warning
-            warnings.simplefilter("ignore", Pandas4Warning)
-        except ImportError:
-            pass
-        return _fit_crowdkit_inner(votes, fit_mask, model, random_state)
-
-
-def _fit_crowdkit_inner(votes, fit_mask, model, random_state):
-    from crowdkit.aggregation import MACE, DawidSkene
-
     order, _, wcodes, wnames, lcodes, lnames = _canonical_frame(votes, fit_mask)
     data = pd.DataFrame({"task": votes.item[fit_mask][order], "worker": wcodes,
                          "label": lcodes})
     n_items, n_workers = votes.n_items, votes.n_workers
+    with warnings.catch_warnings():  # crowd-kit 1.4 uses pandas' deprecated inplace= arguments
+        for category in (FutureWarning, DeprecationWarning,
+                         getattr(pd.errors, "Pandas4Warning", None)):
+            if category is not None:
+                warnings.simplefilter("ignore", category)
+        from crowdkit.aggregation import MACE, DawidSkene
+
+        if model == "ds":
+            ds = DawidSkene(n_iter=100, tol=1e-5).fit(data)
+        else:
+            mace = MACE(n_restarts=1, n_iter=50, method="vb", random_state=random_state).fit(data)
     if model == "ds":
-        ds = DawidSkene(n_iter=100, tol=1e-5).fit(data)
         post = np.zeros((n_items, 3))
         pr = ds.probas_
         tasks = pr.index.to_numpy(dtype=int)
@@ -297,7 +288,6 @@ def _fit_crowdkit_inner(votes, fit_mask, model, random_state):
         prior[lnames] = ds.priors_.reindex(range(len(lnames))).to_numpy()
         return post, lik, np.log(np.maximum(prior, EPS)), {
             "info": {"n_iter": len(ds.loss_history_)}}
-    mace = MACE(n_restarts=1, n_iter=50, method="vb", random_state=random_state).fit(data)
     pr = mace.probas_
     post_codes = np.zeros((n_items, len(lnames)))
     post_codes[pr.index.to_numpy(dtype=int)] = pr[list(range(len(lnames)))].to_numpy()
@@ -305,8 +295,6 @@ def _fit_crowdkit_inner(votes, fit_mask, model, random_state):
 
 
 def _fit_crowdlab(votes, mask, fit_items, pred_probs, wts) -> TruthFit:
-    import warnings
-
     from cleanlab.multiannotator import get_label_quality_multiannotator
 
     if pred_probs is None:
@@ -382,26 +370,22 @@ def item_pred_probs(table: ComparisonTable, votes: VoteData, p_judge_right) -> n
         raise PUAuditError(f"p_judge_right needs one value per row ({len(table)}), got {len(p)}.")
     people = votes.model_mask(False)
     tau = float(np.mean(votes.label[people] == 2)) if people.any() else 0.0
-    item_of_row = np.full(len(table), -1)
     pos = {it: i for i, it in enumerate(votes.items)}
-    for r, it in enumerate(table.item_id):
-        item_of_row[r] = pos.get(it, -1)
+    item_of_row = np.array([pos.get(it, -1) for it in table.item_id], dtype=int)
     key_a, key_b = winner_keys(table)
     ref_a = np.array([key_a[votes.item_row[i]] if i >= 0 else None for i in item_of_row],
                      dtype=object)
     judge = np.asarray(table.judge, dtype=object)
     ok = (item_of_row >= 0) & np.isfinite(p) & np.isin(judge, ["A", "B"])
+    rows = np.flatnonzero(ok)
+    x = (np.where(judge[rows] == "A", key_a[rows], key_b[rows]) != ref_a[rows]).astype(int)
+    v = np.zeros((len(rows), 3))
+    v[np.arange(len(rows)), x] = (1 - tau) * p[rows]
+    v[np.arange(len(rows)), 1 - x] = (1 - tau) * (1 - p[rows])
+    v[:, 2] = tau
     sums = np.zeros((votes.n_items, 3))
-    cnt = np.zeros(votes.n_items)
-    for r in np.flatnonzero(ok):
-        pick_key = key_a[r] if judge[r] == "A" else key_b[r]
-        x = 0 if pick_key == ref_a[r] else 1
-        v = np.zeros(3)
-        v[x] = (1 - tau) * p[r]
-        v[1 - x] = (1 - tau) * (1 - p[r])
-        v[2] = tau
-        sums[item_of_row[r]] += v
-        cnt[item_of_row[r]] += 1
+    np.add.at(sums, item_of_row[rows], v)
+    cnt = np.bincount(item_of_row[rows], minlength=votes.n_items)
     out = np.full((votes.n_items, 3), 1 / 3)
     has = cnt > 0
     out[has] = sums[has] / cnt[has, None]

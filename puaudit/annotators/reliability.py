@@ -114,9 +114,7 @@ def _count_intervals(point: dict, confidence: float, rng: np.random.Generator,
 
     Each share :math:`a = x / n` gets the Beta(:math:`x + \tfrac12, n - x + \tfrac12`)
     posterior; averages of two shares (``skill``, ``position_bias``, ``length_bias``) the
-    percentiles of the average of independent draws. These stay honest where the bootstrap
-    collapses: an annotator who never lost a disagreement has the share 1.00 in every
-    replicate, while 15 such items only show that the error rate is below about 0.2.
+    percentiles of the average of independent draws (why: docs/annotator_models.md).
     """
     from statsmodels.stats.proportion import proportion_confint
 
@@ -138,15 +136,12 @@ def _count_intervals(point: dict, confidence: float, rng: np.random.Generator,
         d = rng.beta(x + 0.5, np.maximum(n - x, 0) + 0.5, size=(n_draws, len(x)))
         return np.where(n > 0, d, np.nan)
 
-    def mean_of(d1, d2):
-        return _percentiles((d1 + d2) / 2, confidence)
-
     nA, nB = C[:, 0, :2].sum(1), C[:, 1, :2].sum(1)
     dAA, dBA, dBB = draws(C[:, 0, 0], nA), draws(C[:, 1, 0], nB), draws(C[:, 1, 1], nB)
-    out["skill"] = mean_of(dAA, dBB)
-    out["position_bias"] = mean_of(dAA, dBA)
-    nLt, nSt = L[:, 0, :].sum(1), L[:, 1, :].sum(1)
-    out["length_bias"] = mean_of(draws(L[:, 0, 0], nLt), draws(L[:, 1, 0], nSt))
+    dLL, dSL = draws(L[:, 0, 0], L[:, 0, :].sum(1)), draws(L[:, 1, 0], L[:, 1, :].sum(1))
+    for name, d1, d2 in (("skill", dAA, dBB), ("position_bias", dAA, dBA),
+                         ("length_bias", dLL, dSL)):
+        out[name] = _percentiles((d1 + d2) / 2, confidence)
     out["p_a_given_b"] = share(C[:, 1, 0], nB)
     out["p_b_given_a"] = share(C[:, 0, 1], nA)
     out["tie_given_strict"] = share(C[:, 0, 2] + C[:, 1, 2], C[:, :2, :].sum((1, 2)))
@@ -304,7 +299,7 @@ def flag_reasons(r: dict, model_name: str, *, skill_bar: float, position_margin:
     ci = lambda c: f"{_fmt(r[c])} [{_fmt(r[c + '_lo'])}, {_fmt(r[c + '_hi'])}]"  # noqa: E731
     if np.isfinite(r["skill_hi"]) and r["skill_hi"] < skill_bar:
         # "spammer" means near-random: the interval comes within NEAR_RANDOM of chance; a
-        # voter clearly better (GPT-4 at 0.73) or clearly worse than that is "low skill"
+        # voter clearly better or clearly worse than that is "low skill"
         near_random = (np.isfinite(r["skill_lo"]) and r["skill_lo"] <= 0.5 + NEAR_RANDOM
                        and r["skill_hi"] >= 0.5 - NEAR_RANDOM)
         out.append(f"{'spammer' if near_random else 'low skill'}: skill ({model_name}) "
@@ -475,8 +470,6 @@ def annotator_model_report(table: ComparisonTable, *, model: str = "ds",
     skill_bar : float
         Flag when the whole interval of ``skill`` lies below this bar: *spammer* when the
         interval comes within :data:`NEAR_RANDOM` of chance (0.5), *low skill* otherwise.
-        A bar above chance is needed: a random voter's sample skill can be lucky (0.62 over 107
-        strict votes in a planted test, interval [0.54, 0.76]).
     position_margin, length_margin : float
         Flag *position-biased* when the interval of ``position_bias`` lies entirely beyond
         0.5 ± the margin; *length-biased* when the lower bound of ``length_bias`` exceeds

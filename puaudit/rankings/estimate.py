@@ -383,13 +383,9 @@ def _plan(units: _Units, *, n_models: int, prior: float, length_control: bool, n
 
 def _percentile_interval(est, s: np.ndarray, *, n_resamples: int, alpha: float,
                          random_state: int) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap interval of ``est`` over the units (rows) of ``s``.
-
-    Each unit gathers every row of one item (:func:`_rows`), so resampling
-    units with :func:`puaudit.stats.bootstrap.cluster_bootstrap_indices`, each unit its own
-    item, resamples items. A coordinate undefined in some draw (NaN) has no interval, as in
-    ``ppi_py.classical_bootstrap_ci``.
-    """
+    """Percentile bootstrap interval of ``est`` over the units (rows) of ``s``: a unit gathers
+    every row of one item (:func:`_rows`), so resampling units resamples items. A coordinate
+    undefined in some draw (NaN) has no interval, as in ``ppi_py.classical_bootstrap_ci``."""
     dist = np.array([est(s[idx]) for idx in cluster_bootstrap_indices(
         len(s), n_resamples, random_state=random_state)])
     return np.quantile(dist, alpha / 2, axis=0), np.quantile(dist, 1 - alpha / 2, axis=0)
@@ -416,13 +412,10 @@ def _classical_sources(stats: dict, plan: _Plan, notes: list) -> dict[str, dict[
     results: dict[str, dict[str, tuple]] = {}
     for s_i, source in enumerate(("judge", "audited", "human")):
         st = stats[source]
-        if st is None:
+        st = None if st is None else st[st[:, _N] > 0]
+        if st is None or len(st) < 2:
             results[source] = {name: (plan.nan(),) * 3 for name in plan.ests}
-            continue
-        st = st[st[:, _N] > 0]
-        if len(st) < 2:
-            results[source] = {name: (plan.nan(),) * 3 for name in plan.ests}
-            if len(st) == 1:  # none at all is said once, elsewhere
+            if st is not None and len(st) == 1:  # none at all is said once, elsewhere
                 notes.append(f"{SOURCE_LABELS[source]}: only one item with a usable comparison.")
             continue
         results[source] = _classical_intervals(st, plan, seed_offset=3 * s_i)
@@ -437,11 +430,8 @@ def _power_tuning(est, y, yhat, yhat_u, *, n_resamples: int, rng) -> float:
     r"""PPI++ weight :math:`\lambda = \sum_k \mathrm{Cov}(\hat\theta_k(Y), \hat\theta_k(\hat Y)) /
     \sum_k [\mathrm{Var}\,\hat\theta_k(\hat Y) + \mathrm{Var}\,\hat\theta_k(\hat Y^u)]` over
     bootstrap draws (the rule of ``ppi_py.ppboot``), clipped to [0, 1]; coordinates undefined in a
-    draw are left out of that draw.
-
-    The labelled and unlabelled units are resampled separately (as ``ppboot`` does), each by
-    :func:`puaudit.stats.bootstrap.cluster_bootstrap_indices` with every unit its own item: a
-    unit already gathers all rows of one item (:func:`_rows`)."""
+    draw are left out of that draw. The labelled and unlabelled units (items, :func:`_rows`) are
+    resampled separately, as ``ppboot`` does."""
     a, b, c = [], [], []
     # one generator, the labelled and the unlabelled draw alternating
     draws = zip(cluster_bootstrap_indices(len(y), n_resamples, random_state=rng),
@@ -545,11 +535,8 @@ def _leaderboard_frame(models: list, lo: np.ndarray, hi: np.ndarray, human_score
     """
     k = len(models)
     n_model = (np.bincount(lo, minlength=k) + np.bincount(hi, minlength=k)).astype(int)
-    if human_scores is None:
-        n_human = np.zeros(k, dtype=int)
-    else:
-        ok = np.isfinite(human_scores)
-        n_human = (np.bincount(lo[ok], minlength=k) + np.bincount(hi[ok], minlength=k)).astype(int)
+    ok = np.zeros(len(lo), dtype=bool) if human_scores is None else np.isfinite(human_scores)
+    n_human = (np.bincount(lo[ok], minlength=k) + np.bincount(hi[ok], minlength=k)).astype(int)
     frame = pd.DataFrame({"model": models, "n": n_model, "n_human": n_human})
     strengths = {}
     for source in SOURCES:

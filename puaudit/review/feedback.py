@@ -60,9 +60,7 @@ def merge_decisions(table: ComparisonTable, decisions: pd.DataFrame) -> Comparis
     for i, k in enumerate(keys):
         rows_of.setdefault(k, []).append(i)
     free = {k: [i for i in rs if human[i] is None] for k, rs in rows_of.items()}
-    added_src: list[int] = []
-    added_vote: list[str] = []
-    added_who: list[str] = []
+    added: list[tuple] = []  # (source row, verdict, reviewer) of each added row
     filled = 0
     for k, verdict, who in zip(votes["row_key"], votes["verdict"], votes["reviewer"]):
         slots = free.get(k)
@@ -71,9 +69,8 @@ def merge_decisions(table: ComparisonTable, decisions: pd.DataFrame) -> Comparis
             human[i], annot[i] = verdict, who
             filled += 1
         else:
-            added_src.append(rows_of[k][0])
-            added_vote.append(verdict)
-            added_who.append(who)
+            added.append((rows_of[k][0], verdict, who))
+    added_src, added_vote, added_who = (list(c) for c in zip(*added)) if added else ([], [], [])
     src = np.concatenate([np.arange(n), np.asarray(added_src, dtype=np.int64)]).astype(np.int64)
 
     def grow(arr):
@@ -132,15 +129,12 @@ def review_columns(table: ComparisonTable, decisions: pd.DataFrame) -> pd.DataFr
     summ = review_summary(decisions).set_index("row_key")
     j = summ.reindex(keys)
     has = j["n_votes"].notna().to_numpy()
-    return pd.DataFrame({
-        "puaudit_review_verdict": j["verdict"].fillna("").astype(object).to_numpy(),
-        "puaudit_review_n_votes": j["n_votes"].fillna(0).astype(int).to_numpy(),
-        "puaudit_review_votes": j["votes"].fillna("").astype(object).to_numpy(),
-        "puaudit_review_disagreement": np.where(has, j["disagreement"].fillna(False), False)
-        .astype(bool),
-        "puaudit_review_notes": j["notes"].fillna("").astype(object).to_numpy(),
-        "puaudit_review_last_at": j["last_at"].fillna("").astype(object).to_numpy(),
-    })
+    out = {f"puaudit_review_{c}": j[c].fillna("").astype(object).to_numpy()
+           for c in ("verdict", "votes", "notes", "last_at")}
+    out["puaudit_review_n_votes"] = j["n_votes"].fillna(0).astype(int).to_numpy()
+    out["puaudit_review_disagreement"] = np.where(has, j["disagreement"].fillna(False),
+                                                  False).astype(bool)
+    return pd.DataFrame(out)[REVIEW_COLUMNS]
 
 
 def with_review_columns(frame: pd.DataFrame, table: ComparisonTable,

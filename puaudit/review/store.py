@@ -234,31 +234,28 @@ class ReviewStore:
         text = str(getattr(exc, "orig", None) or exc)
         low = text.lower()
         where = f"The review database {self.location}"
-        if "locked" in low or "busy" in low:
-            msg = (f"{where} is locked: another program has held it for more than "
-                   f"{BUSY_TIMEOUT_S:.0f} s (an open sqlite3 shell, a backup, a stuck process?). "
-                   "Decisions already saved are safe; the one you just made was not saved. Close "
-                   "the other program and try again.")
-            kind = "locked"
-        elif "readonly" in low or "read-only" in low or "read only" in low:
-            msg = (f"{where} is read-only (file or folder permissions, or a read-only mount): "
-                   "decisions are read and shown, saving is off. Make the file and its folder "
-                   f"writable, or set {DB_ENV} to a writable path and import an export there.")
-            kind = "read-only"
-        elif ("not a database" in low or "malformed" in low or "corrupt" in low
-              or "file is encrypted" in low):
-            msg = (f"{where} is not a valid SQLite database (damaged, or another kind of file). "
-                   "It was left untouched. Move it aside or restore a backup (`sqlite3 FILE "
-                   f"\".recover\"` may save its decisions), or set {DB_ENV} to a new file.")
-            kind = "corrupt"
-        elif "unable to open" in low:
-            msg = (f"{where} cannot be opened (missing folder or no permission). Set {DB_ENV} "
-                   "to a path this server can write.")
-            kind = "unavailable"
+        for kind, needles, msg in (
+                ("locked", ("locked", "busy"),
+                 f"is locked: another program has held it for more than {BUSY_TIMEOUT_S:.0f} s "
+                 "(an open sqlite3 shell, a backup, a stuck process?). Decisions already saved "
+                 "are safe; the one you just made was not saved. Close the other program and try "
+                 "again."),
+                ("read-only", ("readonly", "read-only", "read only"),
+                 "is read-only (file or folder permissions, or a read-only mount): decisions are "
+                 "read and shown, saving is off. Make the file and its folder writable, or set "
+                 f"{DB_ENV} to a writable path and import an export there."),
+                ("corrupt", ("not a database", "malformed", "corrupt", "file is encrypted"),
+                 "is not a valid SQLite database (damaged, or another kind of file). It was left "
+                 "untouched. Move it aside or restore a backup (`sqlite3 FILE \".recover\"` may "
+                 f"save its decisions), or set {DB_ENV} to a new file."),
+                ("unavailable", ("unable to open",),
+                 f"cannot be opened (missing folder or no permission). Set {DB_ENV} to a path "
+                 "this server can write.")):
+            if any(n in low for n in needles):
+                break
         else:
-            msg = f"{where} failed while trying to {action}: {text[:300]}"
-            kind = "error"
-        err = PUAuditError(msg)
+            kind, msg = "error", f"failed while trying to {action}: {text[:300]}"
+        err = PUAuditError(f"{where} {msg}")
         err.kind = kind
         return err
 
@@ -363,12 +360,8 @@ class ReviewStore:
                     for i in range(0, len(keys), 500):
                         rows += conn.execute(q.where(Decision.row_key.in_(keys[i:i + 500]))).all()
         df = pd.DataFrame([tuple(r) for r in rows], columns=DECISION_COLUMNS)
-        if len(df):
-            df["created_at"] = pd.to_datetime(df["created_at"], utc=True)
-            df = df.sort_values("created_at", kind="stable").reset_index(drop=True)
-        else:
-            df["created_at"] = pd.to_datetime(df["created_at"], utc=True)
-        return df
+        df["created_at"] = pd.to_datetime(df["created_at"], utc=True)
+        return df.sort_values("created_at", kind="stable").reset_index(drop=True) if len(df) else df
 
     def count(self) -> int:
         with self._guard("count decisions"):

@@ -195,12 +195,12 @@ def read_pairwise(source: Any, *, mapping: dict[str, str] | None = None,
         out[canon] = [id_text(v) for v in raw[col]] if col else ""
 
     for canon in PROB_COLUMNS:
-        out[canon] = _probabilities(raw, prob_cols.get(canon), rows, label)
+        out[canon] = _checked(raw, prob_cols.get(canon), rows, label,
+                              bad=lambda v: (v < 0) | (v > 1 + 1e-6), why=", outside [0, 1]. "
+                              "Give probabilities, not logits or percentages.")
     from_logprobs = [c for c in ("ppl_1", "ppl_2") if ppl_cols.get(c) is None and c in logprob_cols]
     for canon in ("ppl_1", "ppl_2"):
-        out[canon] = (_ppl_from_logprobs(raw, logprob_cols[canon], rows, label)
-                      if canon in from_logprobs
-                      else _perplexities(raw, ppl_cols.get(canon), rows, label))
+        out[canon] = _perplexities(raw, canon, ppl_cols, logprob_cols, from_logprobs, rows, label)
     _check_verdicts(out, found, label)
     out = _merge_repeats(out, label)  # one row per judge, question and pair
     out.attrs["has_probabilities"] = bool(prob_cols)
@@ -252,30 +252,25 @@ def _numbers(raw: pd.DataFrame, col: str | None, rows: np.ndarray, label: str) -
     return np.array([_number(v, column=col, row=r, label=label) for v, r in zip(raw[col], rows)])
 
 
-def _probabilities(raw: pd.DataFrame, col: str | None, rows: np.ndarray,
-                   label: str) -> np.ndarray:
+def _checked(raw: pd.DataFrame, col: str | None, rows: np.ndarray, label: str, *,
+             bad: Any, why: str) -> np.ndarray:
+    """The column's numbers; an error at the first where ``bad`` holds (``why`` says why)."""
     vals = _numbers(raw, col, rows, label)
-    bad = np.flatnonzero((vals < 0) | (vals > 1 + 1e-6))
-    if len(bad):
-        r = int(bad[0]) + 1
-        raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[bad[0]]}, outside "
-                           "[0, 1]. Give probabilities, not logits or percentages.",
+    where = np.flatnonzero(bad(vals))
+    if len(where):
+        r = int(where[0]) + 1
+        raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[where[0]]}{why}",
                            column=col, row=r)
     return vals
 
 
-def _perplexities(raw: pd.DataFrame, col: str | None, rows: np.ndarray,
-                  label: str) -> np.ndarray:
-    vals = _numbers(raw, col, rows, label)
-    bad = np.flatnonzero(vals <= 0)
-    if len(bad):
-        r = int(bad[0]) + 1
-        raise PUAuditError(f"{label}: column '{col}' at row {r} is {vals[bad[0]]}; a perplexity "
-                           "must be positive.", column=col, row=r)
-    return vals
-
-
-def _ppl_from_logprobs(raw: pd.DataFrame, col: str, rows: np.ndarray, label: str) -> np.ndarray:
+def _perplexities(raw: pd.DataFrame, canon: str, ppl_cols: dict, logprob_cols: dict,
+                  from_logprobs: list, rows: np.ndarray, label: str) -> np.ndarray:
+    """One order's perplexities: its column, or computed from its token log-probabilities."""
+    if canon not in from_logprobs:
+        return _checked(raw, ppl_cols.get(canon), rows, label, bad=lambda v: v <= 0,
+                        why="; a perplexity must be positive.")
+    col = logprob_cols[canon]
     return np.array([_ppl_cell(v, column=col, row=r, label=label)
                      for v, r in zip(raw[col], rows)], dtype=float)
 

@@ -9,6 +9,7 @@ PUAudit table judged row by row (order 1 shows response_a first), the verdict wr
 from __future__ import annotations
 
 import hashlib
+from itertools import combinations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -185,9 +186,7 @@ def _pairs_to_judge(kind: str, answers: pd.DataFrame, used) -> list[tuple]:
         text = dict(zip(grp["candidate"], grp["answer"]))
         q = grp["question"].iloc[0]
         cat = grp["category"].iloc[0]
-        for a in range(len(cands)):
-            for b in range(a + 1, len(cands)):
-                pairs.append((qid, cat, q, cands[a], cands[b], text[cands[a]], text[cands[b]]))
+        pairs += [(qid, cat, q, a, b, text[a], text[b]) for a, b in combinations(cands, 2)]
     return pairs
 
 

@@ -123,11 +123,11 @@ def _malformed_note(problem: str, kept: str) -> str:
     return f"malformed log-probabilities ({problem}): {kept} kept, no probabilities"
 
 
-def _n_tokens(response: Mapping, tokens: list | None) -> float:
-    if tokens:
-        return len(tokens)
-    n = response_usage(response)[1]
-    return n if n else math.nan
+def _logprob_cells(tokens: list | None) -> dict:
+    """The judgment's perplexity and its token log-probabilities as JSON (NaN / "" without)."""
+    lps = [float(t["logprob"]) for t in tokens] if tokens else None
+    return {"ppl": perplexity(lps) if lps else math.nan,
+            "token_logprobs": dumps(lps) if lps else ""}
 
 
 def parse_pair(response: Mapping | None) -> dict:
@@ -139,7 +139,6 @@ def parse_pair(response: Mapping | None) -> dict:
     content = response_text(response)
     tokens, bad = usable_tokens(response)
     v = verdict_probabilities(content, tokens)
-    lps = [float(t["logprob"]) for t in tokens] if tokens else None
     notes = []
     if v["verdict"] is None:
         notes.append("no verdict [A], [B] or [C] in the judgment")
@@ -152,10 +151,11 @@ def parse_pair(response: Mapping | None) -> dict:
     elif v["probs"] is None:
         notes.append("the verdict letter is not a token of its own: no probabilities")
     probs = v["probs"] or {}
+    cells = _logprob_cells(tokens)
     return {"verdict": v["verdict"], "A": probs.get("A", math.nan), "B": probs.get("B", math.nan),
-            "tie": probs.get("tie", math.nan), "ppl": perplexity(lps) if lps else math.nan,
-            "n_tokens": _n_tokens(response, tokens),
-            "rationale": content, "token_logprobs": dumps(lps) if lps else "",
+            "tie": probs.get("tie", math.nan), "ppl": cells["ppl"],
+            "n_tokens": len(tokens) if tokens else (response_usage(response)[1] or math.nan),
+            "rationale": content, "token_logprobs": cells["token_logprobs"],
             "note": "; ".join(notes)}
 
 
@@ -166,7 +166,6 @@ def parse_score(response: Mapping, scale: tuple[int, int]) -> dict:
     content = response_text(response)
     tokens, bad = usable_tokens(response)
     s = score_distribution_from_logprobs(content, tokens, scale=(lo, hi))
-    lps = [float(x["logprob"]) for x in tokens] if tokens else None
     row = {"score": math.nan if s["score"] is None else s["score"]}
     for v in range(lo, hi + 1):
         row[f"p_{v}"] = s["distribution"][v] if s["distribution"] else math.nan
@@ -174,9 +173,9 @@ def parse_score(response: Mapping, scale: tuple[int, int]) -> dict:
     if bad:
         reason = (_malformed_note(bad, "score") if s["score"] is not None
                   else f"{reason}; {_malformed_note(bad, 'rationale')}")
-    row.update(ppl=perplexity(lps) if lps else math.nan,
-               n_tokens=len(tokens) if tokens else math.nan, rationale=content,
-               token_logprobs=dumps(lps) if lps else "", note=reason)
+    cells = _logprob_cells(tokens)
+    row.update(ppl=cells["ppl"], n_tokens=len(tokens) if tokens else math.nan,
+               rationale=content, token_logprobs=cells["token_logprobs"], note=reason)
     return row
 
 

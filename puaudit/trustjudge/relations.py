@@ -60,15 +60,7 @@ def relation_baseline(verdict_1: Any, verdict_2: Any) -> np.ndarray:
     c2 = _codes(verdict_2, _ORDER2)
     if np.any((c1 < 0) & (c2 < 0)):
         raise PUAuditError("A pair has no verdict in either order; give at least one.")
-    out = np.full(len(c1), 2, dtype=int)
-    both = (c1 >= 0) & (c2 >= 0)
-    agree = both & (c1 == c2)
-    out[agree] = c1[agree]
-    only1 = (c1 >= 0) & (c2 < 0)
-    out[only1] = c1[only1]
-    only2 = (c2 >= 0) & (c1 < 0)
-    out[only2] = c2[only2]
-    return _REL[out]
+    return _REL[np.where(c2 < 0, c1, np.where(c1 < 0, c2, np.where(c1 == c2, c1, 2)))]
 
 
 def aggregate_probabilities(p1: np.ndarray, p2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -107,14 +99,16 @@ def relation_bidirectional(p1: np.ndarray, p2: np.ndarray, *, delta: float = 0.0
         NaN-free relations; rows with no probabilities in either order get ``None``.
     """
     P, n_orders = aggregate_probabilities(p1, p2)
+    return _top_relation(P, np.maximum(n_orders, 1), delta, n_orders == 0)
+
+
+def _top_relation(P: np.ndarray, scale: Any, delta: float, missing: np.ndarray) -> np.ndarray:
+    """``argmax P`` as a relation, ``=`` where the two largest differ by less than
+    ``δ·scale`` or are equal; ``None`` where ``missing``."""
     top = np.sort(P, axis=1)
     gap = top[:, 2] - top[:, 1]
-    idx = np.argmax(P, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tie = (gap / np.maximum(n_orders, 1) < delta) | (gap == 0)
-    idx = np.where(tie, 2, idx)
-    out = _REL[idx].astype(object)
-    out[n_orders == 0] = None
+    out = _REL[np.where((gap / scale < delta) | (gap == 0), 2, np.argmax(P, axis=1))]
+    out[missing] = None
     return out
 
 
@@ -213,20 +207,18 @@ def relation_weighted(verdict_1: Any, verdict_2: Any, p1: np.ndarray, p2: np.nda
         ``None`` for rows with neither a verdict nor probabilities in either order.
     """
     P = weighted_distribution(verdict_1, verdict_2, p1, p2, ppl_1, ppl_2, gamma=gamma)
-    ok = ~np.isnan(P).any(axis=1)
-    Z = np.nan_to_num(P)
-    top = np.sort(Z, axis=1)
-    gap = top[:, 2] - top[:, 1]
-    idx = np.where((gap < delta) | (gap == 0), 2, np.argmax(Z, axis=1))
-    out = _REL[idx].astype(object)
-    out[~ok] = None
-    return out
+    return _top_relation(np.nan_to_num(P), 1.0, delta, np.isnan(P).any(axis=1))
+
+
+def _floats(pairs: pd.DataFrame, columns: Any) -> np.ndarray:
+    """The columns as floats, shape (n, len(columns)); NaN for a column the table lacks."""
+    nan = np.full(len(pairs), np.nan)
+    return np.column_stack([pairs[c].to_numpy(dtype=float) if c in pairs else nan
+                            for c in columns])
 
 
 def _prob_arrays(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    cols = [c if c in pairs else None for c in PROB_COLUMNS]
-    n = len(pairs)
-    arr = np.column_stack([pairs[c].to_numpy(dtype=float) if c else np.full(n, np.nan) for c in cols])
+    arr = _floats(pairs, PROB_COLUMNS)
     return arr[:, :3], arr[:, 3:]
 
 
@@ -309,14 +301,6 @@ def pair_relations(pairs: pd.DataFrame, *, method: str = "baseline", delta: floa
                  "counts": {r: int((rel == r).sum()) for r in (">", "<", "=")}}
 
 
-def _ppl_arrays(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Perplexities of the two orders' judgments (NaN where absent)."""
-    nan = np.full(len(pairs), np.nan)
-    q1 = pairs["ppl_1"].to_numpy(dtype=float) if "ppl_1" in pairs else nan
-    q2 = pairs["ppl_2"].to_numpy(dtype=float) if "ppl_2" in pairs else nan
-    return q1, q2
-
-
 def _method_relations(pairs: pd.DataFrame, v2, *, method: str, delta: float,
                       gamma: float) -> tuple[np.ndarray, np.ndarray | None]:
     """Relations by ``method`` (None where it cannot decide) and, for ``weighted``, its
@@ -328,7 +312,7 @@ def _method_relations(pairs: pd.DataFrame, v2, *, method: str, delta: float,
                                "p1_A, p1_B, p1_tie, p2_A, p2_B, p2_tie); this table has none. Use "
                                "--method baseline, or add the probabilities.", column="p1_A")
         return relation_bidirectional(p1, p2, delta=delta), None
-    q1, q2 = _ppl_arrays(pairs)
+    q1, q2 = _floats(pairs, ("ppl_1", "ppl_2")).T
     if method == "weighted":
         if np.all(np.isnan(q1)) and np.all(np.isnan(q2)):
             raise PUAuditError("Method 'weighted' weighs each answer order by exp(−γ·PPL) and "

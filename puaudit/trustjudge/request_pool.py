@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
 from puaudit.errors import PUAuditError
@@ -65,12 +65,8 @@ class RunStats:
 
     def to_dict(self) -> dict:
         """JSON-ready copy (failure messages only, no keys)."""
-        return {"n_total": self.n_total, "n_cached": self.n_cached, "n_new": self.n_new,
-                "n_failed": self.n_failed, "n_retries": self.n_retries,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "elapsed_s": round(self.elapsed_s, 3),
-                "failures": sorted(set(self.failures.values()))[:20],
-                "retry_reasons": dict(self.retry_reasons)}
+        return {**asdict(self), "elapsed_s": round(self.elapsed_s, 3),
+                "failures": sorted(set(self.failures.values()))[:20]}
 
 
 def request_name(info: Mapping | None, key: str) -> str:

@@ -240,13 +240,10 @@ class JudgeClient:
         return redact_secret(value, self._secret)
 
     def _wait(self, attempt: int, exc: Exception | None) -> float:
-        retry_after = None
-        response = getattr(exc, "response", None)
-        if response is not None:
-            try:
-                retry_after = float(response.headers.get("retry-after"))
-            except (TypeError, ValueError, AttributeError):
-                retry_after = None
+        try:
+            retry_after = float(exc.response.headers.get("retry-after"))
+        except (TypeError, ValueError, AttributeError):  # no response, or no usable header
+            retry_after = None
         if retry_after is not None and math.isfinite(retry_after):
             return min(max(retry_after, 0.0), self.max_backoff)
         return min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
@@ -301,12 +298,9 @@ class JudgeClient:
             ``stop`` was set while waiting to retry.
         """
         t0 = time.perf_counter()
-        kwargs = dict(model=self.model, messages=messages, logprobs=True,
-                      temperature=self.temperature, max_tokens=self.max_tokens)
-        if self.top_logprobs:
-            kwargs["top_logprobs"] = self.top_logprobs
-        if self.seed is not None:
-            kwargs["seed"] = int(self.seed)
+        kwargs = dict(model=self.model, messages=messages, **self.params())
+        if not self.top_logprobs:
+            del kwargs["top_logprobs"]
         last = ""
         for attempt in range(1, self.max_retries + 2):
             if stop is not None and stop.is_set():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
@@ -114,10 +115,8 @@ def _subset_flags(bad: np.ndarray, known: np.ndarray, subsets: np.ndarray,
     nontrans = np.zeros(len(subsets), dtype=bool)
     for p, q, r in itertools.combinations(range(k), 3):
         nontrans |= bad[subsets[:, p], subsets[:, q], subsets[:, r]]
-    if all_known:
-        eligible = np.ones(len(subsets), dtype=bool)
-    else:
-        eligible = np.ones(len(subsets), dtype=bool)
+    eligible = np.ones(len(subsets), dtype=bool)
+    if not all_known:
         for p, q in itertools.combinations(range(k), 2):
             eligible &= known[subsets[:, p], subsets[:, q]]
     return eligible, nontrans & eligible
@@ -210,15 +209,10 @@ def pool_counts(counts: Sequence[dict], *, confidence: float = 0.95) -> dict:
         v = mb * (1 - mb) + ratio ** 2 * me * (1 - me) - 2 * ratio * mb * (1 - me)
         var += T ** 2 * max(v, 0.0) / m
     var /= den ** 2
-    z = _normal_quantile(0.5 + confidence / 2)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     half = z * math.sqrt(var)
     return {"ntr": ratio, "ci": (max(0.0, ratio - half), min(1.0, ratio + half)), "exact": exact,
             "nontransitive": num, "eligible": den}
-
-
-def _normal_quantile(p: float) -> float:
-    from statistics import NormalDist
-    return NormalDist().inv_cdf(p)
 
 
 def violating_triples(names: Sequence[str], R: np.ndarray, known: np.ndarray,
