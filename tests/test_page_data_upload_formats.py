@@ -156,3 +156,26 @@ def test_an_mtbench_judgment_file_uploaded_is_refused_as_the_cli_refuses_it(tmp_
     assert main(["audit", str(path), "-o", str(tmp_path / "out.csv")]) == 2
     cli = capsys.readouterr().err.strip()
     assert cli == f"error: {upload.value}" and "--answers DIR" in cli
+
+
+def test_a_zipped_mtbench_release_uploaded_gives_the_clis_rows_and_numbers(tmp_path, capsys):
+    """The MT-Bench release (the judge's file, the people's votes, question.jsonl and
+    model_answer/) zipped as one upload is read as ``puaudit audit`` reads the zip, and as it
+    reads the judge's file with ``--human`` and ``--answers``."""
+    from tests.test_data_formats_release import make_release, zipped
+
+    root = make_release(tmp_path / "mt_bench", questions=range(81, 121))
+    archive = zipped(root, tmp_path / "mt_bench.zip")
+    uploaded = read_upload(archive.read_bytes(), archive.name)
+    pd.testing.assert_frame_equal(uploaded, load_input(root / "gpt4_pair.jsonl",
+                                                       human=root / "human.jsonl", answers=root))
+    js = _cli_summary(archive, tmp_path, capsys)
+    assert js["n_rows"] == len(uploaded) and js["n_validation"] > 100
+
+    data = open_page("pages/data.py", uploaded)
+    assert _metric(data, "Rows") == f"{len(uploaded):,}"
+    audit = open_page("pages/audit.py", uploaded)
+    assert _metric(audit, "Cons_orig") == f"{js['cons_orig']:.1%}"
+    assert _metric(audit, "Cons_adj") == f"{js['cons_adj']:.1%}"
+    n_reversed = round(js["reversed_share"] * js["n_validation"])
+    assert _metric(audit, "Reversed") == f"{n_reversed} of {js['n_validation']}"

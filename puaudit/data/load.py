@@ -33,8 +33,9 @@ def load_input(source: str | os.PathLike | bytes, *, name: str | None = None,
     Parameters
     ----------
     source : path or bytes
-        A comparison table, a dataset folder (or a zip of one) or an evaluation tool's output
-        (see :data:`puaudit.data.formats.FORMATS`); bytes are an upload, read as a file.
+        A comparison table, a dataset folder (or a zip of one), an evaluation tool's output
+        (see :data:`puaudit.data.formats.FORMATS`) or a benchmark release folder (or a zip of
+        one: :mod:`puaudit.data.formats.release`); bytes are an upload, read as a file.
     name : str, optional
         The file's name, for format detection and messages; needed with bytes (an upload's
         name), else the path's name.
@@ -74,6 +75,10 @@ def load_input(source: str | os.PathLike | bytes, *, name: str | None = None,
     # a tool's export folder: Argilla's Dataset.to_disk (records.json beside settings.json)
     if not isinstance(source, (bytes, bytearray)) and argilla.disk_folder(source):
         return argilla.read_disk_folder(source, read=read, human=human, answers=answers)
+    if human is None and answers is None:
+        table = _read_release(source, label, limits=limits, unpack_zip=unpack_zip)
+        if table is not None:
+            return table
     frame = read(source, name=name, split=split, unpack_zip=unpack_zip)
     fmt = detect(frame)
     if fmt is None:
@@ -88,3 +93,46 @@ def load_input(source: str | os.PathLike | bytes, *, name: str | None = None,
     table = fmt.to_table(frame, name=label, path=source, human=human, answers=answers, read=read)
     table.attrs.update({k: frame.attrs[k] for k in _KEPT if k in frame.attrs})
     return table
+
+
+def _read_release(source, label: str, *, limits: ReadLimits,
+                  unpack_zip: Callable | None) -> pd.DataFrame | None:
+    """A benchmark release (a folder, or a zip of one, as a path or uploaded bytes) read through
+    its one judgment file, its votes and its answers; None for anything else."""
+    from puaudit.data.folders import UnpackedZip
+    from puaudit.data.formats import release
+
+    if isinstance(source, (bytes, bytearray)):
+        data = bytes(source)
+    else:
+        path = Path(source)
+        if path.is_dir():
+            return _release_folder(path, label, limits) if release.is_release(path) else None
+        data = _small_zip(path, limits.max_bytes)
+    if data is None or data[:4] != b"PK\x03\x04" or not release.zip_is_release(data):
+        return None
+    if unpack_zip is not None:  # the dashboard's cache of unpacked uploads
+        return _release_folder(unpack_zip(data, label, limits.max_bytes).root, label, limits)
+    with UnpackedZip(data, label, max_bytes=limits.max_bytes) as folder:
+        return _release_folder(folder.root, label, limits)
+
+
+def _small_zip(path: Path, max_bytes: int | None) -> bytes | None:
+    """The bytes of a zip archive at ``path`` within ``max_bytes``; None for anything else
+    (which the table reader then reads, or refuses in its own words)."""
+    try:
+        if not path.is_file() or (max_bytes is not None and path.stat().st_size > max_bytes):
+            return None
+        with open(path, "rb") as f:
+            if f.read(4) != b"PK\x03\x04":
+                return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _release_folder(root: Path, label: str, limits: ReadLimits) -> pd.DataFrame:
+    from puaudit.data.formats.release import release_files
+
+    judgments, votes = release_files(root, name=label)
+    return load_input(judgments, name=judgments.name, human=votes, answers=root, limits=limits)

@@ -7,7 +7,8 @@ per format: :mod:`.mtbench` (the MT-Bench human-judgments release), :mod:`.fastc
 :mod:`.arena_hard` (arena-hard-auto judgments), :mod:`.labelstudio` (Label Studio's JSON
 export) and :mod:`.argilla` (Argilla records, a ``to_disk`` folder too), the last two one row
 per person's vote (:mod:`.tool_votes`); :mod:`.answers` reads the benchmark folder that
-supplies the texts a judgment file names. See docs/data_formats.md.
+supplies the texts a judgment file names, :mod:`.release` a release folder (or zip) holding
+both. See docs/data_formats.md.
 """
 
 from puaudit.data.formats.detect import FORMATS, detect
