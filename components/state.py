@@ -31,7 +31,7 @@ from puaudit.errors import PUAuditError
 from puaudit.data.folders import SPLIT
 from puaudit.data.schema import ComparisonTable, load_comparisons
 
-__all__ = ["DEMO_NAME", "SCORER_CHOICES", "RULE_CHOICES", "CERTIFY_TARGET", "set_source",
+__all__ = ["DEMO_NAME", "RULE_CHOICES", "CERTIFY_TARGET", "set_source",
            "build_table", "through_navigation", "ensure_data", "table_hash", "audit_params",
            "bind", "audit_config", "set_certify", "sha256_bytes"]
 
