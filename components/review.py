@@ -13,7 +13,7 @@ from puaudit.review.keys import row_keys
 
 __all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
            "progress_counts", "disagreements_frame", "decision_log", "shown_names", "export_frame",
-           "audited_frame", "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS",
+           "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS",
            "empty_queue_text", "cascade_for_review", "cascade_stage_for"]
 
 #: (verdict, button label) in the order shown
@@ -167,18 +167,10 @@ def decision_log(decisions: pd.DataFrame, table, *, limit: int = 200) -> pd.Data
         columns=cols)
 
 
-def audited_frame(result, table) -> pd.DataFrame:
-    """``result.to_frame(table)`` (the audit result does not carry its table)."""
-    try:
-        return result.to_frame(table)
-    except TypeError:  # an older AuditResult whose to_frame() takes no table
-        return result.to_frame()
-
-
 def export_frame(result, table, decisions: pd.DataFrame) -> pd.DataFrame:
     """The audited export of the table as loaded (every input row and column, in order), the
     ``puaudit_*`` columns, then the ``puaudit_review_*`` columns."""
-    return with_review_columns(audited_frame(result, table), table, decisions)
+    return with_review_columns(result.to_frame(table), table, decisions)
 
 
 def _excerpt(text, n: int = 120) -> str:
