@@ -124,8 +124,7 @@ def disagreements_frame(decisions: pd.DataFrame, table) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     summ = summ[summ["disagreement"]]
     base = base_table(table)
-    first = pd.Series(np.arange(len(base)), index=row_keys(base))
-    first = first[~first.index.duplicated()]
+    first = _first_rows(base)
     out = []
     for r in summ.itertuples():
         i = first.get(r.row_key)
@@ -134,6 +133,12 @@ def disagreements_frame(decisions: pd.DataFrame, table) -> pd.DataFrame:
         out.append({"row": int(i), "question_type": str(base.question_type[i]),
                     "prompt": _excerpt(base.prompt[i]), "votes": r.votes, "notes": r.notes})
     return pd.DataFrame(out, columns=cols)
+
+
+def _first_rows(base) -> pd.Series:
+    """Content key -> the first row of ``base`` holding it."""
+    first = pd.Series(np.arange(len(base)), index=row_keys(base))
+    return first[~first.index.duplicated()]
 
 
 def shown_names(decisions: pd.DataFrame) -> pd.Series:
@@ -152,9 +157,7 @@ def decision_log(decisions: pd.DataFrame, table, *, limit: int = 200) -> pd.Data
     cols = ["when", "reviewer", "verdict", "row", "judge", "note", "reviewer_id"]
     if decisions is None or len(decisions) == 0:
         return pd.DataFrame(columns=cols)
-    base = base_table(table)
-    first = pd.Series(np.arange(len(base)), index=row_keys(base))
-    first = first[~first.index.duplicated()]
+    first = _first_rows(base_table(table))
     d = decisions.iloc[::-1].head(limit)
     shown = shown_names(d)
     return pd.DataFrame({
