@@ -1,8 +1,6 @@
-"""The Audit page's background audit work, on the one job runner
-(:func:`components.audit_runs.runner`): the m curve, the idle-time precompute of neighbouring
-slider values, and the scorer comparison. Each is a background job keyed by what it depends
-on; a newer setting cancels an older job of its kind, and every slider answer goes first
-(docs/dashboard.md)."""
+"""The Audit page's background jobs (:func:`components.audit_runs.runner`): the m curve, the
+idle-time precompute of neighbouring slider values and the scorer comparison, each keyed by
+what it depends on (docs/dashboard.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ from puaudit.audit.config import SCORER_CHOICES, AuditConfig
 from puaudit.data.schema import ComparisonTable
 from puaudit.embed.pairs import PairEmbeddings
 
-__all__ = ["compare_job", "compare_scorers", "m_curve_job", "m_curve", "precompute_neighbours"]
+__all__ = ["compare_job", "m_curve_job", "m_curve", "precompute_neighbours"]
 
 
 def _compare(content_hash: str, encoder_label: str, config: AuditConfig, seeds: int, _table,
@@ -47,13 +45,6 @@ def compare_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
                                       group="compare", text="Comparing scorers", priority=3)
 
 
-def compare_scorers(table: ComparisonTable, emb: PairEmbeddings, params: dict, *,
-                    seeds: int = 3) -> list[dict]:
-    """:func:`compare_job`'s leaderboard, waited for (a progress bar meanwhile)."""
-    return audit_runs.wait_for(lambda: compare_job(table, emb, params, seeds=seeds),
-                               "Comparing scorers")
-
-
 def _curve_config(params: dict) -> AuditConfig:
     """What the m curve depends on: every setting but ``m`` and certification."""
     return state.audit_config(params).replace(m=None, target_agreement=None,
@@ -75,11 +66,9 @@ def m_curve_job(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> Jo
                                       group="m_curve", text="Reversals vs m", priority=0)
 
 
-def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict,
-            m_values: tuple | None = None) -> list[dict]:
-    """:func:`m_curve_job`'s points, waited for (the export page's report needs them).
-    ``m_values`` is accepted for older callers; the curve is drawn at
-    :func:`~puaudit.audit.m_curve.m_grid`, and the report adds the audit's own point."""
+def m_curve(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> list[dict]:
+    """:func:`m_curve_job`'s points at :func:`~puaudit.audit.m_curve.m_grid`, waited for (the
+    Export page's report; it adds the audit's own point)."""
     return audit_runs.wait_for(lambda: m_curve_job(table, emb, params), "Reversals vs m")
 
 
@@ -87,9 +76,8 @@ def precompute_neighbours(table: ComparisonTable, emb: PairEmbeddings, params: d
                           m_step: float, p_step: float, m_range: tuple[float, float],
                           p_range: tuple[float, float]) -> Job:
     """Idle-time work: the audits one slider step away (``m`` ± one and two steps, ``p_ratio``
-    ± one step), nearest first, so the next step is usually instant. Cancelled when the
-    visitor moves to other settings (:func:`~components.audit_runs.run_audit`; a redraw of
-    these settings keeps it), preempted by any slider answer, and giving way to the m curve."""
+    ± one step), nearest first, so the next step is usually instant; cancelled when the visitor
+    moves to other settings (:func:`~components.audit_runs.run_audit`)."""
     cfg = state.audit_config(params)
     cache = audit_runs.stage_cache(table, emb)
     m0 = cfg.m if cfg.m is not None else cache.split(cfg).m_estimate

@@ -1,14 +1,10 @@
 """The audit runs of a session, and the background jobs the pages start (docs/dashboard.md).
 
 One :class:`~components.jobs.JobRunner` per server process (:func:`runner`) runs every long
-computation: the embeddings and audits as foreground jobs (a bar on the page), and in the
-background, most urgent first, the m curve, the idle-time precompute
-(:mod:`components.audit_jobs`), the spread over seeds and UMAP (here), then scorer comparisons.
-
-Caches are shared by sessions and keyed by content: embeddings by the table's content hash and
-the encoder label (the table travels as an ``_underscore`` argument, never hashed); audits come
-from one :class:`~puaudit.audit.stages.StageCache` per table and encoder, so a slider step
-recomputes only the stages that read what it moved.
+computation: embeddings and audits in the foreground (a bar on the page), the m curve, the
+precompute, the spread over seeds, UMAP and scorer comparisons in the background. Caches are
+shared by sessions and keyed by content (the table travels as an ``_underscore`` argument);
+audits come from one :class:`~puaudit.audit.stages.StageCache` per table and encoder.
 """
 
 from __future__ import annotations
@@ -46,10 +42,8 @@ def cached_embeddings(content_hash: str, encoder_label: str, _table, _encoder,
 
 
 def get_embeddings(table: ComparisonTable, encoder_label: str) -> PairEmbeddings:
-    """Embeddings of ``table`` (cached by content hash + encoder), with a progress bar while the
-    encoder runs. The cached function runs in a worker thread so that this script thread can
-    draw the bar: Streamlit replays elements drawn *inside* a cached function, which a progress
-    bar created outside it cannot be."""
+    """Embeddings of ``table`` (cached by content hash + encoder), with a progress bar drawn by
+    this script thread while the cached function runs in a worker (:func:`with_progress`)."""
     from components.time_left import TimeLeft
 
     encoder = load_encoder(encoder_label)
@@ -83,10 +77,7 @@ def m_estimate(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> flo
 @st.cache_resource(show_spinner=False)
 def runner() -> JobRunner:
     """The server process's job runner (:mod:`components.jobs`): every long computation of
-    every session runs on it, background work one job at a time and giving way to any
-    slider answer. Its own unwatched limit is :class:`JobRunner`'s default; a job that needs
-    another passes it on submission (the spread: :data:`SPREAD_UNWATCHED_S`), so the runner,
-    made once per process, never keeps a value the moment of its creation happened to hold."""
+    every session runs on it (a job's own unwatched limit is passed on submission)."""
     return JobRunner()
 
 
@@ -99,10 +90,9 @@ def _stage_cache(content_hash: str, encoder_label: str, _table, _emb) -> StageCa
 
 def stage_cache(table: ComparisonTable, emb: PairEmbeddings) -> StageCache:
     """The stages of every audit of ``table`` with ``emb`` (:mod:`puaudit.audit.stages`),
-    shared by sessions and the background jobs: a slider step recomputes only the stages that
-    read the field it moved."""
-    # by content: the cached embeddings come back as a new copy on every run. The label is
-    # kept on that copy, as the content hash is on the table: one page run asks several times
+    shared by sessions and the background jobs."""
+    # by content (the cached embeddings come back as a new copy on every run), the label kept
+    # on that copy as the content hash is on the table: one page run asks several times
     label = emb.__dict__.get("_puaudit_label")
     if label is None:
         step = max(1, len(emb.vectors) // 256)
@@ -112,8 +102,7 @@ def stage_cache(table: ComparisonTable, emb: PairEmbeddings) -> StageCache:
 
 
 def wait_for(get_job, label: str):
-    """The result of the background job ``get_job()`` returns, with a progress bar while it
-    runs (asked again when a slider answer preempted it)."""
+    """The result of the background job ``get_job()`` returns, with a progress bar meanwhile."""
     bar, t0 = None, time.monotonic()
     while True:
         job = get_job()
@@ -143,11 +132,9 @@ def _show(bar, job: Job, t0: float, label: str, describe=None) -> None:
 
 def with_progress(work, label: str, *, describe=None):
     """``work(report)`` run as a foreground job of :func:`runner` while this script thread
-    draws a progress bar (from 0.3 s on) saying what is being done, how far it is and for how
-    long; ``report(done, total, text=None)`` updates it. Errors are raised here. The bar lives
-    outside the cached function ``work`` calls (Streamlit replays what a cached function
-    draws). ``describe(done, total)``, when given, writes the bar's text instead (the
-    embeddings' bar counts texts and the time left). Background jobs give way until it ends."""
+    draws a progress bar (from 0.3 s on; ``report(done, total, text=None)`` updates it,
+    ``describe(done, total)`` writes its text). Errors are raised here. The bar lives outside
+    the cached function ``work`` calls: Streamlit replays what a cached function draws."""
     ctx = get_script_run_ctx()
     job = runner().start(lambda j: work(j.report), text=label,
                          thread_hook=lambda th: add_script_run_ctx(th, ctx))
@@ -184,12 +171,9 @@ def precompute_key(table: ComparisonTable, params: dict) -> tuple:
 
 
 def run_audit(table: ComparisonTable, emb: PairEmbeddings, params: dict):
-    """The audit of ``table`` with ``params``, from the stage cache: only the stages whose
-    fields changed are computed. An audit whose scores are cached is answered in this thread
-    (no bar); otherwise a bar names each stage. Background jobs give way meanwhile.
-
-    Certified (``target_agreement`` set): certification is its own stage (the scores are
-    reused), so moving the target slider or ticking Certify scores nothing again."""
+    """The audit of ``table`` with ``params`` from the stage cache (a bar names each stage
+    unless the scores are cached). Certification is its own stage: moving the target slider
+    or ticking Certify scores nothing again."""
     cfg = audit_config(params)
     target = cfg.target_agreement
     if target is not None:  # certified at one target, moved to the session's (no refit)
@@ -218,8 +202,7 @@ DRAW_S = 0.5
 
 
 def show_error(exc: BaseException) -> None:
-    """An error box whose text is shown literally: messages quote cells, labels and column
-    names from the data, which must never render as Markdown (images would be fetched)."""
+    """An error box whose text is shown literally (messages quote the data)."""
     from components.messages import for_dashboard
     from components.safe_text import md
 
@@ -254,9 +237,8 @@ def audit_view():
 SpreadSuperseded = Cancelled
 
 
-#: a background job nobody asked for this long (its visitor left or closed the tab) stops at
-#: its next checkpoint: one worker serves every session, and an abandoned MT-Bench spread kept
-#: the next visitor's audits waiting behind minutes of work nobody would read
+#: a background job nobody asked for this long (its visitor left) stops at its next checkpoint:
+#: one worker serves every session
 SPREAD_UNWATCHED_S = 60.0
 
 
@@ -264,11 +246,7 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
                n_seeds: int) -> tuple[Job, dict]:
     """The audit's change over ``n_seeds`` seeded splits (:func:`puaudit.audit.evaluate.
     delta_over_seeds`; the first split is ``result`` itself), a background job once per data +
-    settings per server process; each seed's audit goes through the stage cache.
-
-    Returns the job (Future-like: ``done``, ``result``, ``exception``, ``cancelled``) and its
-    progress, ``{"done", "total"}`` further splits audited.
-    """
+    settings; returns the job and its progress ``{"done", "total"}`` (further splits)."""
     from puaudit.audit import evaluate
 
     cfg = audit_config(params).replace(target_agreement=None)  # certifying moves no verdict
@@ -293,15 +271,9 @@ def spread_job(table: ComparisonTable, emb: PairEmbeddings, params: dict, result
 
 
 def umap_job(key: str, z: np.ndarray, seed: int) -> Job:
-    """A background UMAP projection of ``z`` (one per content key per server process).
-
-    It stops at the job's checkpoint (:func:`puaudit.embed.projection.project_2d`: each row of
-    its pairwise distances under 4,096 rows, each layout epoch): it gives way to a slider
-    answer (the next poll starts it again, from the start: umap-learn cannot resume an
-    optimisation midway with the same result), and the same session's map of newer data or
-    another seed cancels it. The group is the session's: two visitors' maps of different tables
-    must not cancel each other at every poll (a UMAP restarts from scratch, so neither would
-    ever finish)."""
+    """A background UMAP projection of ``z`` (one per content key per server process), stopped
+    at the job's checkpoints (docs/dashboard.md). Its group is the session's: two visitors'
+    maps must not cancel each other at every poll (a UMAP restarts from scratch)."""
     from puaudit.embed.projection import project_2d
 
     ctx = get_script_run_ctx()

@@ -39,17 +39,8 @@ def choice_key(table: ComparisonTable, emb: PairEmbeddings, params: dict) -> tup
 
 def by_scores(name: str, table: ComparisonTable, emb: PairEmbeddings, params: dict,
               build: Callable[[], object]):
-    """``build()``, once per ``name`` and scoring choice (:func:`choice_key`), shared by the
-    sessions auditing the same content with the same settings.
-
-    Parameters
-    ----------
-    name : str
-        Which view (``"evidence_figure"``, ...).
-    build : callable
-        Builds the view from the audit shown; called only when this choice has none yet. It
-        must read nothing an ``m`` or Certify step changes.
-    """
+    """``build()`` once per ``name`` (the view) and scoring choice (:func:`choice_key`), shared
+    by sessions; ``build`` must read nothing an ``m`` or Certify step changes."""
     key = (name, choice_key(table, emb, params))
     views, lock = _views()
     with lock:

@@ -1,14 +1,10 @@
 """The encoder a session may choose, loaded once per server process, and the warm-ups.
 
-The encoder is a ``st.cache_resource`` keyed by its label; the visitor chooses among labels
-only (never free text; paths come from the deployment). Two background threads start once per
-server process from ``app.py``: UMAP's compilation and the first offered encoder's load, so no
-page view waits for numba, torch or the weights.
-
-Test hook: with ``PUAUDIT_TEST_ENCODER=hashing`` the only encoder offered is
-:class:`puaudit.embed.hashing.HashingEncoder`, a deterministic bag-of-words hashing encoder
-(no model, instant), so AppTest tests run fast. ``PUAUDIT_UMAP_WARMUP=0`` skips the UMAP
-warm-up thread and ``PUAUDIT_ENCODER_WARMUP=0`` the encoder's (see :func:`start_encoder_warmup`).
+The encoder is a ``st.cache_resource`` keyed by its label; visitors choose among labels only
+(paths come from the deployment). ``app.py`` starts two background threads once per process,
+UMAP's compilation and the first offered encoder's load (``PUAUDIT_UMAP_WARMUP=0`` /
+``PUAUDIT_ENCODER_WARMUP=0`` skip them). Test hook: with ``PUAUDIT_TEST_ENCODER=hashing`` the
+only encoder offered is :class:`puaudit.embed.hashing.HashingEncoder` (instant).
 """
 
 from __future__ import annotations
@@ -56,8 +52,8 @@ def load_encoder(label: str):
 
 
 def _note_encoder_load(label: str) -> None:
-    """Append a line to ``$PUAUDIT_ENCODER_LOG`` (if set) each time an encoder is loaded: lets an
-    operator (and the browser test) check that concurrent sessions share one encoder."""
+    """Append a line to ``$PUAUDIT_ENCODER_LOG`` (if set) each time an encoder is loaded (to
+    check that concurrent sessions share one)."""
     path = os.environ.get("PUAUDIT_ENCODER_LOG")
     if path:
         with open(path, "a", encoding="utf-8") as fh:

@@ -1,13 +1,9 @@
-"""The first look: while the texts are embedded, the evidence-only audit (Streamlit glue).
+"""The first look: while the texts are embedded, the evidence-only audit (docs/encoders.md).
 
-The Audit page asks :func:`embeddings_or_first_look` for the embeddings. They are computed as a
-foreground job of the dashboard's one job runner (:func:`components.audit_runs.runner`), once
-per table and encoder per server process, through the same cached function as
-:func:`components.audit_runs.get_embeddings` (so every page finds them afterwards). When
-they are not ready within :data:`WAIT_S`, the page shows the evidence-only audit
-(:mod:`puaudit.audit.scorers.evidence`, ``texts=False``: the judge's own evidence, no encoder) with
-the label ":data:`PRELIMINARY` (N s left)", and a timed fragment reruns the page when the
-embeddings are done, so the full audit replaces it in place, without a page reload.
+The Audit page asks :func:`embeddings_or_first_look` for the embeddings, a foreground job once
+per table and encoder per server process through the cached function every page reads. Not
+ready within :data:`WAIT_S`: the page shows the evidence-only audit (``texts=False``) labelled
+":data:`PRELIMINARY` (N s left)", and a timed fragment reruns the page when they are done.
 """
 
 from __future__ import annotations
@@ -45,10 +41,9 @@ def _jobs() -> tuple[dict, threading.Lock]:
 
 
 def embedding_job(table, encoder_label: str) -> tuple[Job, dict]:
-    """The embeddings of ``table`` computed as a job of the dashboard's one runner
-    (:func:`components.audit_runs.runner`; one per table content and encoder per server
-    process; a failed one is started again), and their progress ``{"done", "total", "start"}``
-    (``start``: texts done and the time at the first report)."""
+    """The embeddings of ``table`` as a foreground job (one per table content and encoder per
+    server process; a failed one is started again), and their progress ``{"done", "total",
+    "start"}`` (``start``: texts done and the time at the first report)."""
     key = f"{state.table_hash(table)}|{encoder_label}"
     jobs, lock = _jobs()
     with lock:
@@ -90,9 +85,8 @@ def preliminary_config(params: dict) -> AuditConfig | None:
 
 
 def preliminary_label(prog: dict, *, now: float | None = None) -> str:
-    """":data:`PRELIMINARY` (N s left)": the texts left at the embedding rate so far (texts
-    embedded since the first report over the seconds since then; ``now`` defaults to
-    ``time.monotonic()``), rounded up to a second."""
+    """":data:`PRELIMINARY` (N s left)": the texts left at the embedding rate since the first
+    report, rounded up to a second (``now`` defaults to ``time.monotonic()``)."""
     done, total, start = prog.get("done", 0), prog.get("total", 0), prog.get("start")
     if start is None or done <= start[0]:
         return f"{PRELIMINARY} (estimating the time left)"

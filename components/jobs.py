@@ -1,22 +1,19 @@
 """The dashboard's one job runner: every long computation runs as a :class:`Job` with progress
-and cancellation.
+and cancellation (no Streamlit here; docs/dashboard.md).
 
-* **foreground** jobs (:meth:`JobRunner.start`) answer the page being drawn, each in its own
-  thread at once;
-* **background** jobs (:meth:`JobRunner.submit`) run one at a time on one worker, most urgent
-  first, one per key per server process; a job of a ``group`` cancels the group's other jobs.
-
-While a foreground job runs, a background job stops at its next :meth:`Job.checkpoint`
-(:class:`Preempted`); the next poll starts it again and its finished stages come from the stage
-cache, so a slider's answer never waits for more than one scoring job. No Streamlit here.
+**Foreground** jobs (:meth:`JobRunner.start`) answer the page being drawn, each in its own
+thread at once. **Background** jobs (:meth:`JobRunner.submit`) run one at a time on one worker,
+most urgent first, one per key per server process; a job of a ``group`` cancels the group's
+other jobs, and stops at its next :meth:`Job.checkpoint` while a foreground job runs.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+import contextlib
 import heapq
 import itertools
+import threading
+import time
 from concurrent.futures import Future
 from typing import Callable
 
@@ -28,13 +25,12 @@ class Cancelled(RuntimeError):
 
 
 class Preempted(Cancelled):
-    """A background job gave way to a foreground job (a slider answer); it runs again when
-    next polled."""
+    """A background job gave way to a foreground job; it runs again when next polled."""
 
 
 class Yielded(Preempted):
-    """A background job gave way to a more urgent one queued behind it; it is queued again
-    at once (its finished stages are in the stage cache) and resumes after that one."""
+    """A background job gave way to a more urgent one queued behind it; it is queued again at
+    once and resumes after that one."""
 
 
 class Job:
@@ -117,8 +113,7 @@ class JobRunner:
     keep : int
         Finished background jobs remembered (their results are what the pages poll).
     unwatched_s : float
-        A background job nobody asked for this long stops at its next checkpoint (its visitor
-        left); 0: never.
+        A background job nobody asked for this long stops at its next checkpoint; 0: never.
     """
 
     def __init__(self, *, keep: int = 32, unwatched_s: float = 60.0):
@@ -165,8 +160,7 @@ class JobRunner:
 
     def start(self, fn: Callable, *, text: str = "", thread_hook: Callable | None = None) -> Job:
         """A foreground job started at once in its own thread (``thread_hook(thread)`` before it
-        starts: Streamlit attaches its script context there). Background jobs give way until
-        it ends."""
+        starts: Streamlit attaches its script context there)."""
         job = Job(None, self, background=False, text=text)
         with self._lock:
             self._foreground += 1
@@ -185,32 +179,24 @@ class JobRunner:
         job.thread = th
         return job
 
+    @contextlib.contextmanager
     def foreground(self):
         """A context in which background jobs give way (work done in the calling thread)."""
-        runner = self
-
-        class _Scope:
-            def __enter__(self):
-                with runner._lock:
-                    runner._foreground += 1
-
-            def __exit__(self, *exc):
-                with runner._lock:
-                    runner._foreground -= 1
-                return False
-
-        return _Scope()
+        with self._lock:
+            self._foreground += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._foreground -= 1
 
     # --- background -------------------------------------------------------------------------
     def submit(self, key, fn: Callable, *, group: str | None = None, text: str = "",
                unwatched_s: float | None = None, priority: int = 5) -> Job:
-        """The background job of ``key``: the running or finished one, else ``fn`` queued.
-
-        A job that was cancelled, preempted or failed is started again. With ``group``, the
-        group's jobs of other keys are cancelled (queued ones never start). ``unwatched_s``:
-        this job's own limit (default the runner's). ``priority``: queued jobs start lowest
-        first (then in the order asked), so a job asked for again after it gave way does not
-        wait behind longer, less urgent ones.
+        """The background job of ``key``: the running or finished one, else ``fn`` queued (a
+        cancelled, preempted or failed one is started again). With ``group``, the group's jobs
+        of other keys are cancelled. ``unwatched_s``: this job's own limit (default the
+        runner's). ``priority``: queued jobs start lowest first, then in the order asked.
         """
         with self._lock:
             job = self._jobs.get(key)
@@ -258,11 +244,7 @@ class JobRunner:
 def job_status(job: Job | None) -> str:
     """``"ready"`` (a result), ``"failed"`` (an error to show), or ``"pending"`` (queued,
     running, or stopped to give way: the next poll starts it again)."""
-    if job is None or not job.done():
-        return "pending"
-    if job.future.cancelled():
+    if job is None or not job.done() or job.future.cancelled():
         return "pending"
     exc = job.future.exception()
-    if exc is None:
-        return "ready"
-    return "pending" if isinstance(exc, Cancelled) else "failed"
+    return "ready" if exc is None else "pending" if isinstance(exc, Cancelled) else "failed"

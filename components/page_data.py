@@ -1,11 +1,9 @@
 """The data the Annotators, Consistency, Models, Review and Embedding map pages show: loaded,
 computed and cached here, so that page files hold only widgets and layout.
 
-Every cache is a ``st.cache_data`` keyed by content (as the audit's cache in
-:mod:`components.audit_runs` is): a table by :func:`table_key`, an upload by its bytes, an array by
-a digest of its values. Objects that Streamlit should not hash travel as ``_underscore``
-arguments next to the key that names them. Nothing is keyed by ``id()``: an address is reused
-once its object is freed, so a new table could be served an old table's report.
+Every cache is a ``st.cache_data`` keyed by content: a table by :func:`table_key`, an upload by
+its bytes, an array by a digest of its values; unhashed objects travel as ``_underscore``
+arguments. Nothing is keyed by ``id()``, which a new object may reuse.
 """
 
 from __future__ import annotations
@@ -44,11 +42,8 @@ def _frame_digest(frame: pd.DataFrame) -> str:
 
 def table_key(table: ComparisonTable) -> str:
     """A content key of everything in ``table``: what the audit reads
-    (:func:`components.state.table_hash`), every cell of its frame and the column mapping.
-
-    The audit's hash leaves out columns it does not read (annotators, model names, lengths);
-    the annotator and model reports read them, so their caches use this key. Computed once per
-    table object (``table.extra["page_key"]``; a table is never changed in place).
+    (:func:`components.state.table_hash`), every cell of its frame (the annotator and model
+    reports read columns the audit does not) and the column mapping; computed once per table.
     """
     key = table.extra.get("page_key")
     if key is None:
@@ -170,9 +165,8 @@ def _data_page_pairs(key: tuple, _frame):
 
 def data_page_pairs() -> tuple[tuple | None, object, str | None, str]:
     """The Data page's table as a pairwise table: ``(key, pairs, reason, name)``, pairs None
-    (and ``reason`` why) when it does not read as one, key None without a table. The key names
-    the data by the uploaded bytes' hash (or the generated demo) and the split read from them
-    (one zipped folder, several tables), never by the frame object."""
+    (and ``reason`` why) when it does not read as one, key None without a table; the key names
+    the uploaded bytes' hash (or the demo) and the split read from them."""
     ss = st.session_state
     name = str(ss.get("source_name") or "")
     frame = ss.get("raw_frame")
@@ -248,12 +242,10 @@ def review_rows(table: ComparisonTable):
 
 
 def review_decisions(keys, pending: list) -> tuple:
-    """``(store, decisions, seen, pending)`` for the rows ``keys``.
-
-    The store is None until a first decision creates it (visiting the page writes nothing).
-    Decisions the database refused earlier (``pending``, kept in the session) are retried
-    here on every run and never dropped; ``seen`` is the stored decisions plus those still
-    pending. A store that cannot be read is an error box and a stopped page.
+    """``(store, decisions, seen, pending)`` for the rows ``keys``: the store None until a
+    first decision creates it; decisions the database refused earlier (``pending``) retried on
+    every run, never dropped; ``seen`` the stored ones plus those still pending. A store that
+    cannot be read is an error box and a stopped page.
     """
     from puaudit.review.store import empty_decisions, get_store, store_exists
     from components.safe_text import md

@@ -13,7 +13,7 @@ from puaudit.review.keys import row_keys
 
 __all__ = ["reviewer_identity", "pending_queue", "row_view", "decision_record",
            "progress_counts", "disagreements_frame", "decision_log", "shown_names", "export_frame",
-           "audited_frame", "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS",
+           "review_export", "VERDICT_BUTTONS", "VERDICT_SHORTCUTS",
            "empty_queue_text", "cascade_for_review", "cascade_stage_for"]
 
 #: (verdict, button label) in the order shown
@@ -124,8 +124,7 @@ def disagreements_frame(decisions: pd.DataFrame, table) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     summ = summ[summ["disagreement"]]
     base = base_table(table)
-    first = pd.Series(np.arange(len(base)), index=row_keys(base))
-    first = first[~first.index.duplicated()]
+    first = _first_rows(base)
     out = []
     for r in summ.itertuples():
         i = first.get(r.row_key)
@@ -134,6 +133,12 @@ def disagreements_frame(decisions: pd.DataFrame, table) -> pd.DataFrame:
         out.append({"row": int(i), "question_type": str(base.question_type[i]),
                     "prompt": _excerpt(base.prompt[i]), "votes": r.votes, "notes": r.notes})
     return pd.DataFrame(out, columns=cols)
+
+
+def _first_rows(base) -> pd.Series:
+    """Content key -> the first row of ``base`` holding it."""
+    first = pd.Series(np.arange(len(base)), index=row_keys(base))
+    return first[~first.index.duplicated()]
 
 
 def shown_names(decisions: pd.DataFrame) -> pd.Series:
@@ -152,9 +157,7 @@ def decision_log(decisions: pd.DataFrame, table, *, limit: int = 200) -> pd.Data
     cols = ["when", "reviewer", "verdict", "row", "judge", "note", "reviewer_id"]
     if decisions is None or len(decisions) == 0:
         return pd.DataFrame(columns=cols)
-    base = base_table(table)
-    first = pd.Series(np.arange(len(base)), index=row_keys(base))
-    first = first[~first.index.duplicated()]
+    first = _first_rows(base_table(table))
     d = decisions.iloc[::-1].head(limit)
     shown = shown_names(d)
     return pd.DataFrame({
@@ -167,18 +170,10 @@ def decision_log(decisions: pd.DataFrame, table, *, limit: int = 200) -> pd.Data
         columns=cols)
 
 
-def audited_frame(result, table) -> pd.DataFrame:
-    """``result.to_frame(table)`` (the audit result does not carry its table)."""
-    try:
-        return result.to_frame(table)
-    except TypeError:  # an older AuditResult whose to_frame() takes no table
-        return result.to_frame()
-
-
 def export_frame(result, table, decisions: pd.DataFrame) -> pd.DataFrame:
     """The audited export of the table as loaded (every input row and column, in order), the
     ``puaudit_*`` columns, then the ``puaudit_review_*`` columns."""
-    return with_review_columns(audited_frame(result, table), table, decisions)
+    return with_review_columns(result.to_frame(table), table, decisions)
 
 
 def _excerpt(text, n: int = 120) -> str:

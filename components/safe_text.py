@@ -24,9 +24,8 @@ first:
     ``://``, after ``www`` and before ``@``: the text looks the same and no link is built.
 :func:`md_label`
     :func:`md` on one line: newlines become spaces (a label is one line).
-:func:`puaudit.report.figures.text.plotly_text`
-    (in the package, beside the figures that use it) ``&``, ``<`` and ``>`` as HTML entities,
-    which Plotly displays as the characters.
+
+Plotly's labels go through :func:`puaudit.report.figures.text.plotly_text`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The dashboard process ends cleanly when it is stopped mid-computation (SIGTERM, Ctrl-C).
 
-Streamlit stops its server on SIGTERM and the interpreter then finalises while worker threads
-(the audit's daemon thread of :func:`components.audit_runs.with_progress`, a warm-up) may still be
-inside a C++ library such as torch. Python 3.11 ends such a daemon thread with ``pthread_exit``
-when it next asks for the GIL; unwinding its C++ frames calls ``std::terminate`` and the
-process aborts ("terminate called without an active exception", exit status -6, a core dump on
-some systems).
-
-:func:`exit_cleanly_at_shutdown` registers an exit hook (once per process) that, when daemon
-threads are still running at exit, flushes the logs and the output and ends the process with
-``os._exit(0)`` before finalisation reaches those threads. Nothing is left to save by then:
-review decisions are committed as they are made and files are written atomically; the
-unfinished computation is dropped, as the stop asked. Streamlit's own exit status after a
-stop is 0, so that is the status given.
+At exit, daemon worker threads may still be inside torch's C++ code; Python ends them with
+``pthread_exit``, which aborts the process ("terminate called without an active exception",
+docs/hostile_inputs.md). :func:`exit_cleanly_at_shutdown` registers an exit hook that, while
+such threads run, flushes the logs and output and calls ``os._exit(0)`` (Streamlit's status
+after a stop) first: decisions and files are already saved, the unfinished work is dropped.
 """
 
 from __future__ import annotations

@@ -23,11 +23,9 @@ def _unpacked_zip(sha256: str, name: str, max_bytes: int | None, _data: bytes) -
 
 
 def unpacked_zip(data: bytes, name: str, max_bytes: int | None) -> UnpackedZip:
-    """The zipped dataset folder ``data`` (named ``name``, unpacked up to ``max_bytes``
-    decoded) unpacked once per upload, for every split read from it (the ``unpack_zip`` of
-    :func:`components.uploads.read_upload`); shared by sessions uploading the same bytes. At
-    most four stay on disk (:class:`puaudit.data.folders.UnpackedZip` removes a dropped one
-    once no read holds it)."""
+    """The zipped dataset folder ``data`` (up to ``max_bytes`` decoded) unpacked once per upload
+    for every split read from it (the ``unpack_zip`` of :func:`components.uploads.read_upload`),
+    shared by sessions; at most four stay on disk."""
     return _unpacked_zip(state.sha256_bytes(data), name, max_bytes, data)
 
 
@@ -38,12 +36,9 @@ def picker_key(file_id: str) -> str:
 
 
 def read_split(upload, key: str, *, max_upload_mb: int) -> None:
-    """The picker's callback: read ``upload`` at the split now chosen under ``key``.
-
-    On success the split becomes every page's data (:func:`components.state.set_source`), the
-    column mapping kept when the split has its columns. On failure the message goes to
-    ``upload_error`` (the Data page shows it), the previous table stays, and the picker returns
-    to the split still shown. ``max_upload_mb``: ``server.maxUploadSize``, as for the first read.
+    """The picker's callback: read ``upload`` at the split now chosen under ``key``; on success
+    it becomes every page's data (the column mapping kept when it fits), on failure the
+    message goes to ``upload_error`` and the picker returns to the split still shown.
     """
     ss = st.session_state
     data = upload.getvalue()

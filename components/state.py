@@ -12,11 +12,6 @@ session); nothing user-specific is kept in module globals. Keys other pages may 
 ``audit``          every :class:`AuditConfig` field by its name, plus ``encoder`` (the
                    widgets' values; :func:`audit_config` makes the config); ``m`` None = the
                    estimate
-
-The rest lives in modules named for what they hold: the encoder and the warm-ups in
-:mod:`components.encoder_state`, the embeddings, audit runs and their background jobs in
-:mod:`components.audit_runs` (and :mod:`components.audit_jobs`), the export bytes in
-:mod:`components.exports`.
 """
 
 from __future__ import annotations
@@ -93,13 +88,10 @@ def build_table() -> ComparisonTable | None:
 
 
 def through_navigation() -> None:
-    """Make sure a page runs inside ``app.py``'s navigation, not on its own.
-
-    Streamlit treats an app that has a ``pages/`` folder as an old-style multipage app until
-    the entry script has called ``st.navigation`` once in the server process. If the first visit
-    after a start is a deep link (``/review``), it runs that page file alone: no page set-up, no
-    warm-ups, and the folder's file names as the menu, for every later session too. This clears
-    that flag and reruns, so the entry script runs and picks the page from the URL.
+    """Make sure a page runs inside ``app.py``'s navigation, not on its own: a deep link
+    (``/review``) as the first visit after a start runs the page file alone, with the folder's
+    file names as the menu for every later session, until ``st.navigation`` has run once. This
+    clears that flag and reruns, so the entry script picks the page from the URL.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
@@ -139,11 +131,8 @@ def _save(name: str) -> None:
 
 
 def bind(name: str, value=None) -> dict:
-    """Widget keyword arguments that keep parameter ``name`` across pages.
-
-    Streamlit forgets a widget's value when its page is left; the value is kept in
-    ``session_state["audit"]`` and seeded back into the widget key on each run.
-    """
+    """Widget keyword arguments that keep parameter ``name`` across pages (in
+    ``session_state["audit"]``, seeded back into the widget key on each run)."""
     params = audit_params()
     st.session_state[f"w_{name}"] = params[name] if value is None else value
     return {"key": f"w_{name}", "on_change": _save, "args": (name,)}

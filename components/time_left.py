@@ -1,9 +1,7 @@
 """A damped estimate of the embedding time left, for the progress text (no Streamlit here).
 
-The rate so far, ``left * seconds / embedded``, jumps with every batch: the encoder runs the
-longest texts first and a shared CPU slows down and speeds up, so on a 58 s run the raw estimate
-rose from 3 min 30 s to 4 min 25 s before the run ended. :class:`TimeLeft` counts the shown
-estimate down with the clock and moves it towards the raw one only gradually.
+The rate so far jumps with every batch (longest texts first, a shared CPU): :class:`TimeLeft`
+counts the shown estimate down with the clock and moves it towards the raw one only gradually.
 """
 
 from __future__ import annotations
@@ -53,9 +51,8 @@ class TimeLeft:
 def time_left_text(embedded: int, left: int, seconds: float, *, damp=None) -> str:
     """``", about 1 min 20 s left"`` after ``embedded`` texts took ``seconds`` (the rate so far,
     ``left * seconds / embedded``, rounded up to 5 s); ``", estimating time left"`` before the
-    first batch is done; ``""`` when nothing is left. The encoder runs the longest texts first,
-    so the estimate errs long and shrinks as it goes. ``damp``
-    (:class:`components.time_left.TimeLeft`) damps the estimate across calls."""
+    first batch is done; ``""`` when nothing is left. ``damp`` (:class:`TimeLeft`) damps the
+    estimate across calls."""
     if left <= 0:
         return ""
     if embedded <= 0 or seconds <= 0:

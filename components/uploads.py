@@ -1,11 +1,9 @@
 """Reading a dashboard upload within the operator's limits.
 
-``server.maxUploadSize`` caps the bytes a browser sends, which says little about what a ``.gz``
-or Parquet file expands to. :func:`read_upload` reads an upload as the command line reads a file
-(:func:`puaudit.data.load.load_input`) within :func:`puaudit.data.limits.upload_limits`
-(decoded size, rows, columns), and its message names the limit and the command line for larger
-files. A zipped dataset folder with several splits is read at its default split (``train``, else
-``test``, else its first); :func:`offered_splits` names the others for the Data page's picker.
+``server.maxUploadSize`` caps the bytes sent, not what a ``.gz`` or Parquet file expands to:
+:func:`read_upload` reads an upload as the command line reads a file, within
+:func:`puaudit.data.limits.upload_limits`. A zipped dataset folder with several splits is read
+at its default split; :func:`offered_splits` names the others for the Data page's picker.
 """
 
 from __future__ import annotations
@@ -45,10 +43,10 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
     limits : UploadLimits, optional
         Default: :func:`puaudit.data.limits.upload_limits` (the operator's environment).
     split : str, optional
-        The split of a zipped dataset folder to read (default: as in the module notes).
+        The split of a zipped dataset folder to read (default: ``train``, else ``test``, else
+        its first).
     unpack_zip : callable, optional
-        As for :func:`puaudit.data.load.load_input`: the dashboard's cache of unpacked archives
-        (:func:`components.split_picker.unpacked_zip`), one unpacking for every split.
+        As for :func:`puaudit.data.load.load_input` (:func:`components.split_picker.unpacked_zip`).
 
     Returns
     -------
@@ -84,16 +82,14 @@ def read_upload(data: bytes, name: str, *, max_upload_mb: int | None = None,
 
 def offered_splits(frame: pd.DataFrame) -> list[str]:
     """The splits a picker offers for ``frame``: every split of the dataset folder it was read
-    from when there are several (the one read among them), else none (a table file, a folder
-    of one split: nothing to choose)."""
+    from when there are several (the one read among them), else none."""
     splits = [str(s) for s in frame.attrs.get(SPLITS) or ()]
     return splits if len(splits) > 1 and frame.attrs.get(SPLIT) in splits else []
 
 
 def read_note_caption(note: str, *, picker: bool) -> str:
-    """A folder's read note as the Data page shows it: the command line's ``--split`` is not a
-    dashboard control, so the note points to the Split picker when one is shown, and says the
-    flag belongs to the command line otherwise."""
+    """A folder's read note as the Data page shows it: pointing to the Split picker when one is
+    shown, else saying ``--split`` belongs to the command line."""
     if picker:
         return note.replace(ANOTHER_SPLIT, "another: the Split box")
     return note.replace("--split NAME", "the command line's --split NAME")

@@ -7,7 +7,6 @@ from pathlib import Path
 import streamlit as st
 
 from components import audit_jobs, audit_runs, exports, state
-from puaudit.audit.m_curve import m_grid
 from puaudit.report.figures.metrics import formula_cells, spreadsheet_safe_copy
 from puaudit.report.html import report_html
 from components.review import review_export
@@ -88,7 +87,7 @@ def _build_report(key: tuple, *args, **kwargs) -> None:
     # the Audit page's reversals-vs-m curve (cached there, same arguments) joins the report;
     # computed on the click, so opening this page never waits for its refits
     try:
-        m_curve = audit_jobs.m_curve(table, emb, params, m_grid(float(result.m)))
+        m_curve = audit_jobs.m_curve(table, emb, params)
     except PUAuditError:
         m_curve = None
     ss["_report_html"] = (key, report_html(*args, m_curve=m_curve, **kwargs),

@@ -6,19 +6,10 @@ Layout::
     <root>/<encoder key>/<time_ns>-<uuid>.npy           a shard: structured array of rows
                                                         (key: sha256 of the text, crc, vec)
 
-Why shards rather than one file or a database: every writer (process, thread, or a run that
-flushes every few batches) creates a *new* file under a temporary name and publishes it with
-``os.replace``, which is atomic on POSIX and Windows. Readers therefore only ever see complete
-shards, nothing is locked, and nothing is ever unpickled (``np.load(allow_pickle=False)``).
-
-Corruption is detected at two levels and repaired by recomputation, never by crashing:
-
-* a shard that cannot be read (truncated, not an ``.npy``, wrong dtype or dimension) is deleted;
-* each row carries ``crc32(key + vector bytes)``; a row whose checksum does not match is treated
-  as missing, so the caller recomputes it and the fresh copy (in a newer shard) wins.
-
-When a folder holds more than ``max_shards`` shards they are merged into one (valid rows only,
-newest copy of each key) so that lookups stay cheap after many incremental flushes.
+Every writer publishes a *new* shard with an atomic ``os.replace``, so readers only ever see
+complete shards and nothing is locked or unpickled. An unreadable shard is deleted and a row
+failing its ``crc32(key + vector bytes)`` counts as missing: both are recomputed, never a crash.
+Above ``max_shards`` shards they are merged into one (docs/encoders.md, "Disk cache").
 """
 
 from __future__ import annotations

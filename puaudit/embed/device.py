@@ -1,24 +1,12 @@
 """Where and at what precision an encoder runs: the ``fast`` / ``full`` modes, the CPU's
 native bfloat16, and out-of-memory errors.
 
-Precision: ``fast`` and ``full``
---------------------------------
-``full`` runs the model in float32. ``fast`` runs it in bfloat16 (weights and activations; the
-pooling and normalisation stay float32), which halves the CPU time on processors that compute
-bfloat16 natively (x86 AVX512-BF16 or AMX) and keeps every MT-Bench vector within cosine
-0.9999 of the float32 one (``bench/embed.py`` measures it). ``auto`` (the default) is ``fast``
-for the default all-MiniLM-L6-v2 on such a CPU, where that agreement and an unchanged audit were
-measured, and ``full`` everywhere else (other models, GPUs, CPUs without native bfloat16). The
-precision is part of the cache key, so fast and full vectors never mix.
-
-Instruction-set caps
---------------------
-PyTorch's ``ATEN_CPU_CAPABILITY`` (``default``, ``avx2``, ``avx512``) and oneDNN's
-``ONEDNN_MAX_CPU_ISA`` (``AVX2``, ``AVX512_CORE``, ``AVX512_CORE_BF16``, ...) cap the kernels a
-process may use. A cap below bfloat16 (``ATEN_CPU_CAPABILITY=default|avx2``, or a oneDNN ISA
-without bfloat16) makes the CPU count as one without native bfloat16, so ``auto`` takes
-``full``: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`` runs an AVX512-BF16 machine as
-an AVX2-only one would (``bench/cold_start.py --emulate-avx2``).
+``full`` runs the model in float32, ``fast`` in bfloat16 (pooling and normalisation in
+float32); ``auto`` is ``fast`` for the default all-MiniLM-L6-v2 on a CPU that computes bfloat16
+natively and ``full`` everywhere else (docs/encoders.md, "Modes", has the measurements). The
+precision is part of the cache key, so fast and full vectors never mix. PyTorch's
+``ATEN_CPU_CAPABILITY`` and oneDNN's ``ONEDNN_MAX_CPU_ISA`` can cap a process below bfloat16
+(``bench/cold_start.py --emulate-avx2``): the CPU then counts as one without it.
 """
 
 from __future__ import annotations
@@ -29,10 +17,9 @@ import os
 __all__ = ["ENCODER_MODES", "MODE_ENV", "default_encoder_mode", "cpu_has_native_bf16",
            "isa_capped_below_bf16", "ISA_CAP_ENV"]
 
-# One logger for every part of the encoder, under the name of its public module.
 _log = logging.getLogger("puaudit.embed.encoders")
 
-#: ``fast`` (bfloat16), ``full`` (float32) or ``auto`` (see *Precision* in the module notes)
+#: ``fast`` (bfloat16), ``full`` (float32) or ``auto`` (see the module notes)
 ENCODER_MODES = ("auto", "fast", "full")
 #: environment variable holding the mode used when none is given (a deployment setting)
 MODE_ENV = "PUAUDIT_ENCODER_MODE"
@@ -63,7 +50,7 @@ ISA_CAP_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 def isa_capped_below_bf16() -> bool:
     """True when ``ATEN_CPU_CAPABILITY`` or ``ONEDNN_MAX_CPU_ISA`` caps this process below the
-    instructions that compute bfloat16 (see *Instruction-set caps* in the module notes)."""
+    instructions that compute bfloat16."""
     aten = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().lower()
     onednn = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower()
     return aten in _ATEN_BELOW_BF16 or bool(onednn and onednn not in _ONEDNN_BF16)
@@ -71,10 +58,8 @@ def isa_capped_below_bf16() -> bool:
 
 def cpu_has_native_bf16() -> bool:
     """True when the CPU computes bfloat16 in hardware (x86 ``avx512_bf16`` / ``amx_bf16``, Arm
-    ``bf16``), read from ``/proc/cpuinfo``, and no instruction-set cap
-    (:func:`isa_capped_below_bf16`) keeps this process from it. False where that cannot be read
-    (not Linux): there bfloat16 would be emulated, which is slower than float32, so ``auto``
-    stays at ``full``."""
+    ``bf16`` in ``/proc/cpuinfo``) and no instruction-set cap keeps this process from it; False
+    where that cannot be read (emulated bfloat16 is slower than float32)."""
     if isa_capped_below_bf16():
         return False
     try:

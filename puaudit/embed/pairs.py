@@ -20,10 +20,8 @@ class PairEmbeddings:
     """Embeddings ``F(x, o_A)`` and ``F(x, o_B)`` of every row, stored once per distinct text.
 
     ``vectors`` (n_texts, d) float32 holds each distinct text's embedding; ``idx_a`` / ``idx_b``
-    (n,) say which vector is row i's response A / B. Rows never copy vectors, so a table with
-    many rows over few distinct texts costs 8 bytes per row, not ``2 d`` floats. Built either
-    from per-row arrays ``PairEmbeddings(e_a, e_b)`` or from ``vectors`` and the two indices.
-    ``e_a`` / ``e_b`` give per-row copies (for small tables and plots).
+    (n,) say which vector is row i's response A / B (rows never copy vectors). Built from
+    per-row arrays ``PairEmbeddings(e_a, e_b)`` or from ``vectors`` and the two indices.
     """
 
     def __init__(self, e_a=None, e_b=None, encoder: str = "", *, vectors=None, idx_a=None,

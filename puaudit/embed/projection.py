@@ -1,18 +1,12 @@
 """Two-dimensional views of the difference embeddings (the dashboard's embedding map).
 
-PCA is immediate. UMAP gives a better picture of local structure but compiles its numba kernels on
-the first call in a process (about 30–40 s on two CPU cores), so :func:`warm_umap` runs one tiny
-fit in the background at server start and :func:`umap_ready` tells a page whether a UMAP call
-will now run at full speed.
-
-A UMAP layout takes seconds to minutes, so :func:`project_2d` takes an optional ``checkpoint``
-callable (the dashboard's job runner passes one that pauses or cancels background work): it is
-called before each row of the pairwise distances (tables under 4,096 rows), between the layout's
-optimisation epochs, and before and after the projection; whatever it raises stops the
-projection there. umap-learn has no callback, so two of its module-level names are replaced, for
-threads projecting with a checkpoint only, by the same computation with checkpoints
-(:func:`_install_checkpoints`): a layout that nothing interrupts is the one umap-learn computes
-without them, to the bit (tested).
+PCA is immediate. UMAP compiles its numba kernels on the first call in a process (about 30–40 s
+on two CPU cores), so :func:`warm_umap` runs one tiny fit in the background at server start and
+:func:`umap_ready` tells a page whether a UMAP call will now run at full speed.
+:func:`project_2d` takes an optional ``checkpoint`` that can stop a UMAP midway; umap-learn has
+no callback, so two of its module-level names are replaced, for threads projecting with a
+checkpoint only, by the same computation with checkpoints (docs/dashboard.md, "checkpoints"):
+an uninterrupted layout is umap-learn's own, to the bit (tested).
 """
 
 from __future__ import annotations
@@ -65,9 +59,8 @@ def _checked_epochs(epochs, checkpoint: Callable[[], None]):
 
 
 def _install_checkpoints() -> None:
-    """Install, once per process, the two places where a UMAP in a thread with a checkpoint
-    (:data:`_UMAP_CHECKPOINT`) calls it: :func:`_install_epoch_checkpoints` and
-    :func:`_install_distance_checkpoints`. Other threads' UMAPs run as before."""
+    """Install, once per process, the epoch and distance checkpoints below (other threads'
+    UMAPs run as before)."""
     with _INSTALL_LOCK:
         for install in (_install_epoch_checkpoints, _install_distance_checkpoints):
             try:
@@ -81,14 +74,10 @@ def _install_checkpoints() -> None:
 def _install_epoch_checkpoints() -> None:
     """Let a UMAP layout stop between its optimisation epochs.
 
-    umap-learn has no per-epoch callback; its layout loops (``umap.layouts``) iterate
-    ``tqdm(range(n_epochs), **tqdm_kwds)`` over a module-level ``tqdm``. That name becomes a
-    function which, in a thread projecting with a checkpoint, yields the same epochs and calls
-    the checkpoint before each (an exception leaves the loop between two epochs, holding no
-    lock), and elsewhere is umap-learn's own ``tqdm`` with the same arguments. The epochs, the
-    learning-rate schedule and the random state are untouched, so the layout is unchanged.
-    (The bar's ``file`` would also see each epoch, but tqdm writes under its global write lock
-    and keeps it when the write raises: the next bar in any thread would wait forever.)
+    umap-learn's layout loops iterate ``tqdm(range(n_epochs), ...)`` over a module-level
+    ``tqdm``: in a thread projecting with a checkpoint that name yields the same epochs with a
+    checkpoint before each, elsewhere it is umap-learn's own. (Not through the bar's ``file``:
+    tqdm keeps its global write lock when a write raises, and every later bar would hang.)
     """
     import umap.layouts as layouts
 
@@ -109,9 +98,8 @@ def _install_epoch_checkpoints() -> None:
 def _checked_pairwise(x: np.ndarray, metric: Callable, checkpoint: Callable[[], None],
                       kwds: dict) -> np.ndarray:
     """Every pairwise distance of the rows of ``x`` by ``metric``, as scikit-learn's
-    ``pairwise_distances`` computes them for a callable metric on one dense array (the
-    metric on each pair of 1-D rows, the upper triangle mirrored, the diagonal computed;
-    the result in ``x``'s floating dtype), calling ``checkpoint`` before each row."""
+    ``pairwise_distances`` computes them for a callable metric on one dense array (upper
+    triangle mirrored, diagonal computed, ``x``'s dtype), with ``checkpoint`` before each row."""
     n = len(x)
     out = np.zeros((n, n), dtype=x.dtype)
     for i in range(n):
@@ -126,14 +114,9 @@ def _checked_pairwise(x: np.ndarray, metric: Callable, checkpoint: Callable[[], 
 
 
 def _install_distance_checkpoints() -> None:
-    """Let UMAP stop during its neighbour pass on tables under 4,096 rows.
-
-    There umap-learn computes every pairwise distance with ``pairwise_distances(X,
-    metric=<its numba metric>)``, which calls the metric from Python once per pair (about 10 s
-    of a 12 s UMAP at 3,355 rows). In a thread projecting with a checkpoint, that name computes
-    the same values, each by the same metric on the same rows, with a checkpoint before each
-    row (:func:`_checked_pairwise`); any other call goes to scikit-learn as before.
-    """
+    """Let UMAP stop during its neighbour pass on tables under 4,096 rows, where umap-learn
+    calls ``pairwise_distances(X, metric=<its numba metric>)``: in a thread projecting with a
+    checkpoint that name is :func:`_checked_pairwise`; any other call goes to scikit-learn."""
     import umap.umap_ as umap_module
     from scipy.sparse import issparse
 
@@ -173,13 +156,9 @@ def project_2d(z: np.ndarray, *, method: str = "pca", random_state: int | None =
     n_neighbors, min_dist : UMAP parameters.
     checkpoint : callable or None
         Called with no argument before the projection, before each row of UMAP's pairwise
-        distances (under 4,096 rows; above, its nearest-neighbour descent has none: 0.3 s on
-        one core at 8,931 rows, compiled code that releases the GIL, so another thread's slider
-        answer is not held: its longest pause was 5 ms), between the optimisation epochs of
-        its layout (200 epochs above 10,000 rows, 500 below) and after; an exception it raises
-        (a cancelled or paused job) propagates and stops the projection there. The layout is
-        unchanged by it: with the same ``random_state``, an uninterrupted run equals one
-        without a checkpoint. PCA is immediate and calls it once.
+        distances (under 4,096 rows), between the optimisation epochs of its layout and after;
+        an exception it raises stops the projection there. It leaves the layout unchanged.
+        PCA is immediate and calls it once.
 
     Returns
     -------

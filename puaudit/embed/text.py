@@ -1,23 +1,16 @@
 """The text embedded for a prompt-response pair, and how long texts are cut before tokenising
 (docs/encoders.md, "Truncation").
 
-Long texts
-----------
 A tokenizer's memory grows with the text it is given, not with ``max_length``, so every text
 is cut *before* tokenising, to ``max_length * CHARS_PER_TOKEN`` characters (at a space where
-one is near), which still yields more than ``max_length`` tokens of ordinary text. When a cut
-text yields too few tokens it is cut again ``4x`` longer, up to
-``max_length * MAX_CHARS_PER_TOKEN`` characters. The tail of a long text is read the same way
-from its end (:func:`_tail_ids`).
+one is near), and cut again ``4x`` longer while that yields too few tokens, up to
+``max_length * MAX_CHARS_PER_TOKEN``; a tail is read the same way from the end.
 
-The window of a pair (:data:`TEXT_FORMAT` 2)
----------------------------------------------
-A pair ``Question: {prompt}\nAnswer: {response}`` that fits the window (``max_length`` tokens,
-special tokens included) is embedded whole. One that does not is built from its two parts,
-counted in the encoder's own tokens (:func:`fit_pair`): the question keeps at most
-``min(QUESTION_MAX, W * QUESTION_SHARE)`` tokens (``W`` the window less the special tokens), or
-what a short answer leaves; the answer gets the rest; a part longer than its budget keeps its
-head (``HEAD_SHARE`` of the budget) and its tail, joined by the tokens of :data:`CUT_MARKER`.
+A pair ``Question: {prompt}\nAnswer: {response}`` that does not fit the window (``max_length``
+tokens, special tokens included) is built from its two parts in the encoder's own tokens
+(:func:`fit_pair`): the question keeps at most ``min(QUESTION_MAX, W * QUESTION_SHARE)`` tokens
+(``W`` the window less the special tokens) or what a short answer leaves, the answer the rest;
+a part over its budget keeps its head (``HEAD_SHARE``) and tail, joined by :data:`CUT_MARKER`.
 """
 
 from __future__ import annotations
@@ -27,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["format_text", "PairText", "as_text", "distinct_pairs", "embedding_key", "prompt_length", "from_prompt_length",
-           "fit_pair", "pair_token_ids", "CHARS_PER_TOKEN",
-           "MAX_CHARS_PER_TOKEN", "TOKENISE_GROUP", "TEXT_FORMAT", "QUESTION_SHARE", "QUESTION_MAX",
-           "HEAD_SHARE", "CUT_MARKER"]
+__all__ = ["format_text", "PairText", "as_text", "distinct_pairs", "embedding_key",
+           "prompt_length", "from_prompt_length", "fit_pair", "pair_token_ids", "CHARS_PER_TOKEN",
+           "MAX_CHARS_PER_TOKEN", "TOKENISE_GROUP", "TEXT_FORMAT", "QUESTION_SHARE",
+           "QUESTION_MAX", "HEAD_SHARE", "CUT_MARKER"]
 
 #: texts are cut to ``max_length * CHARS_PER_TOKEN`` characters before tokenising
 CHARS_PER_TOKEN = 32
@@ -61,11 +54,8 @@ CUT_MARKER = " [...] "
 class PairText(str):
     """The text of one prompt-response pair, ``Question: {prompt}\\nAnswer: {response}``, that
     remembers its two parts, so that an encoder can share its window between them
-    (:func:`fit_pair`). It is a ``str``: an encoder that knows nothing of pairs embeds the text.
-
-    ``cache_key`` is what the embedding cache files its vector under; it differs from the key of
-    the same text given as a plain ``str`` (whose long form is cut at the end), so the two are
-    never confused.
+    (:func:`fit_pair`); an encoder that knows nothing of pairs embeds the ``str``.
+    ``cache_key`` differs from the key of the same text as a plain ``str`` (cut at the end).
     """
 
     def __new__(cls, prompt: str, response: str):
@@ -117,13 +107,8 @@ def from_prompt_length(text: str, n: int) -> str:
 
 
 def format_text(prompt: str, response: str) -> PairText:
-    """The text embedded for one prompt-response pair (docs/method.md, "Features").
-
-    ``"Question: {prompt}\\nAnswer: {response}"``, as a :class:`PairText`: when it is longer
-    than the encoder's window, the encoder shares the window between the question and the
-    answer and keeps the head and the tail of a long part (see *The window of a pair* in the
-    module notes; :func:`fit_pair`).
-    """
+    """The text embedded for one prompt-response pair (docs/method.md, "Features"):
+    ``"Question: {prompt}\\nAnswer: {response}"`` as a :class:`PairText` (:func:`fit_pair`)."""
     return PairText(prompt, response)
 
 
@@ -169,14 +154,8 @@ def tokenise(tokenizer, texts: list[str], **kwargs) -> list[list[int]]:
 
 def token_ids(tokenizer, texts: list[str], *, max_length: int,
               one_more: bool = False) -> list[list[int]]:
-    """Token ids of each text, truncated to ``max_length``, tokenising only a bounded prefix.
-
-    Each text is first cut to ``max_length * CHARS_PER_TOKEN`` characters. A cut text that
-    yields fewer than ``max_length + _CUT_MARGIN`` tokens might have lost tokens the model
-    would have seen: it is cut again 4x longer, up to ``max_length * MAX_CHARS_PER_TOKEN``.
-    ``one_more``: truncate to ``max_length + 1`` instead (the same cut, which keeps more than
-    that many tokens), so that a text longer than ``max_length`` shows it.
-    """
+    """Token ids of each text, truncated to ``max_length`` (``one_more``: ``max_length + 1``,
+    so that a longer text shows it), tokenising only a bounded prefix (:func:`_prefix_ids`)."""
     return _prefix_ids(tokenizer, texts, max_length, special=True,
                        keep=max_length + (1 if one_more else 0))
 
@@ -184,8 +163,8 @@ def token_ids(tokenizer, texts: list[str], *, max_length: int,
 def _prefix_ids(tokenizer, texts: list[str], n: int, *, special: bool,
                 keep: int | None = None) -> list[list[int]]:
     """The first ``n`` token ids of each text (``special``: with the special tokens, counted in
-    ``n``), tokenising only a bounded prefix (the cut of *Long texts* in the module notes);
-    ``keep`` (at most ``n + _CUT_MARGIN``): truncate to that many instead of ``n``."""
+    ``n``; ``keep``, at most ``n + _CUT_MARGIN``: that many instead), tokenising only a prefix
+    cut as the module notes say."""
     limit = n * CHARS_PER_TOKEN
     cap = n * MAX_CHARS_PER_TOKEN
     cut = [_cut_text(t, limit) for t in texts]
@@ -215,9 +194,8 @@ def _cut_tail(text: str, limit: int) -> str:
 
 
 def _tail_ids(tokenizer, texts: list[str], n: int) -> list[list[int]]:
-    """The last ``n`` token ids of each text (no special tokens), tokenising only a bounded
-    suffix: cut to ``n * CHARS_PER_TOKEN`` characters from the end, 4x longer while a cut
-    suffix yields too few tokens, up to ``n * MAX_CHARS_PER_TOKEN``."""
+    """The last ``n`` token ids of each text (no special tokens), tokenising only a suffix cut
+    as the module notes say."""
     out: list[list[int]] = [[] for _ in texts]
     limit, cap, need = n * CHARS_PER_TOKEN, n * MAX_CHARS_PER_TOKEN, n + _CUT_MARGIN
     todo = list(range(len(texts)))
@@ -260,13 +238,12 @@ def _part(head: list, tail: list, budget: int, marker: list) -> list:
 
 def fit_pair(q_head: list, q_tail: list, a_head: list, a_tail: list, window: int,
              marker: list) -> list:
-    """The tokens of one pair in ``window`` tokens (special tokens not counted).
+    """The tokens of one pair in ``window`` tokens (special tokens not counted), as the module
+    notes say.
 
     ``q_head`` / ``a_head``: the first ``window + 1`` tokens (or all) of the question
     ``Question: {prompt}`` and of the answer ``\\nAnswer: {response}``; ``q_tail`` /
-    ``a_tail``: their last ``window`` tokens. The question keeps at most
-    ``min(QUESTION_MAX, QUESTION_SHARE * window)`` tokens, or whatever the answer leaves; the
-    answer gets the rest; a part longer than its budget keeps head and tail (:func:`_part`).
+    ``a_tail``: their last ``window`` tokens.
     """
     q_cap = min(QUESTION_MAX, int(window * QUESTION_SHARE))
     nq, na = len(q_head), len(a_head)  # > window: longer than the window
@@ -276,12 +253,9 @@ def fit_pair(q_head: list, q_tail: list, a_head: list, a_tail: list, window: int
 
 
 def pair_token_ids(tokenizer, texts: list[str], *, max_length: int) -> list[list[int]]:
-    """Token ids of each text in at most ``max_length`` tokens, special tokens included.
-
-    A text that fits is tokenised whole (the ids :func:`token_ids` gives, so its vector is
-    what it was). A :class:`PairText` that does not fit shares the window between its question
-    and its answer (:func:`fit_pair`); a plain ``str`` that does not fit is cut at the end.
-    """
+    """Token ids of each text in at most ``max_length`` tokens, special tokens included: whole
+    when it fits; else a :class:`PairText` shares the window (:func:`fit_pair`) and a plain
+    ``str`` is cut at the end."""
     ids = token_ids(tokenizer, texts, max_length=max_length, one_more=True)
     long = [i for i, x in enumerate(ids) if len(x) > max_length]
     plain = [i for i in long if not isinstance(texts[i], PairText)]

@@ -119,16 +119,12 @@ def _reproduce(parts: ReportParts) -> dict:
 def build_card(parts: ReportParts, *, created: str | None = None) -> dict:
     """The audit card of a report (JSON-ready: NaN and infinities become None).
 
-    Keys: ``kind``, ``version``, ``created``; ``input`` (file name and sha256, the split of a
-    dataset folder that was read (None for a table file), the table's
-    content hash, rows, the columns used, the judge column); ``data`` (the table's summary and
-    the judge's label-free ``judge_tendencies``); ``config`` (every :class:`AuditConfig` field),
-    ``encoder``, ``seeds`` (the audit's and the spread's); ``audit`` (as ``puaudit audit
-    --json``; None without an audit), ``agreement`` (see :func:`agreement`), ``m_curve``
-    (the audit's reversals vs m, see :func:`_m_curve`; None without them), ``rankings``,
-    ``annotators``, ``trustjudge`` (None where the table does not allow them), ``notes`` (part
-    -> why it is missing) and ``reproduce`` (the ``puaudit audit`` and ``puaudit report``
-    commands).
+    Keys: ``kind``, ``version``, ``created``; ``input`` (file name, sha256, split read, content
+    hash, rows, columns used, judge column); ``data`` (the table's summary and
+    ``judge_tendencies``); ``config``, ``encoder``, ``seeds``; ``audit`` (as ``puaudit audit
+    --json``), ``agreement`` (:func:`agreement`), ``m_curve`` (:func:`_m_curve`), ``rankings``,
+    ``annotators``, ``trustjudge`` (None where missing), ``notes`` (part -> why it is missing)
+    and ``reproduce`` (the ``puaudit audit`` and ``puaudit report`` commands).
     """
     from puaudit import __version__
 

@@ -74,10 +74,6 @@ def text(value) -> str:
     return html.escape("" if value is None else str(value), quote=True).replace("=", "&#61;")
 
 
-def _pct(x) -> str:
-    return percent(x)
-
-
 def _cell(v, fmt: str = "{:.3f}") -> str:
     if isinstance(v, float):
         return "" if math.isnan(v) else fmt.format(v)
@@ -116,9 +112,7 @@ class _Figures:
         import plotly.io as pio
 
         self.n += 1
-        # plotly's own template, whatever this process's default: the Export page runs under
-        # Streamlit's, which leaves margins to Streamlit's frontend (no axis automargin), and
-        # its report would clip tick labels that the CLI's report shows
+        # plotly's own template: under Streamlit's (the Export page) tick labels would be clipped
         fig.update_layout(template=pio.templates["plotly"])
         spec = pio.to_json(fig, validate=False).replace("=", "\\u003d")
         height = int(fig.layout.height or 450)
@@ -168,7 +162,7 @@ def _headline(parts, card: dict, fig: _Figures) -> str:
                     for m in headline_metrics(res))
     spread = spread_sentence(audit.get("delta_over_seeds"))
     lines = [f'<p class="verdict">{text(audit.get("verdict"))}</p>', f'<div class="grid">{tiles}</div>',
-             _note(f"Reversed share of audited rows: {_pct(audit['reversed_share'])}; "
+             _note(f"Reversed share of audited rows: {percent(audit['reversed_share'])}; "
                    f"m = {res.m:.3f} (estimate from P {res.m_estimate:.3f}); scorer "
                    f"{audit.get('scorer_used')}.")]
     lines += [_note(t) for t in (spread or "The change over seeded splits was not measured.",
@@ -276,11 +270,11 @@ def _trustjudge(parts, card: dict, fig: _Figures) -> str:
     before, after = parts.trust_before, parts.trust_after or parts.trust_before
     if before is None:
         return _section("Consistency (TrustJudge)", _note(card["notes"].get("trustjudge", "")))
-    ntr = ", ".join(f"NTR_{k} {_pct(v)}" for k, v in after.ntr.items())
+    ntr = ", ".join(f"NTR_{k} {percent(v)}" for k, v in after.ntr.items())
     return _section("Consistency (TrustJudge)",
                     _note(f"Relations: {after.method}. Share of k-candidate sets whose verdicts "
                           f"admit no ranking: {ntr}; Conflict Ratio "
-                          f"{'n/a (no single scores)' if after.cr is None else _pct(after.cr)}."),
+                          f"{'n/a (no single scores)' if after.cr is None else percent(after.cr)}."),
                     fig(metrics_bar_chart(metrics_table(before, after, by="judge"), by="judge")))
 
 

@@ -1,11 +1,10 @@
 """What one audit report is made of: the audit and everything computed beside it.
 
-:func:`assemble_report` runs the label-free analyses (the judge's position and length tendencies, its
-TrustJudge consistency, its model ranking) and, when the table allows, the labelled ones (the
-ranking four ways, the annotator audit). Each part the table cannot give is left out with the
-reason in :attr:`ReportParts.notes`, so a report on a table without human labels still shows what
-needs none. No plotting here: :mod:`puaudit.report.card` turns the parts into numbers, and
-:mod:`puaudit.report.html` turns them into an HTML page.
+:func:`assemble_report` runs the label-free analyses (the judge's tendencies, its TrustJudge
+consistency, its model ranking) and, when the table allows, the labelled ones (the ranking four
+ways, the annotator audit); a part the table cannot give is left out with the reason in
+:attr:`ReportParts.notes`. :mod:`puaudit.report.card` turns the parts into numbers and
+:mod:`puaudit.report.html` into a page.
 """
 
 from __future__ import annotations
@@ -28,8 +27,7 @@ JUDGE_NAME = "LLM judge"
 #: what response A is (``judge_tendencies()["response_a"]``): the one the judge saw first, or
 #: AlpacaEval's reference model (``output_1``; AlpacaEval randomises the order shown to the judge)
 FIRST_SHOWN, REFERENCE = "first shown", "AlpacaEval reference (output_1)"
-#: bootstrap draws of the ranking intervals (the Models page's default: a few seconds on a
-#: small table, where ``puaudit models``' 1000 take twice as long)
+#: bootstrap draws of the ranking intervals (the Models page's default)
 RANKING_RESAMPLES = 500
 
 
@@ -45,13 +43,11 @@ class ReportParts:
         The audit's settings (also when the audit could not run).
     result : AuditResult or None
     m_curve : list of dict or None
-        The audit's reversals vs m (:func:`puaudit.audit.m_curve.audit_with_m_curve`: the
-        points of :func:`~puaudit.audit.m_curve.reversals_vs_m`, the one at the audit's m
-        its own reversals), None when they could not be computed.
+        The audit's reversals vs m (:func:`puaudit.audit.m_curve.audit_with_m_curve`), None
+        when they could not be computed.
     spread : dict or None
-        The change over seeded splits as :func:`puaudit.audit.evaluate.delta_over_seeds`
-        returns it (``mean``, ``min``, ``max``, ``n``, ``seeds``, ``deltas``), None when not
-        measured.
+        The change over seeded splits (:func:`puaudit.audit.evaluate.delta_over_seeds`), None
+        when not measured.
     spread_seeds : list of int
         The seeds of the splits the spread was asked for.
     rankings : ModelRankings or None
@@ -112,13 +108,11 @@ def judge_tendencies(table: ComparisonTable) -> dict:
     Returns
     -------
     dict
-        ``position``: share of its A/B verdicts that pick response A (the first shown; 0.5 is
-        no preference); ``longer``: share of its A/B verdicts on rows whose responses differ in
-        length that pick the longer one; ``ties``: share of its verdicts that are ties. Each is
-        ``{"share", "lo", "hi", "k", "n"}`` with a Wilson 95% interval; ``response_a``: what
-        response A is, :data:`FIRST_SHOWN` or, for AlpacaEval annotations, :data:`REFERENCE`
-        (``output_1`` is AlpacaEval's fixed reference model and the order the judge saw was
-        randomised, so ``position`` then compares the reference with the model, not positions).
+        ``position``: share of its A/B verdicts that pick response A (0.5 is no preference);
+        ``longer``: share of its A/B verdicts on rows of unequal lengths that pick the longer;
+        ``ties``: share of its verdicts that are ties. Each is ``{"share", "lo", "hi", "k",
+        "n"}`` with a Wilson 95% interval; ``response_a``: :data:`FIRST_SHOWN`, or for
+        AlpacaEval annotations :data:`REFERENCE` (its judge saw a randomised order).
     """
     from puaudit.data.formats import alpaca_eval
 
@@ -166,12 +160,8 @@ def assemble_report(table: ComparisonTable, config: AuditConfig, result=None, *,
                     no_audit: str | None = None, source: dict | None = None, encoder: str = "",
                     command: str = "", ranking_resamples: int = RANKING_RESAMPLES) -> ReportParts:
     """The parts of a report on ``table`` audited as ``result`` (None: not audited, and
-    ``no_audit`` says why, e.g. no human labels).
-
-    The other parameters are the :class:`ReportParts` fields of the same names (``m_curve``
-    drawn from the audit's own split and scores); ``ranking_resamples``: bootstrap draws of the
-    ranking intervals.
-    """
+    ``no_audit`` says why); the other parameters are the :class:`ReportParts` fields of the
+    same names, ``ranking_resamples`` the bootstrap draws of the ranking intervals."""
     from puaudit.annotators.agreement import annotator_report
     from puaudit.rankings.estimate import table_rankings
 

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from puaudit.report.figures.annotators import (FLAGGED_COLOR, JUDGE_COLOR, PERSON_COLOR,
-                                               interval_text)
+                                               dot_whisker, interval_text)
 from puaudit.report.figures.text import plotly_text, plotly_texts
 from puaudit.annotators import LABELS, MODEL_NAMES, ModelReport
 
@@ -79,37 +79,22 @@ def skill_figure(report: ModelReport, *, stat: str = "skill", min_n: int = 0) ->
     df = df[df[stat].notna() & ((df["n_strict"] >= min_n) | df["is_judge"])].sort_values(stat)
     flagged = np.array([bool(f) for f in df["model_flags"]], dtype=bool)
     people = ~df["is_judge"].to_numpy()
-    fig = go.Figure()
-    for mask, name, color, symbol in ((people & ~flagged, "people", PERSON_COLOR, "circle"),
-                                      (people & flagged, "flagged", FLAGGED_COLOR, "circle"),
-                                      (~people, "LLM judge", JUDGE_COLOR, "diamond")):
-        d = df[mask]
-        if d.empty:
-            continue
-        fig.add_trace(go.Scatter(
-            x=d[stat], y=plotly_texts(d["annotator"]), mode="markers", name=name,
-            marker=dict(color=color, symbol=symbol, size=12 if name == "LLM judge" else 8),
-            error_x=dict(type="data", symmetric=False, array=d[f"{stat}_hi"] - d[stat],
-                         arrayminus=d[stat] - d[f"{stat}_lo"], color=color),
-            customdata=np.c_[d["n_strict"], d[f"{stat}_lo"], d[f"{stat}_hi"]],
-            hovertemplate="%{y}: %{x:.3f} [%{customdata[1]:.2f}, %{customdata[2]:.2f}]"
-                          "<br>strict votes %{customdata[0]}<extra></extra>"))
+    model = MODEL_NAMES.get(report.overall["model"], report.overall["model"])
+    fig = dot_whisker(df, stat, ((people & ~flagged, "people", PERSON_COLOR, "circle"),
+                                 (people & flagged, "flagged", FLAGGED_COLOR, "circle"),
+                                 (~people, "LLM judge", JUDGE_COLOR, "diamond")),
+                      ["n_strict", f"{stat}_lo", f"{stat}_hi"],
+                      "%{y}: %{x:.3f} [%{customdata[1]:.2f}, %{customdata[2]:.2f}]"
+                      "<br>strict votes %{customdata[0]}",
+                      f"{STAT_LABELS[stat]} ({model}, 95% interval)",
+                      [-0.2 if stat == "cohen_kappa" else 0, 1.02])
     if stat != "cohen_kappa":
         fig.add_vline(x=0.5, line_dash="dot", line_color="grey", annotation_text="chance / none")
-    if stat == "skill":
-        bar = report.params.get("skill_bar")
-        if bar is not None:
-            fig.add_vline(x=bar, line_dash="dash", line_color=FLAGGED_COLOR,
-                          annotation_text=f"flag bar {bar:.2f}", annotation_position="bottom")
-    model = MODEL_NAMES.get(report.overall["model"], report.overall["model"])
-    fig.update_layout(xaxis_title=f"{STAT_LABELS[stat]} ({model}, 95% interval)",
-                      yaxis_title=None, height=max(300, 18 * len(df) + 120),
-                      margin=dict(l=10, r=10, t=30, b=40),
-                      yaxis=dict(categoryorder="array",
-                                 categoryarray=plotly_texts(df["annotator"])))
-    fig.update_xaxes(range=[-0.2 if stat == "cohen_kappa" else 0, 1.02])
+    bar = report.params.get("skill_bar") if stat == "skill" else None
+    if bar is not None:
+        fig.add_vline(x=bar, line_dash="dash", line_color=FLAGGED_COLOR,
+                      annotation_text=f"flag bar {bar:.2f}", annotation_position="bottom")
     return fig
-
 
 def confusion_figure(report: ModelReport, annotator: str) -> go.Figure:
     """Heatmap of one annotator's P(vote | truth) in the orientation they saw, with intervals.

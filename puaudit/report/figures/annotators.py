@@ -15,7 +15,7 @@ from puaudit.annotators.consensus import consensus_labels
 from puaudit.data.schema import COLUMN_ALIASES, ComparisonTable
 
 __all__ = ["annotator_table", "agreement_figure", "bias_scatter", "disagreements_table",
-           "no_annotator_note", "interval_text", "METRIC_LABELS", "JUDGE_COLOR", "PERSON_COLOR",
+           "no_annotator_note", "interval_text", "dot_whisker", "METRIC_LABELS", "JUDGE_COLOR", "PERSON_COLOR",
            "FLAGGED_COLOR"]
 
 METRIC_LABELS = {
@@ -96,30 +96,40 @@ def agreement_figure(report: AnnotatorReport | pd.DataFrame, *, metric: str = "a
     df = _frame(report)
     df = df[df[metric].notna() & ((df["n_strict"] >= min_n) | df["is_judge"])]
     df = df.sort_values(metric)
-    fig = go.Figure()
-    for is_judge, name, color in ((False, "people", PERSON_COLOR),
-                                  (True, "LLM judge", JUDGE_COLOR)):
-        d = df[df["is_judge"] == is_judge]
-        if d.empty:
-            continue
-        fig.add_trace(go.Scatter(
-            x=d[metric], y=plotly_texts(d["annotator"]), mode="markers", name=name,
-            marker=dict(color=color, size=12 if is_judge else 8,
-                        symbol="diamond" if is_judge else "circle"),
-            error_x=dict(type="data", symmetric=False, array=d[f"{metric}_hi"] - d[metric],
-                         arrayminus=d[metric] - d[f"{metric}_lo"], color=color),
-            customdata=np.c_[d["n_votes"], d["n_strict"]],
-            hovertemplate="%{y}: %{x:.3f}<br>votes %{customdata[0]}, strict %{customdata[1]}"
-                          "<extra></extra>"))
+    people = ~df["is_judge"].to_numpy()
+    fig = dot_whisker(df, metric, ((people, "people", PERSON_COLOR, "circle"),
+                                   (~people, "LLM judge", JUDGE_COLOR, "diamond")),
+                      ["n_votes", "n_strict"],
+                      "%{y}: %{x:.3f}<br>votes %{customdata[0]}, strict %{customdata[1]}",
+                      METRIC_LABELS[metric] + " (95% interval)", [0, 1.02])
     if median is not None and not pd.isna(median):
         fig.add_vline(x=median, line_dash="dash", line_color="grey",
                       annotation_text=f"people's median {median:.2f}")
-    fig.update_layout(xaxis_title=METRIC_LABELS[metric] + " (95% interval)", yaxis_title=None,
-                      height=max(300, 18 * len(df) + 120), margin=dict(l=10, r=10, t=30, b=40),
-                      yaxis=dict(categoryorder="array", categoryarray=plotly_texts(df["annotator"])))
-    fig.update_xaxes(range=[0, 1.02])
     return fig
 
+
+def dot_whisker(df: pd.DataFrame, stat: str, groups, custom: list[str], hover: str,
+                x_title: str, x_range: list) -> go.Figure:
+    """One row per annotator in ``df``'s order, a marker per group (``(mask, name, colour,
+    symbol)``; the judge's larger) with the ``stat_lo``–``stat_hi`` whiskers; ``custom``: the
+    columns ``hover`` reads as ``customdata``."""
+    fig = go.Figure()
+    for mask, name, color, symbol in groups:
+        d = df[mask]
+        if d.empty:
+            continue
+        fig.add_trace(go.Scatter(
+            x=d[stat], y=plotly_texts(d["annotator"]), mode="markers", name=name,
+            marker=dict(color=color, symbol=symbol, size=12 if name == "LLM judge" else 8),
+            error_x=dict(type="data", symmetric=False, array=d[f"{stat}_hi"] - d[stat],
+                         arrayminus=d[stat] - d[f"{stat}_lo"], color=color),
+            customdata=np.column_stack([d[c] for c in custom]),
+            hovertemplate=hover + "<extra></extra>"))
+    fig.update_layout(xaxis_title=x_title, yaxis_title=None, height=max(300, 18 * len(df) + 120),
+                      margin=dict(l=10, r=10, t=30, b=40),
+                      yaxis=dict(categoryorder="array", categoryarray=plotly_texts(df["annotator"])))
+    fig.update_xaxes(range=x_range)
+    return fig
 
 def bias_scatter(report: AnnotatorReport | pd.DataFrame, *, min_n: int = 0) -> go.Figure:
     """Position bias (``pick_a_share``) against length bias (``longer_share``), with intervals.

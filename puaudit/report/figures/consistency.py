@@ -24,12 +24,8 @@ _PLAIN = "#7f7f7f"
 
 
 def pairwise_fit(frame: pd.DataFrame, *, name: str) -> tuple[pd.DataFrame | None, str | None]:
-    """Whether a table (e.g. the Data page's) can serve as the pairwise-verdict table.
-
-    Returns
-    -------
-    (pairs, None) when :func:`puaudit.trustjudge.read_pairwise` reads it, else (None, the reason).
-    """
+    """Whether a table (e.g. the Data page's) can serve as the pairwise-verdict table:
+    (pairs, None) when :func:`puaudit.trustjudge.read_pairwise` reads it, else (None, why)."""
     from puaudit.errors import PUAuditError
     from puaudit.trustjudge import read_pairwise
 
@@ -121,13 +117,8 @@ def metrics_table(before: TrustJudgeReport, after: TrustJudgeReport, *, by: str 
 def unavailable_metrics(report: TrustJudgeReport, pairs: pd.DataFrame, *,
                         has_scores: bool) -> dict[str, str]:
     """Metric -> why it reads n/a and what input would fill it, for each metric of ``report``
-    that is None.
-
-    The Conflict Ratio compares each candidate's single score with the pairwise verdicts, so it
-    needs a scores table whose question ids and candidates match the pairs. NTR_k looks at
-    sets of k candidates of one question (and judge) whose every pair was judged, so it needs
-    at least k candidates per question, compared in all :math:`k(k-1)/2` pairs.
-    """
+    that is None (the Conflict Ratio needs matching single scores; NTR_k at least k candidates
+    per question compared in all :math:`k(k-1)/2` pairs)."""
     out = {}
     if report.cr is None:
         out["Conflict Ratio"] = (
@@ -176,9 +167,13 @@ def metrics_bar_chart(table: pd.DataFrame, *, by: str = "judge") -> go.Figure:
     return fig
 
 
+def _of(frame: pd.DataFrame, judge: str, question_id: str) -> pd.DataFrame:
+    return frame[(frame["judge"] == judge) & (frame["question_id"] == question_id)]
+
+
 def question_violations(violations: pd.DataFrame, *, judge: str, question_id: str) -> pd.DataFrame:
     """The violating triples of one judge and question, for display."""
-    sel = violations[(violations["judge"] == judge) & (violations["question_id"] == question_id)]
+    sel = _of(violations, judge, question_id)
     return pd.DataFrame({"triple": sel["relations"].to_numpy(),
                          "kind": sel["kind"].map(KIND_LABELS).to_numpy(),
                          "weakest edge": sel["weakest_edge"].to_numpy(),
@@ -186,12 +181,9 @@ def question_violations(violations: pd.DataFrame, *, judge: str, question_id: st
 
 
 def weakest_edges(violations: pd.DataFrame, *, judge: str, question_id: str) -> pd.DataFrame:
-    """Weakest edges of one question's violating triples, most often blamed first.
-
-    The first row is the suggested pair to send to a person: reversing it breaks the most
-    cycles, and among equals it has the smallest probability margin.
-    """
-    sel = violations[(violations["judge"] == judge) & (violations["question_id"] == question_id)]
+    """Weakest edges of one question's violating triples, most often blamed first (then the
+    smallest margin): the first is the suggested pair to send to a person."""
+    sel = _of(violations, judge, question_id)
     if sel.empty:
         return pd.DataFrame(columns=["edge", "n_triples", "margin"])
     out = (sel.groupby("weakest_edge")
@@ -237,7 +229,7 @@ def _node_trace(names: list, pos: dict, rankings: pd.DataFrame | None, *, judge:
     """The candidates as labelled circles, with their Bradley–Terry rank when known."""
     ranks = {}
     if rankings is not None:
-        sel = rankings[(rankings["judge"] == judge) & (rankings["question_id"] == question_id)]
+        sel = _of(rankings, judge, question_id)
         ranks = dict(zip(sel["candidate"], sel["rank"]))
     return go.Scatter(
         x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text",
@@ -250,11 +242,9 @@ def _node_trace(names: list, pos: dict, rankings: pd.DataFrame | None, *, judge:
 
 def cycle_graph(relations: pd.DataFrame, violations: pd.DataFrame, *, judge: str,
                 question_id: str, rankings: pd.DataFrame | None = None) -> go.Figure:
-    """Directed graph of one question's pair relations.
-
-    An arrow goes from the preferred candidate to the other; ``=`` is a dotted line. Edges that
-    belong to a violating triple are red, the suggested weakest edge is drawn thicker. Hovering
-    an edge's midpoint shows both orders' verdicts, the probabilities and the judge's rationale.
+    """Directed graph of one question's pair relations: an arrow from the preferred candidate
+    (``=`` dotted), edges of a violating triple red, the suggested weakest edge thicker; an
+    edge's midpoint hovers both orders' verdicts, the probabilities and the rationales.
 
     Parameters
     ----------
@@ -265,8 +255,7 @@ def cycle_graph(relations: pd.DataFrame, violations: pd.DataFrame, *, judge: str
     rankings : DataFrame, optional
         ``TrustJudgeReport.rankings``: adds the Bradley–Terry rank to node labels.
     """
-    rel = relations[(relations["judge"] == judge) & (relations["question_id"] == question_id)]
-    viol = violations[(violations["judge"] == judge) & (violations["question_id"] == question_id)]
+    rel, viol = _of(relations, judge, question_id), _of(violations, judge, question_id)
     cycle_pairs = set()
     for r in viol.itertuples(index=False):
         for x, y in ((r.cand_1, r.cand_2), (r.cand_2, r.cand_3), (r.cand_3, r.cand_1)):

@@ -6,23 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from puaudit.audit.metrics import MIN_TYPE_ROWS
+from puaudit.data.safety import spreadsheet_safe
+from puaudit.percents import percent, points_between
+
 __all__ = ["headline_metrics", "per_type_table", "audit_note", "expected_text", "auto_choice_text",
            "auto_comparison_table", "verdict_text", "spread_text", "type_table", "type_text",
            "HURT_NOTE", "as_percent", "formula_cells", "spreadsheet_safe_copy",
            "leaderboard_table", "PER_TYPE_HEADERS", "per_type_display"]
 
-# one home for percents and points (the CLI and the report use the same)
-from puaudit.percents import percent, points_between  # noqa: E402
-
-
-def _pct(x: float | None) -> str:
-    return percent(x)
-
-
 def as_percent(df: pd.DataFrame, columns) -> pd.DataFrame:
     """A copy with the shares in ``columns`` as percents (0–100), for a fixed one-decimal
-    ``"%.1f%%"`` display: Streamlit's ``"percent"`` format drops trailing zeros, so one column
-    would read "63.04%" beside "25%"."""
+    ``"%.1f%%"`` display (Streamlit's ``"percent"`` format drops trailing zeros)."""
     out = df.copy()
     for c in columns:
         out[c] = 100 * pd.to_numeric(out[c], errors="coerce")
@@ -40,20 +35,17 @@ def headline_metrics(result) -> list[dict]:
     lo, hi = m["cons_orig_ci"]
     lo2, hi2 = m["cons_adj_ci"]
     return [
-        {"label": "Cons_orig", "value": _pct(m["cons_orig"]), "delta": None,
-         "help": f"Judge agrees with people on validation rows (95% CI {_pct(lo)}–{_pct(hi)})."},
-        {"label": "Cons_adj", "value": _pct(m["cons_adj"]), "delta": delta_txt,
-         "help": f"After the audit's reversals (95% CI {_pct(lo2)}–{_pct(hi2)})."},
+        {"label": "Cons_orig", "value": percent(m["cons_orig"]), "delta": None,
+         "help": f"Judge agrees with people on validation rows (95% CI {percent(lo)}–{percent(hi)})."},
+        {"label": "Cons_adj", "value": percent(m["cons_adj"]), "delta": delta_txt,
+         "help": f"After the audit's reversals (95% CI {percent(lo2)}–{percent(hi2)})."},
         {"label": "Reversed", "value": f"{m['n_reversed']} of {m['n']}", "delta": None,
          "help": "Validation rows whose verdict the audit reversed."},
-        {"label": "Reversal precision", "value": _pct(m["reversal_precision"]), "delta": None,
+        {"label": "Reversal precision", "value": percent(m["reversal_precision"]), "delta": None,
          "help": "Share of reversed validation rows where the judge was in fact wrong."},
     ]
 
 
-#: a question type with fewer validation rows shows its n and no percentage (one rule, in the
-#: library: the Audit page, the Question types page and the report use it)
-from puaudit.audit.metrics import MIN_TYPE_ROWS  # noqa: E402
 #: the note on a type whose reversals lowered agreement on validation, and why its rows are
 #: still reversed: validation rows only measure the audit; letting them switch reversals off
 #: per type would tune the audit on the rows that grade it, and its numbers would flatter it.
@@ -154,7 +146,7 @@ def expected_text(result) -> str:
     p = p[ok]
     orig, adj = float(p.mean()), float(np.mean(np.where(r, 1 - p, p)))
     return (f"Predicted, not measured — on the {int(ok.sum()):,} rows without human labels, "
-            f"from calibrated P(judge right): agreement with people {_pct(orig)} → {_pct(adj)} "
+            f"from calibrated P(judge right): agreement with people {percent(orig)} → {percent(adj)} "
             f"({points_between(orig, adj) or '+0.0 pts'}) after {int(r.sum()):,} reversals there.")
 
 
@@ -209,39 +201,28 @@ def auto_comparison_table(result) -> pd.DataFrame:
 
 
 def formula_cells(df: pd.DataFrame) -> dict[str, int]:
-    """Column -> number of cells a spreadsheet would run as a formula (see
-    :func:`puaudit.data.safety.formula_cells`; plain signed numbers such as ``-3`` are not formulas).
-
-    Only columns with at least one such cell are returned; a formula-like column *name* counts
-    as one cell of that column.
-    """
+    """Column -> number of cells a spreadsheet would run as a formula
+    (:func:`puaudit.data.safety.formula_cells`), for the columns that have one."""
     from puaudit.data.safety import formula_cells as cells
 
     found = cells(df)
     return {str(k): int(v) for k, v in found.groupby("column", sort=False).size().items()}
 
 
-def spreadsheet_safe_copy(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy with a leading apostrophe on every formula-like cell (OWASP CSV-injection advice),
-    so spreadsheets show it as text; see :func:`puaudit.data.safety.spreadsheet_safe`."""
-    from puaudit.data.safety import spreadsheet_safe
-
-    return spreadsheet_safe(df)
+#: a copy with a leading apostrophe on every formula-like cell, so spreadsheets show it as text
+spreadsheet_safe_copy = spreadsheet_safe
 
 
 def leaderboard_table(leaderboard: list[dict]) -> pd.DataFrame:
     """One row per scorer × rule: Cons_orig, Cons_adj, change (mean and sd over seeds, points),
     share of validation rows reversed and the precision of those reversals; best change first."""
-    rows = []
-    for e in leaderboard:
-        rows.append({
-            "scorer": e["scorer"], "rule": e["rule"],
-            "cons_orig": e["cons_orig_mean"], "cons_adj": e["cons_adj_mean"],
-            "delta_pts": None if e["delta_mean"] is None else 100 * e["delta_mean"],
-            "delta_sd_pts": None if e["delta_sd"] is None else 100 * e["delta_sd"],
-            "reversed_share": e["reversed_share"], "reversal_precision": e["reversal_precision"],
-        })
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame([{
+        "scorer": e["scorer"], "rule": e["rule"],
+        "cons_orig": e["cons_orig_mean"], "cons_adj": e["cons_adj_mean"],
+        "delta_pts": None if e["delta_mean"] is None else 100 * e["delta_mean"],
+        "delta_sd_pts": None if e["delta_sd"] is None else 100 * e["delta_sd"],
+        "reversed_share": e["reversed_share"], "reversal_precision": e["reversal_precision"],
+    } for e in leaderboard])
     if len(df):
         df = df.sort_values("delta_pts", ascending=False, kind="stable").reset_index(drop=True)
     return df
@@ -257,12 +238,9 @@ PER_TYPE_HEADERS = {"question_type": "Question type", "n_validation": "Validatio
 
 
 def per_type_display(result, *, min_rows: int = MIN_TYPE_ROWS) -> pd.DataFrame:
-    """:func:`per_type_table` in one unit under readable headers (:data:`PER_TYPE_HEADERS`).
-
-    Agreement before and after and the reversals' precision are percentages rounded to one
-    decimal; the change is the difference of the two rounded percentages (so 74.2 → 74.6 reads
-    +0.4, never +0.3), in points. A type with fewer than ``min_rows`` validation rows keeps its
-    counts and leaves the percentages empty (NaN).
+    """:func:`per_type_table` in one unit under readable headers (:data:`PER_TYPE_HEADERS`):
+    percentages rounded to one decimal, the change the difference of the two rounded ones (74.2
+    → 74.6 reads +0.4, never +0.3) in points; a type under ``min_rows`` has empty percentages.
     """
     df = per_type_table(result, min_rows=min_rows)
     for col in ("cons_orig", "cons_adj", "reversal_precision"):

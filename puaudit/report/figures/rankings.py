@@ -1,17 +1,12 @@
 """Tables and figures for the Models page: pure functions of a
-:class:`~puaudit.rankings.result.ModelRankings`.
+:class:`~puaudit.rankings.result.ModelRankings` (DataFrames, a pandas Styler, plotly figures).
 
-No Streamlit here: every function returns a DataFrame, a pandas Styler or a plotly figure. Model
-names come from the data: in figures they are HTML-escaped (Plotly renders a subset of HTML in
-labels, legends and hover text), so a name such as ``<a href=...>`` shows as typed. Every view
-covers the first ``top`` models of the leaderboard (default
-:data:`~puaudit.rankings.leaderboard_limits.TOP_MODELS`): a table or figure of 10,000 models shows nothing a
-reader can use, and the heatmap grows with the square of the number.
+Model names are data: figures escape them (:func:`~puaudit.report.figures.text.plotly_text`).
+Every view covers the first ``top`` models of the leaderboard (default
+:data:`~puaudit.rankings.leaderboard_limits.TOP_MODELS`).
 """
 
 from __future__ import annotations
-
-import html
 
 import numpy as np
 import pandas as pd
@@ -19,6 +14,7 @@ import plotly.graph_objects as go
 
 from puaudit.rankings.result import SOURCE_LABELS, SOURCES, ModelRankings
 from puaudit.rankings.leaderboard_limits import TOP_MODELS
+from puaudit.report.figures.text import plotly_text as _text
 
 __all__ = ["STAT_LABELS", "SOURCE_COLORS", "SHORT_LABELS", "rank_table", "style_rank_table",
            "interval_figure", "rank_figure", "win_probability_figure", "win_probability_caption",
@@ -39,11 +35,6 @@ ROW_PX = 22
 NAMED_COLUMNS = 15
 # The heatmap's size by default: 30 × 30 cells stay readable on a page-wide chart.
 HEATMAP_MODELS = 30
-
-
-def _text(value) -> str:
-    """A data-derived string for a Plotly label: ``&``, ``<`` and ``>`` as entities."""
-    return html.escape(str(value), quote=False)
 
 
 def _available(rankings: ModelRankings, sources) -> list[str]:
@@ -99,18 +90,13 @@ def style_rank_table(table: pd.DataFrame):
     shift_cols = [c for c in table.columns if c.endswith(" vs judge")]
 
     def shift_color(v):
-        if pd.isna(v) or v == 0:
-            return ""
-        return f"background-color: {UP if v > 0 else DOWN}"
-
-    def verdict_color(v):
-        return f"background-color: {DOWN}" if v else ""
+        return "" if pd.isna(v) or v == 0 else f"background-color: {UP if v > 0 else DOWN}"
 
     styler = table.style
-    apply = getattr(styler, "map", None) or styler.applymap  # pandas < 2.1 has applymap only
-    styler = apply(shift_color, subset=shift_cols) if shift_cols else styler
-    apply = getattr(styler, "map", None) or styler.applymap
-    styler = apply(verdict_color, subset=["Judge vs people"])
+    if shift_cols:
+        styler = styler.map(shift_color, subset=shift_cols)
+    styler = styler.map(lambda v: f"background-color: {DOWN}" if v else "",
+                        subset=["Judge vs people"])
     return styler.format(precision=3, na_rep="")
 
 

@@ -106,9 +106,9 @@ def sorted_scores_figure(result, table, *, question_type: str | None = None) -> 
             continue
         if question_type is None and line["question_type"] is not None and _n_types(table) > 6:
             continue  # too many per-type lines to read: the page offers a type filter
-        label = line["label"] + ("" if line["question_type"] is None else f" ({line['question_type']})")
         fig.add_hline(y=line["score"], line_dash="dash", line_color="#555",
-                      annotation_text=plotly_text(label), annotation_position="top left")
+                      annotation_text=plotly_text(_line_name(line)),
+                      annotation_position="top left")
     fig.update_layout(xaxis_title="audited rows, sorted by score", yaxis_title="score",
                       margin=dict(l=10, r=10, t=30, b=10), height=380)
     return fig
@@ -116,6 +116,11 @@ def sorted_scores_figure(result, table, *, question_type: str | None = None) -> 
 
 def _n_types(table) -> int:
     return len(set(table.question_type.tolist()))
+
+
+def _line_name(line: dict) -> str:
+    return line["label"] + ("" if line["question_type"] is None
+                            else f" ({line['question_type']})")
 
 
 def nearest_threshold_rows(result, table, *, k: int = 5) -> pd.DataFrame:
@@ -133,8 +138,7 @@ def nearest_threshold_rows(result, table, *, k: int = 5) -> pd.DataFrame:
             continue
         dist = sel["score"] - line["score"]
         near = sel.assign(distance=dist).iloc[np.argsort(np.abs(dist.to_numpy()), kind="stable")[:k]]
-        name = line["label"] + ("" if line["question_type"] is None else f" ({line['question_type']})")
-        parts.append(near.assign(threshold=name))
+        parts.append(near.assign(threshold=_line_name(line)))
     if not parts:
         return pd.DataFrame(columns=["threshold", "distance", *df.columns])
     out = pd.concat(parts, ignore_index=True)
