@@ -271,13 +271,15 @@ class HFEncoder:
             mask[r, : len(x)] = 1
         input_ids = torch.from_numpy(inp).to(self.device_)
         attention_mask = torch.from_numpy(mask).to(self.device_)
-        hidden = self.model_(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        # Pool in float32 whatever the model ran in: a bfloat16 sum over 512 tokens alone costs
-        # ~0.003 of cosine.
-        pooled = pool_hidden(hidden.float(), attention_mask, self.pooling_)
-        if self.normalize_:
-            pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-        return pooled.float().cpu().numpy()
+        with torch.inference_mode():  # also when called outside encode's own block
+            hidden = self.model_(input_ids=input_ids,
+                                 attention_mask=attention_mask).last_hidden_state
+            # Pool in float32 whatever the model ran in: a bfloat16 sum over 512 tokens alone
+            # costs ~0.003 of cosine.
+            pooled = pool_hidden(hidden.float(), attention_mask, self.pooling_)
+            if self.normalize_:
+                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+            return pooled.float().cpu().numpy()
 
     # -- encoding ------------------------------------------------------------------------------
     def encode(self, texts: Sequence[str], *, progress: Progress | None = None,
