@@ -1,7 +1,8 @@
 """A benchmark release in one folder or zip (the judge's file, question.jsonl, model_answer/,
 human.jsonl) is read as ``puaudit audit JUDGMENTS --human human.jsonl --answers FOLDER`` reads
 it: the same table from the folder, the zip's path and its uploaded bytes, and one clear
-message when the folder holds no judge's file or several."""
+message when the folder holds no judge's file or several; a zipped Argilla ``to_disk`` folder
+is read as the folder."""
 
 from __future__ import annotations
 
@@ -69,10 +70,23 @@ def test_folder_zip_and_upload_give_the_table_of_the_explicit_command(release, t
     pd.testing.assert_frame_equal(load_input(archive.read_bytes(), name="upload.zip"), explicit)
 
 
-def test_fastchat_layout_judgments_under_model_judgment(tmp_path, release):
+@pytest.mark.parametrize("judge_dir", ["model_judgment", "model_judgment/gpt-4"])
+def test_judgments_under_model_judgment_fastchat_and_arena_hard_layouts(tmp_path, release,
+                                                                         judge_dir):
     _, explicit = release
-    root = make_release(tmp_path / "fc", judge_dir="model_judgment")
+    root = make_release(tmp_path / "fc", judge_dir=judge_dir)
     pd.testing.assert_frame_equal(load_input(root), explicit)
+
+
+def test_a_zipped_argilla_to_disk_folder_is_read_as_the_folder(tmp_path):
+    from tests.test_data_formats_argilla import _records, _to_disk
+
+    folder = _to_disk(tmp_path / "pairs", _records())
+    archive = zipped(folder, tmp_path / "pairs.zip")
+    expected = load_input(folder)
+    assert len(expected) > 0
+    pd.testing.assert_frame_equal(load_input(archive.read_bytes(), name="pairs.zip"), expected)
+    pd.testing.assert_frame_equal(load_input(archive), expected)
 
 
 def test_several_judges_or_none_is_one_message_naming_the_files(tmp_path, release):

@@ -76,7 +76,8 @@ def load_input(source: str | os.PathLike | bytes, *, name: str | None = None,
     if not isinstance(source, (bytes, bytearray)) and argilla.disk_folder(source):
         return argilla.read_disk_folder(source, read=read, human=human, answers=answers)
     if human is None and answers is None:
-        table = _read_release(source, label, limits=limits, unpack_zip=unpack_zip)
+        table = _read_tool_folder(source, label, limits=limits, unpack_zip=unpack_zip,
+                              read_with_limits=read)
         if table is not None:
             return table
     frame = read(source, name=name, split=split, unpack_zip=unpack_zip)
@@ -95,12 +96,13 @@ def load_input(source: str | os.PathLike | bytes, *, name: str | None = None,
     return table
 
 
-def _read_release(source, label: str, *, limits: ReadLimits,
-                  unpack_zip: Callable | None) -> pd.DataFrame | None:
+def _read_tool_folder(source, label: str, *, limits: ReadLimits, unpack_zip: Callable | None,
+                  read_with_limits: Callable) -> pd.DataFrame | None:
     """A benchmark release (a folder, or a zip of one, as a path or uploaded bytes) read through
-    its one judgment file, its votes and its answers; None for anything else."""
+    its one judgment file, its votes and its answers, or a zipped Argilla ``to_disk`` folder;
+    None for anything else."""
     from puaudit.data.folders import UnpackedZip
-    from puaudit.data.formats import release
+    from puaudit.data.formats import argilla, release
 
     if isinstance(source, (bytes, bytearray)):
         data = bytes(source)
@@ -109,12 +111,23 @@ def _read_release(source, label: str, *, limits: ReadLimits,
         if path.is_dir():
             return _release_folder(path, label, limits) if release.is_release(path) else None
         data = _small_zip(path, limits.max_bytes)
-    if data is None or data[:4] != b"PK\x03\x04" or not release.zip_is_release(data):
+    if data is None or data[:4] != b"PK\x03\x04":
         return None
+    names = release.zip_names(data) or []
+    is_argilla = (argilla.RECORDS_FILE,) in names and bool(
+        {(argilla.SETTINGS_FILE,), (argilla.DATASET_FILE,)} & set(names))
+    if not is_argilla and not release.zip_is_release(data):
+        return None
+
+    def read(root: Path) -> pd.DataFrame:
+        if is_argilla:
+            return argilla.read_disk_folder(root, read=read_with_limits)
+        return _release_folder(root, label, limits)
+
     if unpack_zip is not None:  # the dashboard's cache of unpacked uploads
-        return _release_folder(unpack_zip(data, label, limits.max_bytes).root, label, limits)
+        return read(unpack_zip(data, label, limits.max_bytes).root)
     with UnpackedZip(data, label, max_bytes=limits.max_bytes) as folder:
-        return _release_folder(folder.root, label, limits)
+        return read(folder.root)
 
 
 def _small_zip(path: Path, max_bytes: int | None) -> bytes | None:

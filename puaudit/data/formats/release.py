@@ -1,8 +1,8 @@
 """A benchmark release in one folder, or a zip of one: a judgment file, the questions and the
 model answers it names (``question.jsonl``, ``model_answer/``), and optionally the people's
 votes (``human.jsonl``), read as ``puaudit audit JUDGMENTS --human human.jsonl --answers
-FOLDER`` reads them. An upload carries one file, so the dashboard reads an MT-Bench or FastChat
-release this way; the command line takes the folder or the zip as INPUT too.
+FOLDER`` reads them. An upload carries one file, so the dashboard reads an MT-Bench, FastChat or
+arena-hard-auto release this way; the command line takes the folder or the zip as INPUT too.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from pathlib import Path, PurePosixPath
 
 from puaudit.errors import PUAuditError
 
-__all__ = ["HUMAN_FILE", "QUESTIONS", "ANSWERS", "is_release", "zip_is_release",
+__all__ = ["HUMAN_FILE", "QUESTIONS", "ANSWERS", "is_release", "zip_names", "zip_is_release",
            "release_files"]
 
 HUMAN_FILE, QUESTIONS, ANSWERS = "human.jsonl", "question.jsonl", "model_answer"
 #: where a release keeps its judge's verdicts: beside the questions (the MT-Bench
-#: human-judgments release's ``gpt4_pair.jsonl``) or under ``model_judgment/`` (FastChat)
-_JUDGMENT_DIRS = (".", "model_judgment")
+#: human-judgments release's ``gpt4_pair.jsonl``), under ``model_judgment/`` (FastChat) or
+#: ``model_judgment/<judge>/`` (arena-hard-auto: one file a model)
+_JUDGMENT_GLOBS = ("*.jsonl", "model_judgment/*.jsonl", "model_judgment/*/*.jsonl")
 
 
 def is_release(root: Path) -> bool:
@@ -28,19 +29,22 @@ def is_release(root: Path) -> bool:
     return (root / QUESTIONS).is_file() and (root / ANSWERS).is_dir()
 
 
-def zip_is_release(data: bytes) -> bool:
-    """Whether the zip archive ``data`` holds a release folder (read from its names alone, at
-    its top or in its one top folder); False for anything that is no readable zip."""
+def zip_names(data: bytes) -> list[tuple[str, ...]] | None:
+    """The files of zip archive ``data`` as path parts inside the folder it holds (its one top
+    folder stripped, as :mod:`puaudit.data.folders` unpacks it); None for no readable zip."""
     try:
         with zipfile.ZipFile(BytesIO(data)) as zf:
             files = [PurePosixPath(n).parts for n in zf.namelist()
                      if not n.endswith("/") and not n.startswith("__MACOSX")]
     except (zipfile.BadZipFile, OSError, ValueError):
-        return False
-    # the archive's one top folder is the release (``zip -r mt_bench.zip mt_bench``), as
-    # puaudit.data.folders unpacks it
+        return None
     strip = int(len({p[0] for p in files}) == 1 and all(len(p) > 1 for p in files))
-    rel = [p[strip:] for p in files]
+    return [p[strip:] for p in files]
+
+
+def zip_is_release(data: bytes) -> bool:
+    """Whether the zip archive ``data`` holds a release folder (read from its names alone)."""
+    rel = zip_names(data) or []
     return (QUESTIONS,) in rel and any(len(p) > 1 and p[0] == ANSWERS for p in rel)
 
 
@@ -55,7 +59,7 @@ def release_files(root: Path, *, name: str) -> tuple[Path, Path | None]:
     """
     root = Path(root)
     human = root / HUMAN_FILE
-    found = sorted(p for d in _JUDGMENT_DIRS for p in (root / d).glob("*.jsonl")
+    found = sorted(p for g in _JUDGMENT_GLOBS for p in root.glob(g)
                    if p.is_file() and p.name not in (QUESTIONS, HUMAN_FILE))
     shown = ", ".join(p.relative_to(root).as_posix() for p in found[:6])
     if len(found) != 1:
