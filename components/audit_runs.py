@@ -26,7 +26,7 @@ from puaudit.audit.config import AuditConfig
 from puaudit.audit.stages import StageCache
 from puaudit.data.schema import ComparisonTable
 from puaudit.embed.pairs import PairEmbeddings, embed_table
-from puaudit.errors import PUAuditError
+from puaudit.errors import DASHBOARD, PUAuditError
 
 __all__ = ["get_embeddings", "m_estimate", "runner", "stage_cache", "wait_for", "with_progress",
            "run_audit", "precompute_key", "DRAW_S", "show_error", "loaded_table", "audit_view", "SpreadSuperseded",
@@ -202,11 +202,11 @@ DRAW_S = 0.5
 
 
 def show_error(exc: BaseException) -> None:
-    """An error box whose text is shown literally (messages quote the data)."""
-    from components.messages import for_dashboard
+    """An error box whose text is shown literally (messages quote the data): a library error
+    with the dashboard's fix (:meth:`puaudit.errors.PUAuditError.advice`)."""
     from components.safe_text import md
 
-    st.error(md(for_dashboard(exc)))
+    st.error(md(exc.advice(DASHBOARD) if isinstance(exc, PUAuditError) else str(exc)))
 
 
 def loaded_table() -> ComparisonTable:

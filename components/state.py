@@ -22,7 +22,7 @@ import streamlit as st
 
 from components.encoder_state import encoder_options
 from puaudit.audit.config import RULES, AuditConfig
-from puaudit.errors import PUAuditError
+from puaudit.errors import DASHBOARD, PUAuditError
 from puaudit.data.folders import SPLIT
 from puaudit.data.schema import ComparisonTable, load_comparisons
 
@@ -79,9 +79,7 @@ def build_table() -> ComparisonTable | None:
     try:
         table = load_comparisons(ss["raw_frame"], columns=explicit, name=ss.get("source_name", ""))
     except PUAuditError as exc:
-        from components.messages import for_dashboard
-
-        ss["table_error"] = for_dashboard(exc)
+        ss["table_error"] = exc.advice(DASHBOARD)
         return None
     ss["table"] = table
     return table

@@ -10,9 +10,8 @@ from components.data_summary import judge_candidates
 from puaudit.audit.metrics import TOP_TYPES, TYPE_RULE, measured_types
 from puaudit.report.figures.metrics import type_table, type_text
 from puaudit.report.figures.radar import consistency_radar
-from components.messages import for_dashboard
 from components.safe_text import md
-from puaudit.errors import PUAuditError
+from puaudit.errors import DASHBOARD, PUAuditError
 from puaudit.data.schema import ROLES, load_comparisons
 
 state.through_navigation()
@@ -50,7 +49,7 @@ for col in picked:
             alt = memo[key]
             res = audit_runs.run_audit(alt, emb, params)
     except PUAuditError as exc:
-        st.error(md(f"{col}: {for_dashboard(exc)}"))  # names and cells from the data: text, not Markdown
+        st.error(md(f"{col}: {exc.advice(DASHBOARD)}"))  # names and cells from the data: text
         continue
     per_type[col] = res.per_type
 

@@ -1,6 +1,6 @@
 """The Data page says when no human (or judge) column is detected, pointing at the mapping
 control; it counts the rows the audit leaves out, says why and offers them for download; the
-dashboard's messages name its own controls, not command-line flags."""
+library's errors carry the dashboard's fix (its controls, not command-line flags)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.data_summary import excluded_rows, excluded_text, mapping_warnings
-from components.messages import COLUMN_MAPPING, for_dashboard
 from puaudit.data.demo import generate_demo
 from puaudit.data.schema import load_comparisons
+from puaudit.errors import CLI, COLUMN_MAPPING, DASHBOARD, PUAuditError
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.usefixtures("app_env")
@@ -69,38 +69,51 @@ def test_excluded_rows_are_counted_explained_and_downloadable():
     assert excluded_text(ex.iloc[:0], 120) is None
 
 
-def test_messages_point_to_dashboard_controls():
-    cli = ("Required column(s) not found: judge (looked for: judge, ...). Rename the column or "
-           "map it explicitly (CLI: --prompt-col/--judge-col; Python: columns={'judge': 'x'}).")
-    text = for_dashboard(cli)
-    assert "--" not in text and "Python" not in text and "CLI" not in text
-    assert text.endswith(f"map it explicitly (in {COLUMN_MAPPING}).")
-    assert "(looked for: judge, ...)" in text  # the data's own hint stays
-    few = ("Add human labels for more rows, or check that the human column ('none found') is "
-           "the right one.")
-    assert for_dashboard(few).endswith(f"The columns are chosen in {COLUMN_MAPPING}.")
-    assert for_dashboard("use e.g. --target-agreement 0.9.") == (
-        "use e.g. the Target agreement slider on the Audit page at 0.9.")
+def test_an_error_carries_each_interfaces_fix():
+    exc = PUAuditError("Column 'x' is missing.", column="x",
+                       fix={CLI: "Name it with --judge-col NAME.",
+                            DASHBOARD: f"Choose it in {COLUMN_MAPPING}."})
+    assert str(exc) == exc.advice(CLI) == "Column 'x' is missing. Name it with --judge-col NAME."
+    assert exc.advice(DASHBOARD) == f"Column 'x' is missing. Choose it in {COLUMN_MAPPING}."
+    assert exc.column == "x" and exc.message == "Column 'x' is missing."
+    plain = PUAuditError("Bad value.")  # no fix of its own: the same words everywhere
+    assert str(plain) == plain.advice(DASHBOARD) == "Bad value."
+    assert PUAuditError("m.", fix={CLI: "Use --x."}).advice(DASHBOARD) == "m. Use --x."
 
 
 def test_library_errors_read_as_dashboard_advice():
-    """Real messages of the library, reworded: no flag and no Python is left in them."""
+    """Real errors of the library carry the dashboard's fix: no flag and no Python in it, the
+    command line's words unchanged."""
     from puaudit.embed.pairs import embed_table
     from puaudit.audit.splits import prepare_split
-    from puaudit.errors import PUAuditError
     from puaudit.embed.hashing import HashingEncoder
 
     frame = generate_demo(n_rows=120, random_state=0)
     with pytest.raises(PUAuditError) as missing:
         load_comparisons(frame.drop(columns=["judge_winner", "judge_winner_padded"]))
+    assert str(missing.value).endswith(
+        "Rename the column or map it explicitly (CLI: --prompt-col/--response-a-col/"
+        "--response-b-col/--judge-col; Python: columns={'judge': 'my_column', ...}).")
+    assert missing.value.advice(DASHBOARD).endswith(
+        f"Rename the column or map it explicitly (in {COLUMN_MAPPING}).")
+    assert "(looked for: judge_winner, " in missing.value.advice(DASHBOARD)  # its own hint
     frame["judge_winner"] = "tie"
     table = load_comparisons(frame)
     with pytest.raises(PUAuditError) as ties:
         prepare_split(table, embed_table(table, HashingEncoder()))
     for exc in (missing.value, ties.value):
-        assert "--" in str(exc)  # the library's own advice names a flag...
-        text = for_dashboard(exc)
-        assert "--" not in text and "CLI" not in text and COLUMN_MAPPING in text  # ...ours not
+        assert "--" in str(exc)  # the library's advice on the command line names a flag...
+        text = exc.advice(DASHBOARD)
+        assert "--" not in text and "CLI" not in text and "Python" not in text
+        assert COLUMN_MAPPING in text  # ...the dashboard's its control
+    human = frame.assign(human_winner="")
+    human["judge_winner"] = generate_demo(n_rows=120, random_state=0)["judge_winner"]
+    table = load_comparisons(human)
+    with pytest.raises(PUAuditError) as none:
+        prepare_split(table, embed_table(table, HashingEncoder()))
+    assert "--human-col" in str(none.value) and "puaudit models" in str(none.value)
+    assert none.value.advice(DASHBOARD).endswith(
+        f"on a pairwise table with question ids. The columns are chosen in {COLUMN_MAPPING}.")
 
 
 def test_audit_page_without_a_human_column_points_to_the_mapping():
@@ -112,7 +125,7 @@ def test_audit_page_without_a_human_column_points_to_the_mapping():
     at = open_page("pages/audit.py", frame)
     assert not at.exception, at.exception
     [error] = [e.value for e in at.error]
-    assert "This table has no human verdicts (no column of human verdicts was found" in error
+    assert "has no human verdicts (no column of human verdicts was found" in error
     assert "choose it as the human column" in error
     assert error.endswith(f"The columns are chosen in {COLUMN_MAPPING}.")
     assert "--" not in error and "CLI" not in error

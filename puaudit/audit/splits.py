@@ -10,7 +10,7 @@ import numpy as np
 from puaudit.audit.config import AuditConfig
 from puaudit.data.schema import ComparisonTable
 from puaudit.embed.pairs import PairEmbeddings
-from puaudit.errors import PUAuditError
+from puaudit.errors import CLI, COLUMN_MAPPING, DASHBOARD, PUAuditError
 
 __all__ = ["SPLIT_P", "SPLIT_VAL", "SPLIT_U", "SPLIT_EXCLUDED", "split_rows", "MIN_ANNOTATED",
            "PreparedSplit", "DiffRows", "prepare_split", "check_labels", "too_few_labels",
@@ -41,9 +41,12 @@ def too_few_labels(table: ComparisonTable, human: np.ndarray | None = None,
         n_ties = int(sum(j == "tie" for j in table.judge))
         return PUAuditError(
             f"Every judge verdict is a tie or empty ({n_ties} ties, {len(table) - n_ties} "
-            f"empty, in column '{table.judge_column}'): the audit needs judge verdicts A or B. "
-            "If another column holds the judge's verdicts, choose it (CLI: --judge-col NAME).",
-            column=table.judge_column)
+            f"empty, in column '{table.judge_column}'): the audit needs judge verdicts A or B.",
+            column=table.judge_column, fix={
+                CLI: "If another column holds the judge's verdicts, choose it (CLI: --judge-col "
+                     "NAME).",
+                DASHBOARD: "If another column holds the judge's verdicts, choose it (in "
+                           f"{COLUMN_MAPPING})."})
     n_strict_h = int(sum(h in ("A", "B") for h in human))
     column = table.columns.get("human")
     if n_strict_h == 0:
@@ -52,7 +55,13 @@ def too_few_labels(table: ComparisonTable, human: np.ndarray | None = None,
         return PUAuditError(
             f"This file has no human verdicts ({where}; {len(table)} rows). The audit compares "
             f"the judge with people, so it needs at least {MIN_ANNOTATED} annotated rows (a "
-            "person chose A or B where the judge did). Add human verdicts in one of three "
+            "person chose A or B where the judge did).", fix={
+                DASHBOARD: "If a column holds them, choose it as the human column; otherwise "
+                           "add one (A, B or tie, empty where nobody looked) and upload the "
+                           "table again. Without human verdicts the Models page works on this "
+                           "table, and the Consistency page on a pairwise table with question "
+                           f"ids. The columns are chosen in {COLUMN_MAPPING}.",
+                CLI: "Add human verdicts in one of three "
             "ways: a column of them (A, B or tie, empty where nobody looked; e.g. "
             "human_winner, or name it with --human-col); a human-judgments file joined with "
             "--human FILE (MT-Bench, FastChat and arena-hard-auto judgments); or label a "
@@ -62,13 +71,14 @@ def too_few_labels(table: ComparisonTable, human: np.ndarray | None = None,
             "more rows for people and bring their votes back. Without human verdicts, "
             "`puaudit report` and `puaudit models` work on this file as it is, and `puaudit "
             "trustjudge` (the judge's own consistency) on a pairwise table with question ids "
-            "(docs/trustjudge.md).")
+            "(docs/trustjudge.md)."})
     return PUAuditError(
         f"The audit needs at least {MIN_ANNOTATED} annotated rows (a human verdict A or B on a "
         f"row whose judge verdict is A or B); this table has {n_annotated} "
         f"({n_strict_h} strict human verdicts in all, {len(table)} rows). Add human labels "
         "for more rows (a few dozen per question type work best), or check that the human "
-        f"column ('{column or 'none found'}') is the right one.")
+        f"column ('{column or 'none found'}') is the right one.",
+        fix={DASHBOARD: f"The columns are chosen in {COLUMN_MAPPING}."})
 
 
 def check_labels(table: ComparisonTable) -> None:
@@ -292,15 +302,18 @@ def prepare_split(table: ComparisonTable, emb: PairEmbeddings, config: AuditConf
         bad = np.flatnonzero(~np.isfinite(norms))
         raise PUAuditError(
             f"The embeddings of row {bad[0] + 1} hold NaN or infinite values ({len(bad)} such "
-            "rows): the encoder failed on them. Embed the table again (or recompute those rows of "
-            "the --embeddings file).", row=int(bad[0]) + 1)
+            "rows): the encoder failed on them.", row=int(bad[0]) + 1, fix={
+                CLI: "Embed the table again (or recompute those rows of the --embeddings file).",
+                DASHBOARD: "Embed the table again."})
     if len(norms) and (norms < 1e-6).all():
         what = ("are all zero" if not emb.vectors.any() else
                 "of response A and response B are identical on every row")
         raise PUAuditError(
             f"The embeddings {what} ({len(norms)} rows), so no response can be told from the "
-            "other and nothing can be audited. Check the encoder (or the --embeddings file: e_a "
-            "must embed response A, e_b response B) and that the two response columns differ.")
+            "other and nothing can be audited.", fix={
+                CLI: "Check the encoder (or the --embeddings file: e_a must embed response A, e_b "
+                     "response B) and that the two response columns differ.",
+                DASHBOARD: "Check the encoder and that the two response columns differ."})
     return _finish_split(table, emb, config, human, identical, with_evidence=with_evidence)
 
 

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from puaudit.errors import PUAuditError
+from puaudit.errors import CLI, COLUMN_MAPPING, DASHBOARD, PUAuditError
 from puaudit.data.vocabulary import match_columns, parse_verdict
 
 __all__ = ["ROLES", "annotator_text", "COLUMN_ALIASES", "ComparisonTable", "text_cells",
@@ -86,10 +86,11 @@ def detect_columns(df: pd.DataFrame, columns: Mapping[str, str] | None = None) -
         hints = {r: ", ".join(COLUMN_ALIASES[r][:6]) for r in missing}
         lines = "; ".join(f"{r} (looked for: {hints[r]}, ...)" for r in missing)
         raise PUAuditError(
-            f"Required column(s) not found: {lines}. Columns present: {present}. Rename the "
-            "column or map it explicitly (CLI: --prompt-col/--response-a-col/--response-b-col/"
-            "--judge-col; Python: columns={'judge': 'my_column', ...}).",
-            column=missing[0])
+            f"Required column(s) not found: {lines}. Columns present: {present}.",
+            column=missing[0], fix={
+                CLI: "Rename the column or map it explicitly (CLI: --prompt-col/--response-a-col/"
+                     "--response-b-col/--judge-col; Python: columns={'judge': 'my_column', ...}).",
+                DASHBOARD: f"Rename the column or map it explicitly (in {COLUMN_MAPPING})."})
     return mapping
 
 
