@@ -23,6 +23,14 @@ from puaudit.audit.evaluate import default_spread_seeds
 
 P_RANGE, P_STEP = (0.05, 0.95), 0.05
 BOARD_SHARES = ("cons_orig", "cons_adj", "reversed_share", "reversal_precision")
+BOARD_COLUMNS = {
+    "cons_orig": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
+    "cons_adj": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
+    "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
+    "delta_sd_pts": st.column_config.NumberColumn("sd (pts)", format="%.1f"),
+    "reversed_share": st.column_config.NumberColumn("reversed", format="%.1f%%"),
+    "reversal_precision": st.column_config.NumberColumn("reversal precision", format="%.1f%%"),
+}
 from puaudit.errors import PUAuditError
 
 state.through_navigation()
@@ -116,17 +124,38 @@ def _audit_section() -> None:
 
 
 def _results(params: dict, result, curve_slot) -> None:
+    """Everything drawn from one audit, in the page's order."""
     with curve_slot:  # after the audit: the curve is a background job, its marked point the audit
         curve_pending = not curve_ready(table, emb, params)
         st.fragment(lambda: show_m_curve(table, emb, params, result, polling=curve_pending),
                     run_every=1.0 if curve_pending else None)()
-
     verdict = first_look.show_headline(result)
+    _spread_section(params, result, verdict)
+    _how_it_chose(params, result)
+    _evidence_section(params, result)
+    _certify_section(params, result)
+    st.subheader("By question type")
+    st.caption(TYPE_RULE)
+    # text cells: an unshown number is empty (not "None"), a change is that of the percents shown
+    st.dataframe(type_text(per_type_table(result)), hide_index=True, width="stretch")
+    _compare_section(params)
+    # idle time, once the page is drawn: the audits one slider step away, so the next step is
+    # usually instant (after the curve, before the spread; cancelled as soon as the visitor
+    # moves on, and every slider answer goes first)
+    audit_jobs.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP,
+                                     m_range=M_RANGE, p_range=P_RANGE)
+
+
+def _spread_section(params: dict, result, verdict) -> None:
+    """The change over seeded splits, measured in the background after the first result (a
+    fragment that polls while the job runs)."""
+    n_seeds = default_spread_seeds(len(table))
+    measured = n_seeds > 1 and bool(result.metrics["n"])
+    pending = measured and job_status(audit_runs.spread_job(
+        table, emb, params, result, n_seeds=n_seeds)[0]) == "pending"
 
     def _spread():
-        """The change over seeded splits, measured in the background after the first result."""
-        n_seeds = default_spread_seeds(len(table))
-        if n_seeds < 2 or not result.metrics["n"]:
+        if not measured:
             return
         fut, prog = audit_runs.spread_job(table, emb, params, result, n_seeds=n_seeds)
         status = job_status(fut)
@@ -143,11 +172,11 @@ def _results(params: dict, result, curve_slot) -> None:
             if pending:
                 st.rerun()  # arrived during a timed fragment run: redraw once, stop polling
 
-    pending = (default_spread_seeds(len(table)) > 1 and bool(result.metrics["n"])
-               and job_status(audit_runs.spread_job(table, emb, params, result,
-                                                    n_seeds=default_spread_seeds(len(table)))[0])
-               == "pending")
     st.fragment(_spread, run_every=2.0 if pending else None)()
+
+
+def _how_it_chose(params: dict, result) -> None:
+    """The expected change, how auto chose the scorer, and the audit's own warning."""
     st.info(expected_text(result))
     choice = auto_choice_text(result)
     if choice:
@@ -160,24 +189,32 @@ def _results(params: dict, result, curve_slot) -> None:
     if note:
         st.warning(note)
 
+
+def _evidence_section(params: dict, result) -> None:
+    """What P(judge right) sees besides the texts: the signals' weights and the other judges."""
     ev_note = evidence_note(result)
     for message in evidence_info(result).get("messages", []):
         st.warning(md(message))  # a malformed signal column, left out (data shown as text)
-    if ev_note:
-        with st.expander("Verdict evidence: what P(judge right) sees besides the texts"):
-            st.text(ev_note)
-            weights = audit_views.by_scores("evidence_frame", table, emb, params,
-                                            lambda: evidence_weights_frame(result))
-            if not weights.empty:
-                st.plotly_chart(audit_views.by_scores("evidence_figure", table, emb, params,
-                                                      lambda: evidence_weights_figure(result)),
-                                width="stretch", key="evidence_weights")
-                st.dataframe(weights.drop(columns=["feature"]), hide_index=True, width="stretch",
-                             column_config={c: st.column_config.NumberColumn(format="%+.3f")
-                                            for c in ("coef", "lo", "hi")})
-            from components.judges import other_judges_table  # issue 42: the other judges
-            other_judges_table(result, table)
+    if not ev_note:
+        return
+    with st.expander("Verdict evidence: what P(judge right) sees besides the texts"):
+        st.text(ev_note)
+        weights = audit_views.by_scores("evidence_frame", table, emb, params,
+                                        lambda: evidence_weights_frame(result))
+        if not weights.empty:
+            st.plotly_chart(audit_views.by_scores("evidence_figure", table, emb, params,
+                                                  lambda: evidence_weights_figure(result)),
+                            width="stretch", key="evidence_weights")
+            st.dataframe(weights.drop(columns=["feature"]), hide_index=True, width="stretch",
+                         column_config={c: st.column_config.NumberColumn(format="%+.3f")
+                                        for c in ("coef", "lo", "hi")})
+        from components.judges import other_judges_table  # issue 42: the other judges
+        other_judges_table(result, table)
 
+
+def _certify_section(params: dict, result) -> None:
+    """Trust or escalate: the checkbox, the target and risk, the certificate, its curve and the
+    cascade."""
     st.subheader("Trust or escalate")
     st.caption("Certify the verdicts whose calibrated P(judge right) clears a threshold chosen "
                "on P so that they agree with people at least the target share of the time (with "
@@ -185,36 +222,38 @@ def _results(params: dict, result, curve_slot) -> None:
     ss["w_certify"] = params["target_agreement"] is not None
     st.checkbox("Certify verdicts (trust or escalate)", key="w_certify",
                 on_change=state.set_certify)
-    if result.certification is not None:
-        t_col, r_col = st.columns([3, 1])
-        with t_col:
-            st.slider("Target agreement", 0.55, 0.99, step=0.01, **state.bind("target_agreement"))
-        with r_col:
-            st.selectbox("Risk", RISK_CHOICES, **state.bind("risk"),
-                         help="Probability that the trusted verdicts agree with people less often "
-                              "than the target.")
-        cert = result.summary()["certification"]
-        (st.warning if cert["message"] else st.success)(certification_text(cert))
-        st.plotly_chart(coverage_curve_figure(result.certification.curve(CURVE_TARGETS),
-                                              current_target=cert["target"]),
-                        width="stretch", key="certify_curve")
-        with st.expander("Cascade of judges: cheapest first, then people"):  # issue 42
-            from components.judges import cascade_section
-            cascade_section(table, emb, params)
+    if result.certification is None:
+        return
+    t_col, r_col = st.columns([3, 1])
+    with t_col:
+        st.slider("Target agreement", 0.55, 0.99, step=0.01, **state.bind("target_agreement"))
+    with r_col:
+        st.selectbox("Risk", RISK_CHOICES, **state.bind("risk"),
+                     help="Probability that the trusted verdicts agree with people less often "
+                          "than the target.")
+    cert = result.summary()["certification"]
+    (st.warning if cert["message"] else st.success)(certification_text(cert))
+    st.plotly_chart(coverage_curve_figure(result.certification.curve(CURVE_TARGETS),
+                                          current_target=cert["target"]),
+                    width="stretch", key="certify_curve")
+    with st.expander("Cascade of judges: cheapest first, then people"):  # issue 42
+        from components.judges import cascade_section
+        cascade_section(table, emb, params)
 
-    st.subheader("By question type")
-    st.caption(TYPE_RULE)
-    # text cells: an unshown number is empty (not "None"), a change is that of the percents shown
-    st.dataframe(type_text(per_type_table(result)), hide_index=True, width="stretch")
 
+def _compare_section(params: dict) -> None:
+    """Every scorer and rule on the same data, a background job polled by a fragment."""
     st.subheader("Compare scorers")
     st.caption("Every scorer and relabel rule on the same data and settings, averaged over three "
                "seeded splits and measured on validation rows only — so you can see when "
                "PUAudit's transport scorer does not beat simpler baselines, or the judge itself.")
+    if not st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
+        return
+    compare_pending = job_status(audit_jobs.compare_job(table, emb, params)) == "pending"
 
     def _compare():
-        """The comparison, a background job: its progress until it is ready (a slider answer
-        goes first; the comparison resumes after it)."""
+        """The comparison: its progress until it is ready (a slider answer goes first; the
+        comparison resumes after it)."""
         job = audit_jobs.compare_job(table, emb, params)
         status = job_status(job)
         if status == "pending":
@@ -225,31 +264,12 @@ def _results(params: dict, result, curve_slot) -> None:
         if status == "failed":
             audit_runs.show_error(job.exception())
             return
-        board = job.result()
-        st.dataframe(as_percent(leaderboard_table(board), BOARD_SHARES), hide_index=True,
-                     width="stretch",
-                     column_config={
-                         "cons_orig": st.column_config.NumberColumn("Cons_orig", format="%.1f%%"),
-                         "cons_adj": st.column_config.NumberColumn("Cons_adj", format="%.1f%%"),
-                         "delta_pts": st.column_config.NumberColumn("change (pts)", format="%+.1f"),
-                         "delta_sd_pts": st.column_config.NumberColumn("sd (pts)", format="%.1f"),
-                         "reversed_share": st.column_config.NumberColumn("reversed",
-                                                                         format="%.1f%%"),
-                         "reversal_precision": st.column_config.NumberColumn("reversal precision",
-                                                                             format="%.1f%%"),
-                     })
+        st.dataframe(as_percent(leaderboard_table(job.result()), BOARD_SHARES), hide_index=True,
+                     width="stretch", column_config=BOARD_COLUMNS)
         if compare_pending:
             st.rerun()  # arrived during a timed fragment run: redraw once, stop polling
 
-    if st.checkbox("Compare every scorer × rule (3 seeds)", key="w_compare"):
-        compare_pending = job_status(audit_jobs.compare_job(table, emb, params)) == "pending"
-        st.fragment(_compare, run_every=2.0 if compare_pending else None)()
-
-    # idle time, once the page is drawn: the audits one slider step away, so the next step is
-    # usually instant (after the curve, before the spread; cancelled as soon as the visitor
-    # moves on, and every slider answer goes first)
-    audit_jobs.precompute_neighbours(table, emb, params, m_step=M_STEP, p_step=P_STEP,
-                                     m_range=M_RANGE, p_range=P_RANGE)
+    st.fragment(_compare, run_every=2.0 if compare_pending else None)()
 
 
 _audit_section()
