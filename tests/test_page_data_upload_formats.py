@@ -110,6 +110,17 @@ def _metric(at, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
+def _pages_show_the_cli(uploaded: pd.DataFrame, js: dict, n_rows: int) -> None:
+    """The Data page shows the upload's rows, the Audit page the CLI's headline numbers."""
+    data = open_page("pages/data.py", uploaded)
+    assert _metric(data, "Rows") == f"{n_rows:,}"
+    audit = open_page("pages/audit.py", uploaded)
+    assert _metric(audit, "Cons_orig") == f"{js['cons_orig']:.1%}"
+    assert _metric(audit, "Cons_adj") == f"{js['cons_adj']:.1%}"
+    n_reversed = round(js["reversed_share"] * js["n_validation"])
+    assert _metric(audit, "Reversed") == f"{n_reversed} of {js['n_validation']}"
+
+
 @pytest.mark.parametrize("build, name, n_rows", [
     (labelstudio_export, "project-export.json", N_VOTED * 2 + 40),
     (argilla_records, "records.json", N_VOTED * 2 + 40),
@@ -135,13 +146,7 @@ def test_a_tool_export_uploaded_gives_the_clis_rows_and_numbers(tmp_path, capsys
     table = load_comparisons(uploaded, columns={r: mapping.get(r) for r in ROLES})
     assert table.content_hash() == load_comparisons(read).content_hash()
 
-    data = open_page("pages/data.py", uploaded)
-    assert _metric(data, "Rows") == f"{n_rows:,}"
-    audit = open_page("pages/audit.py", uploaded)
-    assert _metric(audit, "Cons_orig") == f"{js['cons_orig']:.1%}"
-    assert _metric(audit, "Cons_adj") == f"{js['cons_adj']:.1%}"
-    n_reversed = round(js["reversed_share"] * js["n_validation"])
-    assert _metric(audit, "Reversed") == f"{n_reversed} of {js['n_validation']}"
+    _pages_show_the_cli(uploaded, js, n_rows)
 
 
 def test_an_mtbench_judgment_file_uploaded_is_refused_as_the_cli_refuses_it(tmp_path, capsys):
@@ -172,10 +177,4 @@ def test_a_zipped_mtbench_release_uploaded_gives_the_clis_rows_and_numbers(tmp_p
     js = _cli_summary(archive, tmp_path, capsys)
     assert js["n_rows"] == len(uploaded) and js["n_validation"] > 100
 
-    data = open_page("pages/data.py", uploaded)
-    assert _metric(data, "Rows") == f"{len(uploaded):,}"
-    audit = open_page("pages/audit.py", uploaded)
-    assert _metric(audit, "Cons_orig") == f"{js['cons_orig']:.1%}"
-    assert _metric(audit, "Cons_adj") == f"{js['cons_adj']:.1%}"
-    n_reversed = round(js["reversed_share"] * js["n_validation"])
-    assert _metric(audit, "Reversed") == f"{n_reversed} of {js['n_validation']}"
+    _pages_show_the_cli(uploaded, js, len(uploaded))
